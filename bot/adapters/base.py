@@ -1,0 +1,83 @@
+"""The adapter seam: how a chat platform plugs into tierbot.
+
+An adapter turns platform payloads into :class:`~bot.messages.InboundMessage`
+at its edge and hands them to a :class:`Dispatcher`; the runtime answers
+through :meth:`Adapter.send`.  The core never sees a platform dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from bot.messages import InboundMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a platform supports, so the core can adapt its replies."""
+
+    max_message_chars: int
+    threads: bool = False
+    typing_indicator: bool = False
+    reactions: bool = False
+    markdown: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A reply to deliver: which channel, what text, and which message it answers."""
+
+    channel: str
+    text: str
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """Whether the runtime accepted an inbound message, and why not."""
+
+    accepted: bool
+    reason: str = ""
+
+
+class Dispatcher(Protocol):
+    """What an adapter talks to: the runtime.
+
+    ``submit`` returns once the message is durably stored (or was a duplicate),
+    so an adapter may acknowledge it to the platform after it returns.
+    ``command`` runs an admin command (``/status`` ...) and returns its text, or
+    None when ``text`` is not a command.
+    """
+
+    async def submit(self, message: InboundMessage) -> Delivery: ...
+
+    async def command(self, message: InboundMessage, *, is_admin: bool) -> str | None: ...
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """A chat platform connection.
+
+    ``start`` is idempotent and safe to call again after a disconnect; ``stop``
+    disconnects and releases everything ``start`` acquired; ``send`` delivers one
+    reply (splitting it to the platform's limit); ``progress`` shows the bot is
+    working on ``channel`` until the returned handle's ``done`` is called.
+    """
+
+    name: str
+    capabilities: Capabilities
+
+    async def start(self, dispatcher: Dispatcher) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def send(self, out: Outbound) -> list[str]: ...
+
+    async def progress(self, channel: str, message_id: str | None) -> ProgressHandle: ...
+
+    def connected(self) -> bool: ...
+
+
+class ProgressHandle(Protocol):
+    async def done(self) -> None: ...

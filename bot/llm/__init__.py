@@ -1,0 +1,1 @@
+"""LLM providers behind one protocol: offline (default), OpenAI-compatible, Anthropic."""

@@ -1,0 +1,100 @@
+"""Tierbot's own message types: what the core sees instead of platform payloads.
+
+``InboundMessage`` is what an adapter hands the runtime; ``Message`` is one row of
+a channel's history as the store keeps it.  Both are frozen values.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    """Who produced a history entry."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    SUMMARY = "summary"
+    MARKER = "marker"
+
+
+class State(StrEnum):
+    """Whether a message is part of the channel's live context."""
+
+    LIVE = "live"
+    ARCHIVED = "archived"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    """A message received from a platform, already turned into tierbot's terms.
+
+    ``addressed`` is true when the bot was mentioned, replied to, or the message
+    is a DM: it drives the ``mention`` respond mode.
+    """
+
+    channel: str
+    platform_id: str
+    author_id: str
+    author_name: str
+    text: str
+    ts: float = field(default_factory=time.time)
+    addressed: bool = False
+    is_dm: bool = False
+    thread: str | None = None
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One entry of a channel's history, as stored.
+
+    ``id`` is tierbot's internal, monotonically increasing id (0 until stored);
+    ``platform_id`` is the platform's own id, unique within the channel.
+    ``pos`` orders the live context: a summary takes the position of the first
+    message it replaces, so summaries stack chronologically at the head.
+    """
+
+    channel: str
+    platform_id: str
+    role: Role
+    text: str
+    author_id: str = ""
+    author_name: str = ""
+    ts: float = 0.0
+    tokens: int = 0
+    id: int = 0
+    state: State = State.LIVE
+    pos: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def with_(self, **changes: Any) -> Message:
+        """Return a copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.meta.get("pinned"))
+
+
+def workspace_of(channel_key: str) -> str:
+    """The workspace a channel belongs to, for memory scoping.
+
+    ``discord:<guild>:<channel>`` -> ``discord:<guild>``; ``slack:<team>:...`` ->
+    ``slack:<team>``; a DM (``discord:dm:<user>``) is its own workspace; any other
+    key (console, replay) is its own workspace too.  Slack DM channel ids start
+    with ``D``: such a channel is private too.
+    """
+    parts = channel_key.split(":")
+    if len(parts) >= 3 and parts[0] in ("discord", "slack"):
+        if parts[1] == "dm" or (parts[0] == "slack" and parts[2].startswith("D")):
+            # A direct message is private to its user: never one workspace with others.
+            return ":".join(parts[:3])
+        return ":".join(parts[:2])
+    return channel_key

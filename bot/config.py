@@ -150,8 +150,57 @@ class ConsoleAdapterConfig(_Model):
     respond: RespondMode = "always"
 
 
+class DiscordAdapterConfig(_Model):
+    """``[adapters.discord]``: the bot token comes from the environment, never the file.
+
+    Allow-lists hold ids (guild, channel or thread, user); empty means no
+    restriction.  A thread is allowed when it or its parent channel is listed.
+    ``api_base`` and ``gateway_url`` reach a proxy or a test server.
+    """
+
+    # Snowflakes may be written as TOML integers or strings; both become strings.
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    enabled: bool = False
+    token_env: str = "DISCORD_TOKEN"
+    respond: RespondMode = "mention"
+    allowed_guilds: list[str] = []
+    allowed_channels: list[str] = []
+    allowed_dm_users: list[str] = []
+    admins: list[str] = []
+    api_base: str = "https://discord.com/api/v10"
+    gateway_url: str = "wss://gateway.discord.gg/"
+
+
+class SlackAdapterConfig(_Model):
+    """``[adapters.slack]``: tokens and the signing secret come from the environment.
+
+    ``mode = "socket"`` needs no public URL (app-level token required);
+    ``mode = "http"`` serves the Events API on ``host:port`` + ``path`` and
+    verifies every request with the signing secret.  Allow-lists hold ids
+    (team ``T…``, channel ``C…``/``G…``, user ``U…``); empty means no restriction.
+    DMs are limited by ``allowed_teams`` only.
+    """
+
+    enabled: bool = False
+    mode: Literal["socket", "http"] = "socket"
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    app_token_env: str = "SLACK_APP_TOKEN"
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    respond: RespondMode = "mention"
+    host: str = "0.0.0.0"
+    port: int = Field(3000, ge=0, le=65535)
+    path: str = "/slack/events"
+    allowed_teams: list[str] = []
+    allowed_channels: list[str] = []
+    admins: list[str] = []
+    api_base_url: str = "https://slack.com/api/"
+
+
 class AdaptersConfig(_Model):
     console: ConsoleAdapterConfig = ConsoleAdapterConfig()
+    discord: DiscordAdapterConfig = DiscordAdapterConfig()
+    slack: SlackAdapterConfig = SlackAdapterConfig()
 
 
 class WorkersConfig(_Model):

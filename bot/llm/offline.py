@@ -1,0 +1,332 @@
+"""The offline provider: deterministic, no network, no model download.
+
+What it does:
+
+* **chat** answers from what it can see.  A question is matched (stemmed,
+  IDF-weighted word overlap) against earlier messages, summaries and recalled
+  memories in its context, and the best match is quoted back with who said it.
+  When nothing in context matches and a ``memory_recall`` tool is offered, it
+  calls the tool first and answers from the results.  Greetings are greeted and
+  statements acknowledged.  It does not reason, infer, calculate or write prose.
+* **summary** (compaction) writes an extractive summary: sentences ranked with
+  networkx PageRank over a word-overlap graph, boosted when they carry numbers,
+  names or identifiers, kept in chronological order within ``max_tokens``; and
+  when ``memory_save`` is offered it calls it with rule-based typed memories
+  (identity, preference, decision, goal, todo, event, fact).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from bot.llm.text import Overlap, sentences, stems, words
+from bot.llm.transcript import TranscriptEntry, parse_transcript
+from bot.tokens import TokenCounter, get_counter
+
+_QUESTION_START = re.compile(
+    r"^(what|when|where|who|whom|whose|why|how|which|do|does|did|is|are|was|were|can|could|"
+    r"would|will|should|have|has|had|remind|tell me|recall|remember)\b",
+    re.I,
+)
+_GREETING = re.compile(r"^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|evening))\b", re.I)
+_MEMORY_TAG = re.compile(r"<memory\b[^>]*>(.*?)</memory>", re.S)
+_IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
+
+# (memory type, default importance, pattern); first match wins, most specific first.
+_RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
+    (
+        "identity",
+        0.9,
+        re.compile(
+            r"\b(my name is|call me|i am an? |i'm an? |i work (as|at|for)|i live in|i'm from|"
+            r"i am from|my pronouns|i was born)\b",
+            re.I,
+        ),
+    ),
+    (
+        "decision",
+        0.8,
+        re.compile(
+            r"\b(we (decided|agreed|chose|settled)|decided to|let's go with|we're going with|"
+            r"we will go with|the plan is|final answer|we'll use|we will use)\b",
+            re.I,
+        ),
+    ),
+    (
+        "preference",
+        0.7,
+        re.compile(
+            r"\b(i (really |truly |do )?(like|love|prefer|enjoy|hate|dislike|adore)|my favou?rite|"
+            r"i'm (a big |a huge |a )?fan of|i can't stand|please always|please never)\b",
+            re.I,
+        ),
+    ),
+    (
+        "goal",
+        0.8,
+        re.compile(
+            r"\b(i (want|plan|hope|intend|aim|wish) to|my goal|i'm planning|i am planning|"
+            r"i'm hoping|dream(ing)? of|i'm going to|i am going to)\b",
+            re.I,
+        ),
+    ),
+    (
+        "todo",
+        0.75,
+        re.compile(
+            r"\b(need to|have to|must|don't forget|remember to|remind me|todo|to-do|"
+            r"deadline|due (on|by)|by (monday|tuesday|wednesday|thursday|friday|tomorrow))\b",
+            re.I,
+        ),
+    ),
+    (
+        "event",
+        0.5,
+        re.compile(
+            r"\b(yesterday|last (week|month|year|night|weekend|summer|winter)|went to|visited|"
+            r"attended|graduated|got married|moved to|started|finished|joined|met|"
+            r"on (monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
+            re.I,
+        ),
+    ),
+)
+
+
+def is_question(text: str) -> bool:
+    t = text.strip()
+    return t.endswith("?") or bool(_QUESTION_START.match(t))
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedMemory:
+    """A rule-based memory: its type, importance, content and source message id."""
+
+    memory_type: str
+    importance: float
+    content: str
+    source_id: str
+
+
+def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> list[ExtractedMemory]:
+    """Typed memories found by rules in ``entries``, most important first."""
+    found: list[ExtractedMemory] = []
+    seen: set[str] = set()
+    for e in entries:
+        for sent in sentences(e.text):
+            if len(words(sent)) < 4 or is_question(sent):
+                continue
+            kind, importance = _classify(sent)
+            if kind is None:
+                continue
+            content = f"{e.author}: {sent}"[:500]
+            key = " ".join(stems(sent))
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(ExtractedMemory(kind, importance, content, e.id))
+    found.sort(key=lambda m: -m.importance)
+    return found[:limit]
+
+
+def _classify(sentence: str) -> tuple[str | None, float]:
+    for kind, importance, pattern in _RULES:
+        if pattern.search(sentence):
+            return kind, importance
+    if _IDENTIFIER.search(sentence) or re.search(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b", sentence):
+        return "fact", 0.6
+    return None, 0.0
+
+
+def extractive_summary(
+    entries: Sequence[TranscriptEntry], max_tokens: int, counter: TokenCounter
+) -> str:
+    """Top-ranked sentences (PageRank over word overlap), chronological, within ``max_tokens``."""
+    if not entries:
+        return ""
+    items: list[tuple[int, str, str]] = []  # (order, author, sentence)
+    for e in entries:
+        for sent in sentences(e.text):
+            items.append((len(items), e.author, sent))
+    header = f"Summary of {len(entries)} messages ([{entries[0].id}] to [{entries[-1].id}]):"
+    ranked = _rank(items)
+    budget = max_tokens - counter.count(header) - 2
+    chosen: list[tuple[int, str]] = []
+    for idx in ranked:
+        order, author, sent = items[idx]
+        line = f"- {author}: {sent}"
+        cost = counter.count(line) + 1
+        if cost > budget:
+            continue
+        chosen.append((order, line))
+        budget -= cost
+        if budget < 8:
+            break
+    chosen.sort()
+    return "\n".join([header, *[line for _, line in chosen]])
+
+
+def _rank(items: Sequence[tuple[int, str, str]]) -> list[int]:
+    item_stems = [set(stems(s)) for _, _, s in items]
+    postings: dict[str, list[int]] = defaultdict(list)
+    for i, ss in enumerate(item_stems):
+        for t in ss:
+            postings[t].append(i)
+    common = max(8, len(items) // 3)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(len(items)))
+    for i, ss in enumerate(item_stems):
+        overlap: Counter[int] = Counter()
+        for t in ss:
+            plist = postings[t]
+            if len(plist) <= common:
+                overlap.update(j for j in plist if j > i)
+        for j, shared in overlap.items():
+            graph.add_edge(i, j, weight=shared / (1 + len(ss | item_stems[j])))
+    try:
+        pr = nx.pagerank(graph, weight="weight", max_iter=200)
+    except nx.PowerIterationFailedConvergence:
+        pr = {i: 1.0 for i in range(len(items))}
+    boost = [
+        1.0 + 0.5 * bool(_IDENTIFIER.search(s)) + 0.2 * (len(ss) > 5)
+        for (_, _, s), ss in zip(items, item_stems, strict=True)
+    ]
+    return sorted(range(len(items)), key=lambda i: (-pr.get(i, 0.0) * boost[i], i))
+
+
+class OfflineProvider:
+    """A deterministic provider that needs no key and no network (see module docstring)."""
+
+    name = "offline"
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self.counter = counter or get_counter()
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        max_tokens: int = 1024,
+        purpose: Purpose = "chat",
+    ) -> Completion:
+        """Answer like a (very literal) model would; CPU work runs off the event loop."""
+        tool_names = {t.name for t in tools}
+        if purpose == "summary":
+            result = await asyncio.to_thread(self._summarize, messages, tool_names, max_tokens)
+        else:
+            result = await asyncio.to_thread(self._chat, messages, tool_names, max_tokens)
+        text, calls = result
+        usage = Usage(
+            sum(self.counter.count(m.content) + 4 for m in messages), self.counter.count(text)
+        )
+        return Completion(text=text, tool_calls=tuple(calls), usage=usage, stop_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+    # -- summary -------------------------------------------------------------
+
+    def _summarize(
+        self, messages: Sequence[ChatMessage], tools: set[str], max_tokens: int
+    ) -> tuple[str, list[ToolCall]]:
+        transcript = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        entries = parse_transcript(transcript)
+        summary = extractive_summary(entries, max_tokens, self.counter)
+        answered = any(m.role == "tool" for m in messages)
+        if "memory_save" not in tools or answered:
+            return summary, []
+        calls = [
+            ToolCall(
+                id=f"save-{i}",
+                name="memory_save",
+                arguments={
+                    "content": m.content,
+                    "memory_type": m.memory_type,
+                    "importance": m.importance,
+                    "source_ids": [m.source_id],
+                },
+            )
+            for i, m in enumerate(extract_memories(entries))
+        ]
+        return summary, calls
+
+    # -- chat ----------------------------------------------------------------
+
+    def _chat(
+        self, messages: Sequence[ChatMessage], tools: set[str], max_tokens: int
+    ) -> tuple[str, list[ToolCall]]:
+        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+        if last_user < 0:
+            return "Hello! I'm listening.", []
+        turn_start = last_user
+        while turn_start > 0 and messages[turn_start - 1].role == "user":
+            turn_start -= 1
+        current = messages[last_user]
+        question = next(
+            (m for m in reversed(messages[turn_start : last_user + 1]) if is_question(m.content)),
+            None,
+        )
+        speaker = current.name or "there"
+        if question is None:
+            if _GREETING.match(current.content.strip()):
+                return f"Hello {speaker}! Ask me anything about this conversation.", []
+            kind, _ = _classify(current.content)
+            what = f"that as a {kind}" if kind else "that"
+            return f"Noted {what}, {speaker}.", []
+
+        tool_results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
+        candidates = self._candidates(messages[:turn_start], tool_results)
+        best, score = self._best(question.content, candidates)
+        if score < 0.34 and "memory_recall" in tools and not tool_results:
+            call = ToolCall("recall-0", "memory_recall", {"query": question.content, "limit": 5})
+            return "", [call]
+        if best is None or score < 0.2:
+            return "I don't know yet: nothing I can see or remember covers that.", []
+        source, text = best
+        reply = f"{source} «{text}»"
+        return self.counter.truncate(reply, max_tokens), []
+
+    @staticmethod
+    def _candidates(
+        history: Sequence[ChatMessage], tool_results: Sequence[ChatMessage]
+    ) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for m in tool_results:
+            try:
+                hits = json.loads(m.content)
+            except json.JSONDecodeError:
+                continue
+            for h in hits if isinstance(hits, list) else []:
+                if isinstance(h, dict) and h.get("content"):
+                    out.append(("I remember:", str(h["content"])))
+        for m in history:
+            if m.role == "user":
+                out.append((f"Earlier, {m.name or 'someone'} said:", m.content))
+            elif m.role == "system":
+                for block in _MEMORY_TAG.findall(m.content):
+                    out.append(("I remember:", html.unescape(block.strip())))
+                if m.content.startswith("[Summary") or m.content.startswith("Summary"):
+                    for line in m.content.splitlines()[1:]:
+                        out.append(("From an earlier summary:", line.lstrip("- ")))
+        return out
+
+    @staticmethod
+    def _best(
+        question: str, candidates: Sequence[tuple[str, str]]
+    ) -> tuple[tuple[str, str] | None, float]:
+        docs = [c[1] for c in candidates if not is_question(c[1])]
+        pool = [c for c in candidates if not is_question(c[1])]
+        if not pool:
+            return None, 0.0
+        scores = Overlap(docs).scores(question)
+        # Later evidence wins ties: it is the most recent thing said about the topic.
+        i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), k))
+        return pool[i], scores[i]

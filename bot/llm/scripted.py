@@ -1,0 +1,91 @@
+"""A scripted fake LLM for tests and benchmarks: controllable replies, latency and failures.
+
+Shipped in the package (like httpx's MockTransport) so every test drives the
+real channel and compaction code through the ordinary provider seam.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from bot.llm.base import ChatMessage, Completion, Purpose, ToolSpec, Usage
+from bot.llm.transcript import parse_transcript
+
+Step = Completion | BaseException | Callable[[Sequence[ChatMessage]], Completion]
+
+
+@dataclass(slots=True)
+class Call:
+    """One recorded request."""
+
+    purpose: Purpose
+    messages: list[ChatMessage]
+    tools: list[str]
+    max_tokens: int
+
+
+def default_summary(messages: Sequence[ChatMessage]) -> Completion:
+    """A tiny deterministic summary naming how many transcript entries it covers."""
+    transcript = next((m.content for m in reversed(messages) if m.role == "user"), "")
+    entries = parse_transcript(transcript)
+    span = f"[{entries[0].id}] to [{entries[-1].id}]" if entries else "nothing"
+    return Completion(text=f"Summary of {len(entries)} messages ({span}).")
+
+
+@dataclass
+class ScriptedLLM:
+    """Replies from per-purpose scripts; falls back to a default reply when a script is empty.
+
+    ``latency[purpose]`` delays every call of that purpose; ``gate[purpose]``, when
+    set, makes calls of that purpose wait until the event is set.
+    """
+
+    chat_reply: str = "ok"
+    latency: dict[str, float] = field(default_factory=dict)
+    gate: dict[str, asyncio.Event] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    name: str = "scripted"
+    _scripts: dict[str, deque[Step]] = field(default_factory=dict)
+
+    def push(self, purpose: Purpose, *steps: Step) -> None:
+        """Queue ``steps`` for calls of ``purpose``: a Completion, an exception to raise,
+        or a function of the messages returning a Completion."""
+        self._scripts.setdefault(purpose, deque()).extend(steps)
+
+    def count(self, purpose: Purpose) -> int:
+        return sum(1 for c in self.calls if c.purpose == purpose)
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        max_tokens: int = 1024,
+        purpose: Purpose = "chat",
+    ) -> Completion:
+        self.calls.append(Call(purpose, list(messages), [t.name for t in tools], max_tokens))
+        delay = self.latency.get(purpose, 0.0)
+        if delay:
+            await asyncio.sleep(delay)
+        gate = self.gate.get(purpose)
+        if gate is not None:
+            await gate.wait()
+        script = self._scripts.get(purpose)
+        step: Step
+        if script:
+            step = script.popleft()
+        elif purpose == "summary":
+            step = default_summary
+        else:
+            step = Completion(text=self.chat_reply)
+        if isinstance(step, BaseException):
+            raise step
+        result = step(messages) if callable(step) else step
+        if result.usage is None:
+            result = Completion(result.text, result.tool_calls, Usage(0, 0), result.stop_reason)
+        return result
+
+    async def aclose(self) -> None:
+        return None

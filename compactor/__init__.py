@@ -1,0 +1,18 @@
+"""The compactor: a programmatic monitor of each channel's context usage (no LLM)."""
+
+from compactor.compactor import COUNTER_KEYS, Compactor, Kind, Plan
+from compactor.cuts import choose_cut, compactable, last_turn_start
+from compactor.policy import Tier, choose_tier, fraction_for
+
+__all__ = [
+    "COUNTER_KEYS",
+    "Compactor",
+    "Kind",
+    "Plan",
+    "Tier",
+    "choose_cut",
+    "choose_tier",
+    "compactable",
+    "fraction_for",
+    "last_turn_start",
+]

@@ -1,0 +1,191 @@
+"""Compaction workers: summarize a snapshot of messages with an LLM and save memories.
+
+A worker receives a :class:`CompactionJob` naming exactly which messages it
+covers.  It asks the provider for a summary with a focused prompt and offers
+one tool, ``memory_save``, which the model may call any number of times.  It
+never touches the channel's history: it returns a :class:`CompactionOutcome`
+and the channel actor, the only writer of its history, swaps it in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from bot.errors import LLMError, ToolError
+from bot.llm.base import ChatMessage, LLMProvider, ToolSpec
+from bot.llm.text import Overlap
+from bot.llm.transcript import TranscriptEntry, format_transcript
+from bot.messages import Message, Role
+from bot.tokens import TokenCounter
+
+log = structlog.get_logger("tierbot.workers.compaction")
+
+SUMMARY_PROMPT = """You compact the older part of a group conversation so it fits in memory.
+Write a concise summary of the transcript the user gives you, keeping:
+- what was decided, and by whom;
+- preferences and facts learned about people and things;
+- open questions, promises and commitments (who owes what, by when);
+- exact identifiers, names, numbers, dates, links, versions and code names, verbatim.
+Write plain sentences, no preamble. Stay under {max_tokens} tokens.
+{tool_hint}"""
+
+TOOL_HINT = (
+    "Before the summary, call memory_save once for every durable fact, preference, decision, "
+    "identity detail, event, goal or todo worth recalling later; cite the [ids] it came from "
+    "in source_ids."
+)
+META_HINT = "The transcript is made of earlier summaries; merge them, oldest first."
+MAX_TOOL_ROUNDS = 4
+
+
+class MemoryWriter(Protocol):
+    """Where compaction workers put what they learn (the memory graph)."""
+
+    def save_tool(self) -> ToolSpec: ...
+
+    async def save_from_tool(
+        self, arguments: dict[str, Any], *, channel: str, covered: Sequence[Message]
+    ) -> str:
+        """Validate and save one memory_save call; return the tool result text.
+
+        Raises :class:`~bot.errors.ToolError` for invalid arguments."""
+        ...
+
+    async def add_episodes(self, messages: Sequence[Message]) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionJob:
+    """What to summarize: the messages (already resolved from the store) and the limits."""
+
+    channel: str
+    kind: str
+    messages: tuple[Message, ...]
+    max_summary_tokens: int
+    level: int = 1
+    extract_memories: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOutcome:
+    """A worker's result: a summary, or the reason it failed."""
+
+    summary: str | None
+    memories: int
+    duration: float
+    error: str | None = None
+
+
+def _entries(messages: Sequence[Message]) -> list[TranscriptEntry]:
+    out = []
+    for m in messages:
+        if m.role is Role.SUMMARY:
+            out.append(TranscriptEntry(f"summary {m.id}", "summary", m.text))
+        elif m.role is Role.MARKER:
+            continue
+        else:
+            name = m.author_name or m.author_id or m.role.value
+            out.append(TranscriptEntry(m.platform_id, name, m.text))
+    return out
+
+
+class CompactionWorker:
+    """Runs one :class:`CompactionJob` against a provider; never raises for job failures."""
+
+    def __init__(
+        self,
+        llm: LLMProvider,
+        counter: TokenCounter,
+        memory: MemoryWriter | None = None,
+        *,
+        timeout: float = 120.0,
+    ) -> None:
+        self.llm = llm
+        self.counter = counter
+        self.memory = memory
+        self.timeout = timeout
+
+    async def run(self, job: CompactionJob) -> CompactionOutcome:
+        started = time.monotonic()
+        bound = log.bind(channel=job.channel, kind=job.kind, messages=len(job.messages))
+        try:
+            summary, saved = await asyncio.wait_for(self._run(job), self.timeout)
+        except TimeoutError:
+            return self._fail(bound, started, f"timed out after {self.timeout:.0f} s")
+        except LLMError as exc:
+            return self._fail(bound, started, f"{type(exc).__name__}: {exc}")
+        summary = summary.strip()
+        if not summary:
+            return self._fail(bound, started, "the model returned an empty summary", saved)
+        tokens = self.counter.count(summary)
+        if tokens > job.max_summary_tokens * 1.25:
+            return self._fail(
+                bound, started,
+                f"summary of {tokens} tokens exceeds max_summary_tokens "
+                f"({job.max_summary_tokens})",
+                saved,
+            )  # fmt: skip
+        if self.memory is not None and job.extract_memories:
+            await self.memory.add_episodes(
+                [m for m in job.messages if m.role in (Role.USER, Role.ASSISTANT)]
+            )
+        return CompactionOutcome(summary, saved, time.monotonic() - started)
+
+    @staticmethod
+    def _fail(bound: Any, started: float, reason: str, saved: int = 0) -> CompactionOutcome:
+        bound.warning("compaction.worker_failed", reason=reason)
+        return CompactionOutcome(None, saved, time.monotonic() - started, error=reason)
+
+    async def _run(self, job: CompactionJob) -> tuple[str, int]:
+        use_tools = job.extract_memories and self.memory is not None
+        hint = TOOL_HINT if use_tools else ""
+        if job.kind == "meta":
+            hint = META_HINT
+        system = SUMMARY_PROMPT.format(max_tokens=job.max_summary_tokens, tool_hint=hint)
+        convo = [
+            ChatMessage("system", system),
+            ChatMessage("user", format_transcript(_entries(job.messages))),
+        ]
+        tools = [self.memory.save_tool()] if use_tools and self.memory is not None else []
+        saved = 0
+        text = ""
+        for _ in range(MAX_TOOL_ROUNDS):
+            completion = await self.llm.complete(
+                convo, tools, max_tokens=job.max_summary_tokens, purpose="summary"
+            )
+            text = completion.text or text
+            if not completion.tool_calls or not tools:
+                break
+            convo.append(ChatMessage("assistant", completion.text, tool_calls=completion.tool_calls))
+            for call in completion.tool_calls:
+                result = await self._tool(call.name, call.arguments, job)
+                saved += result.startswith("{") and '"id"' in result
+                convo.append(ChatMessage("tool", result, tool_call_id=call.id))
+        return text, saved
+
+    async def _tool(self, name: str, arguments: dict[str, Any], job: CompactionJob) -> str:
+        if name != "memory_save" or self.memory is None:
+            return json.dumps({"error": f"unknown tool {name!r}; only memory_save is available"})
+        try:
+            return await self.memory.save_from_tool(
+                arguments, channel=job.channel, covered=job.messages
+            )
+        except ToolError as exc:
+            return json.dumps({"error": str(exc)})
+
+
+def infer_sources(content: str, covered: Sequence[Message], limit: int = 3) -> list[str]:
+    """The covered messages that best match ``content``, best first (for uncited memories)."""
+    pool = [m for m in covered if m.role in (Role.USER, Role.ASSISTANT)]
+    if not pool:
+        return []
+    scores = Overlap([m.text for m in pool]).scores(content)
+    ranked = sorted(range(len(pool)), key=lambda i: -scores[i])
+    return [pool[i].platform_id for i in ranked[:limit] if scores[i] > 0]

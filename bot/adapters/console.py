@@ -1,0 +1,116 @@
+"""The console adapter: a terminal chat with one channel (``console:local`` by default)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from typing import IO
+
+from bot.adapters.base import Capabilities, Dispatcher, Outbound
+from bot.config import ConsoleAdapterConfig
+from bot.messages import InboundMessage
+
+
+class _NoProgress:
+    async def done(self) -> None:
+        return None
+
+
+class ConsoleAdapter:
+    """Reads lines from ``stdin``, prints replies to ``stdout``; the local user is an admin.
+
+    ``finished`` is set once input ends and every reply to it has been printed.
+    """
+
+    name = "console"
+    capabilities = Capabilities(max_message_chars=1_000_000)
+
+    def __init__(
+        self,
+        config: ConsoleAdapterConfig,
+        *,
+        channel: str | None = None,
+        stdin: IO[str] | None = None,
+        stdout: IO[str] | None = None,
+    ) -> None:
+        self.config = config
+        self.channel = channel or config.channel
+        self._in = stdin or sys.stdin
+        self._out = stdout or sys.stdout
+        self._interactive = bool(getattr(self._in, "isatty", lambda: False)())
+        self._task: asyncio.Task[None] | None = None
+        self._seq = 0
+        self.finished = asyncio.Event()
+
+    def connected(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self, dispatcher: Dispatcher) -> None:
+        """Start reading input (idempotent)."""
+        if self._task is not None:
+            return
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def reader() -> None:
+            for line in self._in:
+                loop.call_soon_threadsafe(lines.put_nowait, line.rstrip("\n"))
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+
+        threading.Thread(target=reader, name="console-stdin", daemon=True).start()
+        self._print(f"tierbot is listening on {self.channel}. Type /help for commands.")
+        self._prompt()
+        self._task = asyncio.create_task(self._consume(dispatcher, lines), name="console")
+
+    async def _consume(self, dispatcher: Dispatcher, lines: asyncio.Queue[str | None]) -> None:
+        while (line := await lines.get()) is not None:
+            text = line.strip()
+            if not text:
+                self._prompt()
+                continue
+            self._seq += 1
+            msg = InboundMessage(
+                channel=self.channel,
+                platform_id=f"console-{time.time_ns()}-{self._seq}",
+                author_id=self.config.user,
+                author_name=self.config.user,
+                text=text,
+                addressed=True,
+            )
+            answer = await dispatcher.command(msg, is_admin=True)
+            if answer is not None:
+                self._print(answer)
+                self._prompt()
+                continue
+            await dispatcher.submit(msg)
+        drain = getattr(dispatcher, "drain", None)
+        if drain is not None:
+            await drain()
+        self.finished.set()
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def send(self, out: Outbound) -> list[str]:
+        self._print(f"tierbot> {out.text}")
+        self._prompt()
+        return [out.reply_to or ""]
+
+    async def progress(self, channel: str, message_id: str | None) -> _NoProgress:
+        return _NoProgress()
+
+    def _print(self, text: str) -> None:
+        self._out.write(text + "\n")
+        self._out.flush()
+
+    def _prompt(self) -> None:
+        if self._interactive:
+            self._out.write(f"{self.config.user}> ")
+            self._out.flush()

@@ -1,0 +1,317 @@
+"""The ``tierbot`` command line.  Only this module picks exit codes.
+
+Exit codes: 0 success, 1 runtime failure, 2 bad input (config, arguments, files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bot.config import Config, default_config_path, load_config
+from bot.errors import ConfigError, TierbotError
+from bot.logging import configure_logging
+from bot.messages import InboundMessage, State
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+REPLAY_CHUNK = 64
+
+
+class UsageError(TierbotError):
+    """Bad command-line input (a file, a line of it, an argument)."""
+
+
+def _config(path: str | None) -> Config:
+    return load_config(Path(path) if path else default_config_path())
+
+
+def _setup_logging(cfg: Config, args: argparse.Namespace, log_file: Path | None = None) -> None:
+    level = args.log_level or cfg.logging.level
+    fmt = args.log_format or cfg.logging.format
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        configure_logging(level, "json" if fmt == "auto" else fmt, open(log_file, "a"))  # noqa: SIM115
+    else:
+        configure_logging(level, fmt)
+
+
+# -- run / chat ---------------------------------------------------------------------
+
+
+async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool) -> int:
+    from bot.adapters.console import ConsoleAdapter
+    from bot.runtime import Runtime, install_signal_handlers
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    async with Runtime(cfg) as rt:
+        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+        console = None
+        if console_only or cfg.adapters.console.enabled:
+            console = ConsoleAdapter(cfg.adapters.console, channel=console_channel)
+            await rt.start_adapter(console)
+        if not console_only:
+            for adapter in _platform_adapters(cfg):
+                await rt.start_adapter(adapter)
+        if console is not None and (console_only or len(rt.adapters) == 1):
+            waiters.append(asyncio.ensure_future(console.finished.wait()))
+        if not rt.adapters:
+            print("no adapter is running: enable one in config.toml", file=sys.stderr)
+            return EXIT_FAIL
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for w in waiters:
+            w.cancel()
+    return EXIT_OK
+
+
+def _platform_adapters(cfg: Config) -> list[Any]:
+    """The Discord and Slack adapters the config enables (when they are installed)."""
+    adapters: list[Any] = []
+    discord_cfg = getattr(cfg.adapters, "discord", None)
+    if discord_cfg is not None and discord_cfg.enabled:
+        from bot.adapters.discord import DiscordAdapter
+
+        adapters.append(DiscordAdapter(discord_cfg))
+    slack_cfg = getattr(cfg.adapters, "slack", None)
+    if slack_cfg is not None and slack_cfg.enabled:
+        from bot.adapters.slack import SlackAdapter
+
+        adapters.append(SlackAdapter(slack_cfg))
+    return adapters
+
+
+def _log_file_for(cfg: Config, interactive: bool) -> Path | None:
+    return cfg.storage_path().parent / "tierbot.log" if interactive else None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    cfg = _config(args.config)
+    interactive = cfg.adapters.console.enabled and sys.stdin.isatty()
+    log_file = _log_file_for(cfg, interactive)
+    _setup_logging(cfg, args, log_file)
+    if log_file is not None:
+        print(f"(logs go to {log_file})")
+    return asyncio.run(_serve(cfg, console_channel=None, console_only=False))
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    cfg = _config(args.config)
+    log_file = _log_file_for(cfg, sys.stdin.isatty())
+    _setup_logging(cfg, args, log_file)
+    return asyncio.run(_serve(cfg, console_channel=args.channel, console_only=True))
+
+
+# -- replay -----------------------------------------------------------------------------
+
+
+def _parse_ts(value: Any, where: str) -> float:
+    if value is None:
+        return time.time()
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        raise UsageError(f"{where}: ts must be ISO-8601, got {value!r}") from None
+
+
+def read_replay(path: Path, channel: str) -> Iterator[InboundMessage]:
+    """Parse a replay file lazily; a bad line raises UsageError naming file and line."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{where}: invalid JSON: {exc.msg}") from None
+            if not isinstance(obj, dict):
+                raise UsageError(f"{where}: expected a JSON object")
+            for key in ("id", "author", "text"):
+                if not isinstance(obj.get(key), str):
+                    raise UsageError(f"{where}: {key!r} must be a string")
+            if not obj["id"]:
+                raise UsageError(f"{where}: 'id' must not be empty")
+            yield InboundMessage(
+                channel=channel,
+                platform_id=obj["id"],
+                author_id=obj["author"],
+                author_name=obj["author"],
+                text=obj["text"],
+                ts=_parse_ts(obj.get("ts"), where),
+                addressed=True,
+            )
+
+
+async def replay(
+    cfg: Config, path: Path, channel: str, *, listen_only: bool, progress: bool = False
+) -> dict[str, Any]:
+    """Feed ``path`` into ``channel`` like inbound platform messages; return the report."""
+    from bot.runtime import Runtime
+
+    started = time.monotonic()
+    lines = 0
+    async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
+        chunk: list[InboundMessage] = []
+        for msg in read_replay(path, channel):
+            chunk.append(msg)
+            lines += 1
+            if len(chunk) >= REPLAY_CHUNK:
+                await rt.registry.submit_many(chunk)
+                chunk = []
+                if progress:
+                    print(f"\rreplayed {lines} messages", end="", file=sys.stderr, flush=True)
+        if chunk:
+            await rt.registry.submit_many(chunk)
+        await rt.drain()
+        if progress:
+            print(f"\rreplayed {lines} messages", file=sys.stderr)
+        snap = (await rt.registry.actor(channel)).snapshot()
+        memories = await rt.memory.count(channel) if rt.memory is not None else 0
+        archived = await rt.store.count(channel, state=State.ARCHIVED)
+    comp = snap["compactions"]
+    return {
+        "channel": channel,
+        "messages_in": lines,
+        "live_messages": snap["live_messages"],
+        "live_tokens": snap["live_tokens"],
+        "context_window": snap["context_window"],
+        "peak_usage": round(snap["peak_usage"], 4),
+        "final_usage": round(snap["usage"], 4),
+        "compactions": {k: comp.get(k, 0) for k in ("background", "aggressive", "emergency",
+                                                   "meta", "failed")},  # fmt: skip
+        "archived_messages": archived,
+        "memories": memories,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    cfg = _config(args.config)
+    _setup_logging(cfg, args)
+    report = asyncio.run(
+        replay(cfg, Path(args.file), args.channel, listen_only=args.listen_only,
+               progress=sys.stderr.isatty())
+    )  # fmt: skip
+    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    return EXIT_OK
+
+
+# -- history ------------------------------------------------------------------------------
+
+
+async def export_history(cfg: Config, channel: str) -> list[dict[str, Any]]:
+    from bot.store import Store
+
+    rows = []
+    async with await Store.open(cfg.storage_path(), synchronous=cfg.storage.synchronous) as store:
+        async for m in store.export(channel):
+            rows.append({
+                "id": m.platform_id,
+                "author": m.author_name or m.author_id,
+                "role": m.role.value,
+                "text": m.text,
+                "ts": datetime.fromtimestamp(m.ts).astimezone().isoformat(),
+                "state": m.state.value,
+            })  # fmt: skip
+    return rows
+
+
+def cmd_history_export(args: argparse.Namespace) -> int:
+    cfg = _config(args.config)
+    _setup_logging(cfg, args)
+    for row in asyncio.run(export_history(cfg, args.channel)):
+        print(json.dumps(row, ensure_ascii=False))
+    return EXIT_OK
+
+
+# -- config ----------------------------------------------------------------------------------
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    path = args.path or args.config
+    load_config(Path(path) if path else default_config_path())
+    print("ok")
+    return EXIT_OK
+
+
+# -- entry --------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", help="path of config.toml (default: ./config.toml if present)")
+    common.add_argument("--log-format", choices=["auto", "pretty", "json"])
+    common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    parser = argparse.ArgumentParser(prog="tierbot", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", parents=[common], help="start every enabled adapter")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("chat", parents=[common], help="chat in the terminal")
+    p.add_argument("--channel", default=None, help="channel key (default console:local)")
+    p.set_defaults(func=cmd_chat)
+    p = sub.add_parser("replay", parents=[common], help="feed a JSON Lines file into a channel")
+    p.add_argument("file")
+    p.add_argument("--channel", required=True)
+    p.add_argument("--listen-only", action="store_true", help="record only, never reply")
+    p.add_argument("--json", action="store_true", help="print the report on one line")
+    p.set_defaults(func=cmd_replay)
+
+    hist = sub.add_parser("history", help="a channel's message log")
+    hsub = hist.add_subparsers(dest="history_command", required=True)
+    p = hsub.add_parser("export", parents=[common], help="every message as JSON Lines")
+    p.add_argument("--channel", required=True)
+    p.set_defaults(func=cmd_history_export)
+
+    conf = sub.add_parser("config", help="configuration")
+    csub = conf.add_subparsers(dest="config_command", required=True)
+    p = csub.add_parser("check", parents=[common], help="validate a config file")
+    p.add_argument("path", nargs="?")
+    p.set_defaults(func=cmd_config_check)
+
+    try:
+        from bot.cli_memory import add_memory_commands
+    except ImportError:
+        pass
+    else:
+        add_memory_commands(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as exc:
+        print(f"tierbot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except TierbotError as exc:
+        structlog.get_logger("tierbot.cli").error("fatal", error=str(exc))
+        print(f"tierbot: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Admin and chat commands, the same on every platform and in the console.
+
+``/status`` ``/history [N]`` ``/help`` ``/memory QUERY`` are open to everyone;
+``/compact`` and ``/forget ...`` change state and need an admin.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from bot.messages import InboundMessage
+
+if TYPE_CHECKING:
+    from bot.runtime import Runtime
+
+HELP = """Commands:
+  /status          context usage, compactions, memories
+  /history [N]     the last N messages of this channel (default 10)
+  /memory QUERY    what I remember about QUERY
+  /compact         summarize the oldest messages now (admins)
+  /forget ID       forget one memory (admins)
+  /forget --author USER   forget everything derived from USER's messages (admins)
+  /help            this text"""
+
+MUTATING = {"/compact", "/forget"}
+
+
+def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> str:
+    """A text bar of ``usage`` with each threshold marked ``|``."""
+    marks = {min(width - 1, int(t * width)) for t in thresholds.values()}
+    filled = min(width, int(round(usage * width)))
+    cells = ["|" if i in marks else ("#" if i < filled else ".") for i in range(width)]
+    return f"[{''.join(cells)}] {usage * 100:5.1f}%"
+
+
+def render_status(snap: dict[str, Any], memories: int | None) -> str:
+    th = snap["thresholds"]
+    marks = ", ".join(f"{k} {v:.0%}" for k, v in th.items())
+    c = snap["compactions"]
+    lines = [
+        f"channel {snap['channel']}",
+        f"context {usage_bar(snap['usage'], th)}  ({snap['live_tokens']}/{snap['context_window']}"
+        f" tokens; thresholds: {marks})",
+        f"live messages {snap['live_messages']}, summaries {snap['summaries']}, "
+        f"peak usage {snap['peak_usage'] * 100:.1f}%",
+        "compactions: " + ", ".join(f"{k} {v}" for k, v in c.items())
+        + (f" (running: {snap['compaction_running']})" if snap["compaction_running"] else ""),
+    ]
+    if memories is not None:
+        lines.append(f"memories {memories}")
+    return "\n".join(lines)
+
+
+async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> str | None:
+    """Run the command in ``msg.text``; None when it is not a command."""
+    text = msg.text.strip()
+    if not text.startswith("/"):
+        return None
+    name, _, arg = text.partition(" ")
+    name, arg = name.lower(), arg.strip()
+    if name in MUTATING and not is_admin:
+        return f"{name} is for admins only."
+    if name == "/help":
+        return HELP
+    if name == "/status":
+        actor = await rt.registry.actor(msg.channel)
+        memories = await rt.memory.count(msg.channel) if rt.memory is not None else None
+        return render_status(actor.snapshot(), memories)
+    if name == "/history":
+        n = int(arg) if arg.isdigit() else 10
+        lines = []
+        async for m in rt.store.export(msg.channel):
+            lines.append(f"[{m.state.value}] {m.author_name or m.role.value}: {m.text}")
+        return "\n".join(lines[-n:]) or "(no messages yet)"
+    if name == "/compact":
+        actor = await rt.registry.actor(msg.channel)
+        result: str = await actor.call(lambda a: a.force_compaction())
+        return result
+    if name == "/memory":
+        if rt.memory is None:
+            return "Memory is disabled in config.toml ([memory] enabled = false)."
+        if not arg:
+            return "Usage: /memory QUERY"
+        hits = await rt.memory.search(arg, channel=msg.channel, limit=5)
+        if not hits:
+            return "I remember nothing about that."
+        return "\n".join(f"- ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits)
+    if name == "/forget":
+        if rt.memory is None:
+            return "Memory is disabled in config.toml ([memory] enabled = false)."
+        return await rt.memory.forget_command(arg, channel=msg.channel)
+    return f"Unknown command {name}. " + json.dumps("/help") + " lists them."

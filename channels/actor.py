@@ -1,0 +1,581 @@
+"""The channel actor: one asyncio task per conversation, the only writer of its history.
+
+Everything that changes a channel's history goes through its mailbox and is
+handled here, one item at a time: inbound messages (already durable in the
+store), finished compaction workers, and commands.  Messages that arrive while
+a turn runs are answered together in the next turn.
+
+After every message that enters the history the compactor is consulted; an
+emergency truncation happens here and now (no LLM), anything else is handed to
+the process-wide worker pool and swapped in when it finishes, so the channel
+never waits for a summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from bot.adapters.base import Outbound
+from bot.config import ChannelSettings, Config, RespondMode
+from bot.errors import ContextOverflowError, LLMError, ToolError
+from bot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
+from bot.messages import Message, Role
+from bot.retry import Backoff
+from bot.store import ChannelState, CompactionRecord, Store
+from bot.tokens import TokenCounter
+from channels.context import LiveContext
+from compactor import Compactor, Kind, Plan
+from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
+
+log = structlog.get_logger("tierbot.channel")
+
+MAX_TOOL_ROUNDS = 4
+BOT_AUTHOR = "tierbot"
+
+
+class MemoryAccess(Protocol):
+    """What a channel needs from the memory graph to answer from memory."""
+
+    def recall_tool(self) -> ToolSpec: ...
+
+    async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str: ...
+
+    async def count(self, channel: str) -> int: ...
+
+
+class ProgressHandle(Protocol):
+    async def done(self) -> None: ...
+
+
+@dataclass
+class ChannelDeps:
+    """Everything a channel actor uses, shared by all channels of a runtime."""
+
+    config: Callable[[], Config]
+    store: Store
+    llm: LLMProvider
+    counter: TokenCounter
+    pool: WorkerPool
+    worker: CompactionWorker
+    deliver: Callable[[Outbound], Awaitable[None]]
+    respond_mode: Callable[[str], RespondMode]
+    memory: MemoryAccess | None = None
+    progress: Callable[[str, str | None], Awaitable[ProgressHandle | None]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Incoming:
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _WorkerDone:
+    plan: Plan
+    outcome: CompactionOutcome | None
+    error: BaseException | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    fn: Callable[[ChannelActor], Awaitable[Any]]
+    future: asyncio.Future[Any]
+
+
+_STOP = object()
+
+
+class ChannelActor:
+    """Owns one channel's live context, compactor and turn loop."""
+
+    def __init__(self, key: str, deps: ChannelDeps) -> None:
+        self.key = key
+        self.deps = deps
+        self.log = log.bind(channel=key)
+        self.ctx = LiveContext()
+        self.compactor = Compactor(key)
+        self.handled_upto = 0
+        self.peak_usage = 0.0
+        self.last_active = time.monotonic()
+        self.in_turn = False
+        self._mailbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def settings(self) -> ChannelSettings:
+        return self.deps.config().for_channel(self.key)
+
+    async def start(self) -> None:
+        """Rehydrate from the store and start the turn loop; resumes unanswered messages."""
+        live = await self.deps.store.load_live(self.key)
+        state = await self.deps.store.channel_state(self.key)
+        self.ctx = LiveContext(live)
+        self._refresh_fixed()
+        self.handled_upto = state.handled_upto
+        self.compactor.counters.update(state.counters)
+        self.peak_usage = self.usage
+        pending = tuple(m for m in live if m.role is Role.USER and m.id > self.handled_upto)
+        self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
+        self.log.debug("channel.started", live=len(live), pending=len(pending))
+
+    async def stop(self) -> None:
+        """Finish what is in the mailbox, then stop. Safe to call twice."""
+        if self._task is None or self._stopped:
+            return
+        self._stopped = True
+        await self._mailbox.put(_STOP)
+        await self._task
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    def idle(self) -> bool:
+        return (
+            self._mailbox.empty()
+            and not self.in_turn
+            and self.compactor.running is None
+        )
+
+    # -- inputs ------------------------------------------------------------------------
+
+    async def put(self, messages: Sequence[Message]) -> None:
+        """Hand stored messages to the actor (waits while the mailbox is full)."""
+        await self._slots.acquire()
+        self.last_active = time.monotonic()
+        await self._mailbox.put(_Incoming(tuple(messages)))
+
+    async def call(self, fn: Callable[[ChannelActor], Awaitable[Any]]) -> Any:
+        """Run ``fn(self)`` inside the actor, between turns, and return its result."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        await self._mailbox.put(_Call(fn, fut))
+        return await fut
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def _run(self, pending: tuple[Message, ...]) -> None:
+        if pending:
+            await self._respond_if_due(list(pending))
+        while True:
+            batch = [await self._mailbox.get()]
+            while not self._mailbox.empty():
+                batch.append(self._mailbox.get_nowait())
+            incoming: list[Message] = []
+            stop = False
+            for item in batch:
+                try:
+                    if item is _STOP:
+                        stop = True
+                    elif isinstance(item, _Incoming):
+                        self._slots.release()
+                        for m in item.messages:
+                            await self._enter(m)
+                        incoming.extend(item.messages)
+                    elif isinstance(item, _WorkerDone):
+                        await self._apply(item)
+                    elif isinstance(item, _Call):
+                        try:
+                            item.future.set_result(await item.fn(self))
+                        except Exception as exc:
+                            item.future.set_exception(exc)
+                except Exception:
+                    self.log.exception("channel.item_failed")
+            if incoming:
+                try:
+                    await self._respond_if_due(incoming)
+                except Exception:
+                    self.log.exception("channel.turn_failed")
+            self.last_active = time.monotonic()
+            if stop:
+                return
+
+    async def _respond_if_due(self, incoming: list[Message]) -> None:
+        users = [m for m in incoming if m.role is Role.USER]
+        if not users:
+            return
+        mode = self.deps.respond_mode(self.key)
+        due = mode == "always" or (
+            mode == "mention" and any(m.meta.get("addressed") or m.meta.get("dm") for m in users)
+        )
+        if due:
+            self.in_turn = True
+            try:
+                await self._turn(users)
+            finally:
+                self.in_turn = False
+        self.handled_upto = max(self.handled_upto, *(m.id for m in users))
+        await self._save_state()
+
+    # -- history and usage --------------------------------------------------------------
+
+    @property
+    def usage(self) -> float:
+        return self.ctx.usage(self.settings.context_window)
+
+    def _refresh_fixed(self) -> None:
+        s = self.settings
+        tools = self._tools()
+        schema = json.dumps([t.__dict__ for t in tools]) if tools else ""
+        self.ctx.set_fixed(
+            self.deps.counter.count_message(s.system_prompt) + self.deps.counter.count(schema)
+        )
+
+    async def _enter(self, msg: Message) -> None:
+        """A message entered the history: account for it and let the compactor look."""
+        self.ctx.append(msg)
+        self.compactor.on_message()
+        await self._check()
+
+    async def _check(self) -> None:
+        self._refresh_fixed()
+        usage = self.usage
+        self.peak_usage = max(self.peak_usage, usage)
+        s = self.settings
+        plan = self.compactor.check(self.ctx.items, usage, s.context_window, s.compaction)
+        if plan is None:
+            return
+        if plan.kind is Kind.EMERGENCY:
+            await self._truncate(plan)
+            await self._check()
+        else:
+            self._launch(plan)
+
+    async def _append(self, msg: Message) -> Message:
+        stored = await self.deps.store.append(msg)
+        assert stored is not None, "internal platform ids are unique"
+        await self._enter(stored)
+        return stored
+
+    def _new(self, role: Role, text: str, **meta: Any) -> Message:
+        return Message(
+            channel=self.key,
+            platform_id=f"{role.value}:{uuid.uuid4().hex}",
+            role=role,
+            text=text,
+            author_id=BOT_AUTHOR if role is not Role.MARKER else "",
+            author_name=BOT_AUTHOR if role is not Role.MARKER else "",
+            ts=time.time(),
+            tokens=self.deps.counter.count_message(text),
+            meta=meta,
+        )
+
+    async def _save_state(self) -> None:
+        await self.deps.store.save_channel_state(self.key, self._state())
+
+    def _state(self) -> ChannelState:
+        return ChannelState(self.handled_upto, dict(self.compactor.counters))
+
+    # -- a turn -----------------------------------------------------------------------------
+
+    def _tools(self) -> list[ToolSpec]:
+        return [self.deps.memory.recall_tool()] if self.deps.memory is not None else []
+
+    def build_prompt(self) -> list[ChatMessage]:
+        """The provider-neutral request for the current live context."""
+        out = [ChatMessage("system", self.settings.system_prompt)]
+        for m in self.ctx.items:
+            if m.role in (Role.SUMMARY, Role.MARKER, Role.SYSTEM):
+                out.append(ChatMessage("system", m.text))
+            elif m.role is Role.USER:
+                out.append(ChatMessage("user", m.text, name=m.author_name or None))
+            elif m.role is Role.ASSISTANT:
+                out.append(ChatMessage("assistant", m.text))
+            elif m.role is Role.TOOL_CALL:
+                calls = tuple(ToolCall(**c) for c in m.meta.get("calls", []))
+                out.append(ChatMessage("assistant", m.text, tool_calls=calls))
+            elif m.role is Role.TOOL_RESULT:
+                out.append(ChatMessage("tool", m.text, tool_call_id=m.meta.get("call_id")))
+        return out
+
+    async def _turn(self, users: list[Message]) -> None:
+        last = users[-1]
+        handle = None
+        if self.deps.progress is not None:
+            handle = await self.deps.progress(self.key, last.platform_id)
+        try:
+            text = await self._complete()
+            reply = await self._append(self._new(Role.ASSISTANT, text, reply_to=last.platform_id))
+            await self.deps.deliver(Outbound(self.key, reply.text, reply_to=last.platform_id))
+        finally:
+            if handle is not None:
+                await handle.done()
+
+    async def _complete(self) -> str:
+        s = self.settings
+        overflowed = False
+        for _ in range(MAX_TOOL_ROUNDS + 1):
+            try:
+                completion = await self.deps.llm.complete(
+                    self.build_prompt(), self._tools(), max_tokens=s.max_reply_tokens
+                )
+            except ContextOverflowError:
+                if overflowed:
+                    return "Sorry, this conversation is too long for the model right now."
+                overflowed = True
+                self.log.warning("channel.context_overflow", usage=round(self.usage, 3))
+                plan = self.compactor.check(self.ctx.items, 1.0, s.context_window, s.compaction)
+                if plan is not None and plan.kind is Kind.EMERGENCY:
+                    await self._truncate(plan)
+                continue
+            except LLMError as exc:
+                self.log.error("channel.llm_failed", error=str(exc), kind=type(exc).__name__)
+                return f"Sorry, I could not reach the model ({type(exc).__name__})."
+            if completion.usage is not None and completion.usage.input_tokens:
+                self.ctx.report_input_tokens(completion.usage.input_tokens)
+            if not completion.tool_calls:
+                return completion.text or "…"
+            await self._run_tools(completion.text, completion.tool_calls)
+        return "Sorry, I got lost using my tools."
+
+    async def _run_tools(self, text: str, calls: Sequence[ToolCall]) -> None:
+        payload = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+        shown = text or "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls)
+        await self._append(self._new(Role.TOOL_CALL, shown, calls=payload))
+        for c in calls:
+            result = await self._tool(c)
+            await self._append(self._new(Role.TOOL_RESULT, result, call_id=c.id, tool=c.name))
+
+    async def _tool(self, call: ToolCall) -> str:
+        memory = self.deps.memory
+        if call.name == "memory_recall" and memory is not None:
+            try:
+                return await memory.recall_from_tool(call.arguments, channel=self.key)
+            except ToolError as exc:
+                return json.dumps({"error": str(exc)})
+        return json.dumps({"error": f"unknown tool {call.name!r}"})
+
+    # -- compaction ---------------------------------------------------------------------------
+
+    async def _truncate(self, plan: Plan) -> None:
+        """Emergency: set the oldest messages aside now, behind one marker; no LLM.
+
+        Earlier markers are folded into the new one, so the context never fills
+        with markers; the set-aside messages are summarized later (a rescue job).
+        """
+        started = time.monotonic()
+        before, tokens_before = self.usage, self.ctx.total
+        old_markers = [m for m in self.ctx.items if m.role is Role.MARKER]
+        aside = [int(i) for mk in old_markers for i in mk.meta.get("set_aside", [])]
+        aside += [m.id for m in plan.covered]
+        first_pos = min([m.pos for m in plan.covered] + [mk.pos for mk in old_markers])
+        marker = self._marker(sorted(set(aside))).with_(pos=first_pos)
+        remove = [m.id for m in plan.covered] + [mk.id for mk in old_markers]
+        self.compactor.emergency_done()
+        placed = await self.deps.store.swap(self.key, remove, marker, state=self._state())
+        self.ctx.replace(remove, placed)
+        await self.deps.store.record_compaction(
+            self._record(plan, "ok", started, before, self.ctx.total, tokens_before, 0)
+        )
+        self.log.warning(
+            "compaction.emergency",
+            usage_before=round(before, 3),
+            usage_after=round(self.usage, 3),
+            set_aside=len(plan.covered),
+        )
+
+    def _marker(self, set_aside: Sequence[int]) -> Message:
+        text = (
+            f"[{len(set_aside)} earlier messages were set aside to keep this conversation within "
+            "its context window. They are archived and will be summarized.]"
+        )
+        return self._new(Role.MARKER, text, set_aside=list(set_aside))
+
+    def _launch(self, plan: Plan) -> None:
+        """Hand ``plan`` to the worker pool; its result comes back through the mailbox."""
+        s = self.settings
+        self.compactor.started(plan)
+        self.log.info(
+            "compaction.triggered",
+            tier=plan.kind.value,
+            usage=round(plan.usage, 3),
+            messages=len(plan.covered),
+        )
+        store, worker = self.deps.store, self.deps.worker
+
+        async def run() -> CompactionOutcome:
+            messages: tuple[Message, ...] = plan.covered
+            if plan.kind is Kind.RESCUE and plan.marker is not None:
+                ids = [int(i) for i in plan.marker.meta.get("set_aside", [])]
+                messages = tuple(await store.get_messages(ids))
+            job = CompactionJob(
+                channel=self.key,
+                kind=plan.kind.value,
+                messages=messages,
+                max_summary_tokens=self.summary_budget(),
+                level=plan.level,
+                extract_memories=plan.kind is not Kind.META,
+            )
+            return await worker.run(job)
+
+        def done(result: Any, error: BaseException | None) -> None:
+            self._mailbox.put_nowait(_WorkerDone(plan, result, error))
+
+        self.deps.pool.submit(self.key, run, done, urgency=plan.usage)
+
+    def summary_budget(self) -> int:
+        """Tokens one summary may take: the configured cap, but never more than half the
+        share summaries may fill, so a small window is not flooded by its summaries."""
+        s = self.settings
+        share = int(s.compaction.summary_share * s.context_window / 2)
+        return max(32, min(s.compaction.max_summary_tokens, share))
+
+    async def force_compaction(self) -> str:
+        """Start a background compaction now (the ``/compact`` command)."""
+        s = self.settings
+        plan = self.compactor.forced(self.ctx.items, self.usage, s.compaction)
+        if plan is None:
+            running = self.compactor.running
+            return "A compaction is already running." if running else "Nothing to compact yet."
+        self._launch(plan)
+        return f"Compacting the oldest {len(plan.covered)} messages in the background."
+
+    async def _apply(self, done: _WorkerDone) -> None:
+        plan, outcome = done.plan, done.outcome
+        started = time.monotonic() - (outcome.duration if outcome else 0.0)
+        before, tokens_before = self.usage, self.ctx.total
+        memories = outcome.memories if outcome else 0
+        if outcome is None or outcome.summary is None:
+            reason = str(done.error) if done.error else (outcome.error if outcome else "")
+            await self._failed(plan, "error", reason or "unknown", started, memories)
+            return
+        live = self.ctx.ids()
+        cover = [m for m in plan.covered if m.id in live]
+        summary = self._summary(plan, outcome.summary)
+        if plan.kind is not Kind.RESCUE and cover and summary.tokens >= sum(m.tokens for m in cover):
+            await self._failed(plan, "noop", "the summary is not smaller", started, memories)
+            return
+        cover_ids = {m.id for m in plan.covered}
+        if plan.kind is Kind.RESCUE:
+            cover_ids |= {int(i) for i in (plan.marker.meta.get("set_aside", []) if plan.marker else [])}
+        updates: list[Message] = []
+        for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
+            aside = [int(i) for i in mk.meta.get("set_aside", [])]
+            remaining = [i for i in aside if i not in cover_ids]
+            if len(remaining) == len(aside):
+                continue
+            if not remaining:
+                cover_ids.add(mk.id)
+                continue
+            fresh = self._marker(remaining)
+            updates.append(
+                mk.with_(text=fresh.text, tokens=fresh.tokens, meta=fresh.meta,
+                         pos=max(m.pos for m in plan.covered) + 1e-3)
+            )  # fmt: skip
+        self.compactor.finished(plan, "ok")
+        placed = await self.deps.store.swap(
+            self.key, sorted(cover_ids), summary, state=self._state(), updates=updates
+        )
+        for u in updates:
+            self.ctx.update(u)
+        self.ctx.replace(cover_ids, placed)
+        await self.deps.store.record_compaction(
+            self._record(plan, "ok", started, before, self.ctx.total, tokens_before, memories)
+        )
+        self.log.info(
+            "compaction.completed",
+            tier=plan.kind.value,
+            messages=len(cover_ids),
+            tokens_before=tokens_before,
+            tokens_after=self.ctx.total,
+            duration=round(outcome.duration, 3),
+            memories=memories,
+        )
+        if self.settings.compaction.notice and plan.kind is not Kind.META:
+            note = (
+                f"(I summarized {len(plan.covered)} older messages to keep this conversation "
+                "within my context window; nothing is lost, ask me about them.)"
+            )
+            await self.deps.deliver(Outbound(self.key, note))
+        await self._check()
+
+    def _summary(self, plan: Plan, text: str) -> Message:
+        covered = plan.covered
+        if plan.kind is Kind.RESCUE and plan.marker is not None:
+            first_pos = plan.marker.pos
+            n = len(plan.marker.meta.get("set_aside", []))
+        else:
+            first_pos = min(m.pos for m in covered)
+            n = len(covered)
+        level = plan.level if plan.kind is Kind.META else 1
+        header = f"[Summary of {n} earlier {'summaries' if level > 1 else 'messages'}]"
+        body = f"{header}\n{text.strip()}"
+        msg = self._new(Role.SUMMARY, body, level=level, kind=plan.kind.value, covers=n)
+        return msg.with_(pos=first_pos, author_id="", author_name="")
+
+    async def _failed(
+        self, plan: Plan, outcome: str, reason: str, started: float, memories: int
+    ) -> None:
+        cfg = self.deps.config().workers
+        backoff = Backoff(cfg.retry_base_seconds, cfg.retry_max_seconds, jitter=0.0)
+        self.compactor.finished(plan, outcome, backoff.delay(self.compactor.failures))
+        usage, tokens = self.usage, self.ctx.total
+        record = self._record(plan, outcome, started, usage, tokens, tokens, memories, reason)
+        await self.deps.store.record_compaction(record)
+        await self._save_state()
+        self.log.warning("compaction.failed", tier=plan.kind.value, reason=reason)
+        await self._check()
+
+    def _record(
+        self,
+        plan: Plan,
+        outcome: str,
+        started: float,
+        usage_before: float,
+        tokens_after: int,
+        tokens_before: int,
+        memories: int,
+        reason: str = "",
+    ) -> CompactionRecord:
+        window = self.settings.context_window
+        return CompactionRecord(
+            channel=self.key,
+            tier=plan.kind.value,
+            outcome=outcome,
+            started=time.time() - (time.monotonic() - started),
+            duration=time.monotonic() - started,
+            usage_before=usage_before,
+            usage_after=tokens_after / window,
+            covered=len(plan.covered),
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            memories=memories,
+            reason=reason,
+        )
+
+    # -- views ----------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Numbers for /status and the replay report."""
+        s = self.settings
+        return {
+            "channel": self.key,
+            "live_messages": sum(
+                1 for m in self.ctx.items if m.role not in (Role.SUMMARY, Role.MARKER)
+            ),
+            "summaries": len(self.ctx.summaries()),
+            "live_tokens": self.ctx.total,
+            "context_window": s.context_window,
+            "usage": self.usage,
+            "peak_usage": self.peak_usage,
+            "compactions": self.compactor.snapshot(),
+            "compaction_running": self.compactor.running.kind.value
+            if self.compactor.running
+            else None,
+            "thresholds": {
+                "background": s.compaction.background_threshold,
+                "aggressive": s.compaction.aggressive_threshold,
+                "emergency": s.compaction.emergency_threshold,
+            },
+        }
+

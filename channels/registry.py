@@ -1,0 +1,143 @@
+"""The registry owns every channel actor: creates them on first message, evicts idle ones.
+
+``submit`` is the runtime's entry for inbound messages: it counts the
+message's tokens once, writes it durably to the store (a duplicate platform id
+is ignored), and only then hands it to the channel's actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+
+import structlog
+
+from bot.adapters.base import Delivery
+from bot.messages import InboundMessage, Message, Role
+from channels.actor import ChannelActor, ChannelDeps
+
+log = structlog.get_logger("tierbot.registry")
+
+
+def to_message(inbound: InboundMessage, tokens: int) -> Message:
+    meta: dict[str, object] = {}
+    if inbound.addressed:
+        meta["addressed"] = True
+    if inbound.is_dm:
+        meta["dm"] = True
+    if inbound.reply_to:
+        meta["reply_to"] = inbound.reply_to
+    return Message(
+        channel=inbound.channel,
+        platform_id=inbound.platform_id,
+        role=Role.USER,
+        text=inbound.text,
+        author_id=inbound.author_id,
+        author_name=inbound.author_name,
+        ts=inbound.ts,
+        tokens=tokens,
+        meta=meta,
+    )
+
+
+class ChannelRegistry:
+    """All live channel actors of one runtime."""
+
+    def __init__(self, deps: ChannelDeps) -> None:
+        self.deps = deps
+        self.actors: dict[str, ChannelActor] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self.messages_in = 0
+        self.duplicates = 0
+
+    async def actor(self, key: str) -> ChannelActor:
+        """The actor for ``key``, started (and rehydrated from the store) if needed."""
+        actor = self.actors.get(key)
+        if actor is None or actor.done:
+            actor = ChannelActor(key, self.deps)
+            await actor.start()
+            self.actors[key] = actor
+        return actor
+
+    async def submit(self, inbound: InboundMessage) -> Delivery:
+        """Store ``inbound`` durably, then deliver it to its channel."""
+        return (await self.submit_many([inbound]))[0]
+
+    async def submit_many(self, inbounds: Sequence[InboundMessage]) -> list[Delivery]:
+        """Like :meth:`submit` for many messages; one commit per channel batch."""
+        by_channel: dict[str, list[int]] = {}
+        for i, m in enumerate(inbounds):
+            by_channel.setdefault(m.channel, []).append(i)
+        results: list[Delivery] = [Delivery(False, "not processed")] * len(inbounds)
+        counter = self.deps.counter
+        for key, idxs in by_channel.items():
+            lock = self._locks.setdefault(key, asyncio.Lock())
+            async with lock:
+                # Rehydrate before storing: the actor must not load these from the store too.
+                actor = await self.actor(key)
+                msgs = [to_message(inbounds[i], counter.count_message(inbounds[i].text)) for i in idxs]
+                stored = await self.deps.store.append_many(msgs)
+                fresh = [m for m in stored if m is not None]
+                for i, m in zip(idxs, stored, strict=True):
+                    results[i] = Delivery(True) if m is not None else Delivery(False, "duplicate")
+                self.messages_in += len(fresh)
+                self.duplicates += len(stored) - len(fresh)
+                if len(fresh) < len(stored):
+                    log.info("message.duplicate_ignored", channel=key, count=len(stored) - len(fresh))
+                if fresh:
+                    await actor.put(fresh)
+        return results
+
+    # -- background work -------------------------------------------------------------
+
+    def idle(self) -> bool:
+        return all(a.idle() for a in self.actors.values()) and self.deps.pool.running == 0 and (
+            self.deps.pool.queued == 0
+        )
+
+    async def drain(self, poll: float = 0.01) -> None:
+        """Wait until every mailbox is empty and no compaction is queued or running."""
+        while True:
+            await asyncio.sleep(0)
+            if self.idle():
+                await asyncio.sleep(poll)
+                if self.idle():
+                    return
+            await asyncio.sleep(poll)
+
+    def start_sweeper(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep(), name="channel-sweeper")
+
+    async def _sweep(self) -> None:
+        while True:
+            idle_after = self.deps.config().defaults.idle_evict_seconds
+            await asyncio.sleep(min(max(idle_after / 4, 0.05), 30.0))
+            await self.evict_idle(idle_after)
+
+    async def evict_idle(self, idle_after: float) -> list[str]:
+        """Stop actors idle for ``idle_after`` seconds; they rehydrate on their next message."""
+        now = time.monotonic()
+        evicted = []
+        for key, actor in list(self.actors.items()):
+            if actor.idle() and now - actor.last_active >= idle_after:
+                lock = self._locks.get(key)
+                if lock is not None and lock.locked():
+                    continue
+                await actor.stop()
+                self.actors.pop(key, None)
+                evicted.append(key)
+                log.debug("channel.evicted", channel=key)
+        return evicted
+
+    async def aclose(self) -> None:
+        """Stop the sweeper, then every actor after it finishes its mailbox."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        await asyncio.gather(*(a.stop() for a in self.actors.values()), return_exceptions=True)

@@ -1,0 +1,45 @@
+"""The memory graph: typed memories and archived episodes, linked, searchable, forgettable.
+
+Public surface (everything else in this package is private)::
+
+    async with await MemoryGraph.open(db_path, config.memory) as graph:
+        await graph.save("Alice prefers tea", "preference", channel=key, sources=["123"])
+        hits = await graph.recall("what does Alice drink?", channel=key)
+        prompt_block = format_for_prompt(hits)
+
+Imports only tierbot's infrastructure (bot.config, bot.messages, bot.errors,
+bot.llm.base) and third-party libraries.
+"""
+
+from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from .graph import MemoryGraph
+from .tools import format_for_prompt, memory_tools, run_memory_tool
+from .types import (
+    DEFAULT_IMPORTANCE,
+    EdgeType,
+    ForgetReport,
+    MaintenanceReport,
+    MemoryDraft,
+    MemoryType,
+    RecallHit,
+    SaveResult,
+)
+
+__all__ = [
+    "DEFAULT_IMPORTANCE",
+    "EdgeType",
+    "Embedder",
+    "ForgetReport",
+    "HashingEmbedder",
+    "MaintenanceReport",
+    "MemoryDraft",
+    "MemoryGraph",
+    "MemoryType",
+    "OpenAIEmbedder",
+    "RecallHit",
+    "SaveResult",
+    "SentenceTransformerEmbedder",
+    "format_for_prompt",
+    "memory_tools",
+    "run_memory_tool",
+]

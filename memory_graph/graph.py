@@ -1,0 +1,410 @@
+"""MemoryGraph: the resource that owns the memory tables, the vector index and the graph view.
+
+One instance per process and database.  Writes are serialised by one lock; reads
+run concurrently with them on the same aiosqlite connection (SQLite serialises).
+SQLite is the source of truth: the FTS5 table and the hnswlib file are rebuilt
+from it whenever they are missing, corrupt or built by another embedder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import aiosqlite
+import networkx as nx
+import numpy as np
+import structlog
+
+from bot.config import MemoryConfig
+from bot.messages import Message, workspace_of
+
+from . import forgetting, maintenance, recall, schema, writing
+from .embedders import Embedder, embedder_from_config
+from .text import TEXT_VERSION, terms
+from .types import (
+    ForgetReport,
+    MaintenanceReport,
+    MemoryDraft,
+    RecallHit,
+    SaveResult,
+)
+from .vectors import VectorIndex
+
+log = structlog.get_logger("tierbot.memory")
+
+_ACCESS_FLUSH_SECONDS = 2.0
+
+
+class MemoryGraph:
+    """Typed memories and archived episodes of every channel, searchable and linked.
+
+    Use ``async with await MemoryGraph.open(...)`` or call :meth:`aclose`; closing
+    saves the vector index and flushes pending access counts.
+    """
+
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        config: MemoryConfig,
+        embedder: Embedder,
+        index_dir: Path,
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.embedder = embedder
+        self.index_dir = index_dir
+        self.lock = asyncio.Lock()
+        self.vectors = VectorIndex(embedder.dim, embedder.identity)
+        self.edges: nx.MultiDiGraph = nx.MultiDiGraph()
+        self.next_rowid = 1
+        # rowid -> scope codes (-1: deleted or unknown), for filtered vector search.
+        self.ws_of = np.full(1024, -1, dtype=np.int32)
+        self.ch_of = np.full(1024, -1, dtype=np.int32)
+        self.codes: dict[str, int] = {}
+        # workspace -> stemmed name term -> author ids / entity rowids carrying that name.
+        self.names: dict[str, dict[str, set[str]]] = {}
+        self.pending_access: dict[int, float] = {}
+        self.pending_counts: dict[int, int] = {}
+        self._last_flush = time.monotonic()
+        self._closed = False
+
+    # --- lifecycle ---------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        db_path: Path,
+        config: MemoryConfig,
+        *,
+        index_dir: Path | None = None,
+        embedder: Embedder | None = None,
+    ) -> MemoryGraph:
+        """Open (creating if needed) the graph in ``db_path``; rebuild stale indexes."""
+        db_path = Path(db_path)
+        if index_dir is None:
+            index_dir = (
+                Path(config.index_dir)
+                if config.index_dir
+                else db_path.parent / (db_path.name + ".memory-index")
+            )
+        if embedder is None:
+            embedder = await asyncio.to_thread(embedder_from_config, config)
+        db = await schema.connect(str(db_path))
+        self = cls(db, config, embedder, Path(index_dir))
+        try:
+            await schema.migrate(db)
+            await self._load_state()
+            await self._ensure_fts()
+            await self._ensure_vectors()
+            await schema.set_meta(db, "clean_shutdown", "0")
+        except BaseException:
+            await db.close()
+            raise
+        return self
+
+    async def __aenter__(self) -> MemoryGraph:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Flush access counts, save the vector index, close the connection; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            async with self.lock:
+                await self.flush_access()
+                await asyncio.to_thread(self.vectors.save, self.index_dir)
+                await schema.set_meta(self.db, "clean_shutdown", "1")
+        finally:
+            await self.db.close()
+
+    async def _load_state(self) -> None:
+        # AUTOINCREMENT's counter: a deleted node's rowid (its index label) is never reused.
+        async with self.db.execute(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'memory_nodes'), 0),"
+            " COALESCE((SELECT MAX(rowid) FROM memory_nodes), 0))"
+        ) as cur:
+            row = await cur.fetchone()
+        self.next_rowid = int(row[0] if row else 0) + 1
+        self._grow(self.next_rowid)
+        sql = (
+            "SELECT rowid, workspace, channel, type, author_id, author_name, content "
+            "FROM memory_nodes"
+        )
+        async with self.db.execute(sql) as cur:
+            async for rowid, ws, ch, typ, author_id, author_name, content in cur:
+                self.ws_of[rowid] = self.code(ws)
+                self.ch_of[rowid] = self.code(ch)
+                if author_name:
+                    self.add_name(ws, author_name, author_id)
+                if typ == "entity":
+                    self.add_name(ws, content, f"#{rowid}")
+        async with self.db.execute("SELECT src, dst, type, weight FROM memory_edges") as cur:
+            async for src, dst, typ, weight in cur:
+                self.edges.add_edge(src, dst, key=typ, weight=weight)
+
+    async def _ensure_fts(self) -> None:
+        async with self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_fts'"
+        ) as cur:
+            exists = await cur.fetchone() is not None
+        ok = exists and await schema.get_meta(self.db, "fts_version") == TEXT_VERSION
+        if ok and await schema.get_meta(self.db, "clean_shutdown") != "1":
+            try:
+                await self.db.execute(
+                    "INSERT INTO memory_fts(memory_fts, rank) VALUES ('integrity-check', 1)"
+                )
+            except aiosqlite.Error:
+                ok = False
+        if ok:
+            return
+        log.info("memory.fts_rebuild", reason="missing" if not exists else "stale or corrupt")
+        await self.db.execute("DROP TABLE IF EXISTS memory_fts")
+        await self.db.execute(schema.FTS_DDL)
+        await self.db.execute("BEGIN")
+        await self.db.execute(
+            "INSERT INTO memory_fts (rowid, terms, near, far, ws, ch, ty) "
+            "SELECT rowid, '', near_text, far_text, '', '', '' FROM memory_nodes"
+        )
+        rows = []
+        sql = "SELECT rowid, content, author_name, workspace, channel, type FROM memory_nodes"
+        async with self.db.execute(sql) as cur:
+            async for rowid, content, author_name, ws, ch, typ in cur:
+                rows.append((*writing.fts_tags(ws, ch, typ, content, author_name), rowid))
+        await self.db.executemany(
+            "UPDATE memory_fts SET terms = ?, ws = ?, ch = ?, ty = ? WHERE rowid = ?", rows
+        )
+        await schema.set_meta(self.db, "fts_version", TEXT_VERSION)
+        await self.db.execute("COMMIT")
+
+    async def _ensure_vectors(self) -> None:
+        identity = self.embedder.identity
+        loaded = await asyncio.to_thread(
+            VectorIndex.load, self.index_dir, identity, self.embedder.dim
+        )
+        if loaded is None:
+            log.info("memory.vector_rebuild", embedder=identity, index_dir=str(self.index_dir))
+            self.vectors = VectorIndex(self.embedder.dim, identity, capacity=self.next_rowid)
+            since = 0
+        else:
+            self.vectors = loaded
+            since = loaded.max_label
+        await writing.catch_up_vectors(self, since)
+        await schema.set_meta(self.db, "embedder", identity)
+        if loaded is None:
+            await asyncio.to_thread(self.vectors.save, self.index_dir)
+
+    # --- in-memory bookkeeping ------------------------------------------------
+
+    def code(self, key: str) -> int:
+        c = self.codes.get(key)
+        if c is None:
+            c = self.codes[key] = len(self.codes)
+        return c
+
+    def _grow(self, n: int) -> None:
+        if n >= len(self.ws_of):
+            size = max(n + 1, len(self.ws_of) * 2)
+            for name in ("ws_of", "ch_of"):
+                old = getattr(self, name)
+                new = np.full(size, -1, dtype=np.int32)
+                new[: len(old)] = old
+                setattr(self, name, new)
+
+    def register(self, rowid: int, workspace: str, channel: str) -> None:
+        self._grow(rowid + 1)
+        self.ws_of[rowid] = self.code(workspace)
+        self.ch_of[rowid] = self.code(channel)
+
+    def unregister(self, rowid: int) -> None:
+        if rowid < len(self.ws_of):
+            self.ws_of[rowid] = -1
+            self.ch_of[rowid] = -1
+        self.vectors.remove(rowid)
+        if self.edges.has_node(rowid):
+            self.edges.remove_node(rowid)
+
+    def add_name(self, workspace: str, name: str, key: str) -> None:
+        table = self.names.setdefault(workspace, {})
+        for t in terms(name)[:4]:
+            table.setdefault(t, set()).add(key)
+
+    def scope_filter(self, channel: str) -> tuple[str, Any]:
+        """(FTS column:tag clause, vector filter) for what ``channel`` may see."""
+        from .text import tag
+
+        if self.config.scope == "channel":
+            code = self.codes.get(channel, -2)
+            arr = self.ch_of
+            clause = f'ch : "{tag("c", channel)}"'
+        else:
+            ws = workspace_of(channel)
+            code = self.codes.get(ws, -2)
+            arr = self.ws_of
+            clause = f'ws : "{tag("w", ws)}"'
+        return clause, (lambda label: label < len(arr) and arr[label] == code)
+
+    def visible(self, channel: str, node_channel: str) -> bool:
+        if self.config.scope == "channel":
+            return node_channel == channel
+        return workspace_of(node_channel) == workspace_of(channel)
+
+    async def flush_access(self) -> None:
+        """Write deferred access counts (recall defers them to stay off the write path)."""
+        if not self.pending_counts:
+            return
+        rows = [(self.pending_counts[r], self.pending_access[r], r) for r in self.pending_counts]
+        self.pending_counts, self.pending_access = {}, {}
+        self._last_flush = time.monotonic()
+        await self.db.executemany(
+            "UPDATE memory_nodes SET access_count = access_count + ?, "
+            "accessed_at = MAX(accessed_at, ?) WHERE rowid = ?",
+            rows,
+        )
+
+    def note_access(self, rowids: Sequence[int], now: float) -> bool:
+        for r in rowids:
+            self.pending_counts[r] = self.pending_counts.get(r, 0) + 1
+            self.pending_access[r] = now
+        return time.monotonic() - self._last_flush > _ACCESS_FLUSH_SECONDS
+
+    # --- public API ------------------------------------------------------------
+
+    async def save(
+        self,
+        content: str,
+        memory_type: str,
+        *,
+        importance: float | None = None,
+        related_to: Sequence[str] = (),
+        supersedes: str | None = None,
+        channel: str,
+        author_id: str = "",
+        sources: Sequence[str] = (),
+    ) -> SaveResult:
+        """Save one memory, or merge it into a near-duplicate; raises ToolError on bad input."""
+        draft = MemoryDraft(
+            content=content,
+            memory_type=memory_type,
+            channel=channel,
+            importance=importance,
+            related_to=tuple(related_to),
+            supersedes=supersedes,
+            author_id=author_id,
+            sources=tuple(sources),
+        )
+        return (await writing.save_many(self, [draft]))[0]
+
+    async def save_many(self, items: Sequence[MemoryDraft]) -> list[SaveResult]:
+        """Save many memories in one transaction; all are validated before any is written."""
+        return await writing.save_many(self, items)
+
+    async def add_episodes(self, messages: Sequence[Message]) -> int:
+        """Index archived raw messages as episodes; returns how many were new.
+
+        Skips summaries, markers and system messages, messages already indexed
+        (idempotent per channel and platform id) and forgotten ones.
+        """
+        return await writing.add_episodes(self, messages)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        channel: str,
+        limit: int = 5,
+        types: Sequence[str] | None = None,
+        since: float | None = None,
+    ) -> list[RecallHit]:
+        """Hybrid search of what ``channel`` may see, best first, scores in 0..1."""
+        return await recall.recall(
+            self, query, channel=channel, limit=limit, types=types, since=since
+        )
+
+    async def get(self, memory_id: str) -> dict[str, Any] | None:
+        """One node as a JSON-able dict (with its edges), or None."""
+        await self.flush_access()
+        async with self.db.execute(
+            f"SELECT {_NODE_COLUMNS} FROM memory_nodes WHERE id = ?", (memory_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        node = _node_dict(row)
+        node["edges"] = [e async for e in self._edges_sql("WHERE s.id = ? OR d.id = ?", memory_id)]
+        return node
+
+    async def forget(self, memory_id: str) -> bool:
+        """Delete one node and tombstone its sources; False if there is no such node."""
+        return await forgetting.forget(self, memory_id)
+
+    async def forget_author(self, author_id: str) -> ForgetReport:
+        """Delete every node derived from ``author_id``'s messages and tombstone the author."""
+        return await forgetting.forget_author(self, author_id)
+
+    async def is_forgotten(self, *, author_id: str = "", platform_ids: Sequence[str] = ()) -> bool:
+        """True when the author, or any of the messages, was forgotten: skip the work."""
+        return await forgetting.is_forgotten(self, author_id=author_id, platform_ids=platform_ids)
+
+    async def maintenance(self, now: float | None = None) -> MaintenanceReport:
+        """Decay, prune and associate; safe to run any number of times."""
+        return await maintenance.run(self, time.time() if now is None else now)
+
+    async def count(self, channel: str | None = None) -> int:
+        """Memories (not episodes) visible from ``channel``, or all of them."""
+        sql = "SELECT channel, COUNT(*) FROM memory_nodes WHERE type != 'episode' GROUP BY channel"
+        async with self.db.execute(sql) as cur:
+            rows = await cur.fetchall()
+        return sum(n for ch, n in rows if channel is None or self.visible(channel, ch))
+
+    async def export(self) -> AsyncIterator[dict[str, Any]]:
+        """Every node then every edge, as JSON-able dicts (``kind`` tells them apart)."""
+        await self.flush_access()
+        async with self.db.execute(
+            f"SELECT {_NODE_COLUMNS} FROM memory_nodes ORDER BY rowid"
+        ) as cur:
+            async for row in cur:
+                yield {"kind": "node", **_node_dict(row)}
+        async for edge in self._edges_sql(""):
+            yield {"kind": "edge", **edge}
+
+    async def _edges_sql(self, where: str, *ids: str) -> AsyncIterator[dict[str, Any]]:
+        sql = (
+            "SELECT s.id, d.id, e.type, e.weight, e.created_at FROM memory_edges e "
+            "JOIN memory_nodes s ON s.rowid = e.src JOIN memory_nodes d ON d.rowid = e.dst "
+            f"{where} ORDER BY e.rowid"
+        )
+        params = tuple(x for i in ids for x in (i,)) if ids else ()
+        if where and len(ids) == 1:
+            params = (ids[0], ids[0])
+        async with self.db.execute(sql, params) as cur:
+            async for src, dst, typ, weight, created in cur:
+                yield {"src": src, "dst": dst, "type": typ, "weight": weight, "created_at": created}
+
+
+_NODE_COLUMNS = (
+    "id, type, content, importance, current_importance, created_at, updated_at, accessed_at, "
+    "access_count, channel, workspace, author_id, author_name, platform_id, sources, superseded_by"
+)
+
+
+def _node_dict(row: Sequence[Any]) -> dict[str, Any]:
+    keys = [k.strip() for k in _NODE_COLUMNS.split(",")]
+    node = dict(zip(keys, row, strict=True))
+    node["sources"] = json.loads(node["sources"])
+    node["scope"] = node.pop("workspace")
+    return node

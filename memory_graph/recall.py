@@ -1,0 +1,240 @@
+"""Hybrid recall: BM25 and vector candidates, fused, expanded through the graph, re-ranked.
+
+Relevance = TEXT_WEIGHT * (BM25 / best BM25 of the query) + VECTOR_WEIGHT * cosine,
+where BM25 is FTS5's over a node's own terms plus, for episodes, the terms of the
+neighbouring turns (columns ``near`` and ``far``, down-weighted): a reply such as
+"yes, last week" is found through the question it answers.  Candidates authored by,
+or linked to, a person the query names are boosted; graph neighbours of the best
+candidates inherit part of their score along typed edges; a superseded memory always
+ranks below its successor.  The final score is relevance times an importance factor
+and a recency factor, all in 0..1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bot.errors import ToolError
+
+from .text import fts_query, tag, terms
+from .types import EDGE_MULTIPLIER, MAX_RECALL_LIMIT, MemoryType, RecallHit
+
+if TYPE_CHECKING:
+    from .graph import MemoryGraph
+
+BM25_WEIGHTS = (1.0, 0.5, 0.2, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
+TEXT_WEIGHT = 0.8
+VECTOR_WEIGHT = 0.2
+PERSON_BOOST = 0.5
+FTS_CANDIDATES = 100
+VECTOR_CANDIDATES = 50
+EXPAND_SEEDS = 10
+EXPAND_SHARE = 0.5
+SUPERSEDED_FACTOR = 0.5
+IMPORTANCE_SHARE = 0.2
+RECENCY_SHARE = 0.1
+
+_ROW_COLUMNS = (
+    "rowid, id, type, content, channel, sources, created_at, updated_at, accessed_at, "
+    "current_importance, author_id, superseded_by"
+)
+
+
+@dataclass(slots=True)
+class _Cand:
+    row: tuple[Any, ...]
+    text: float = 0.0
+    vec: float = 0.0
+    spread: float = 0.0
+
+    @property
+    def rowid(self) -> int:
+        return int(self.row[0])
+
+
+def _fail(argument: str, message: str) -> ToolError:
+    return ToolError(f"{argument}: {message}", tool="memory_recall", argument=argument)
+
+
+def check_args(query: Any, limit: Any, types: Any, since: Any) -> None:
+    """Validate recall arguments; raises ToolError naming the bad one."""
+    if not isinstance(query, str) or not query.strip():
+        raise _fail("query", "must be a non-empty string")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECALL_LIMIT:
+        raise _fail("limit", f"must be an integer from 1 to {MAX_RECALL_LIMIT}")
+    if types is not None:
+        allowed = [t.value for t in MemoryType]
+        if isinstance(types, str) or not all(isinstance(t, str) and t in allowed for t in types):
+            raise _fail("types", f"must be a list drawn from {', '.join(allowed)}")
+    if since is not None and (
+        isinstance(since, bool) or not isinstance(since, int | float) or math.isnan(since)
+    ):
+        raise _fail("since", "must be a unix timestamp in seconds")
+
+
+async def recall(
+    g: MemoryGraph,
+    query: str,
+    *,
+    channel: str,
+    limit: int,
+    types: Sequence[str] | None,
+    since: float | None,
+) -> list[RecallHit]:
+    check_args(query, limit, types, since)
+    clause, allowed = g.scope_filter(channel)
+    q_terms = terms(query)
+    cands: dict[int, _Cand] = {}
+
+    def vector_search() -> tuple[np.ndarray, np.ndarray]:
+        qv = g.embedder.embed([query])[0]
+        return g.vectors.search(qv, VECTOR_CANDIDATES, allowed)
+
+    vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
+    text_scores: dict[int, float] = {}
+    if q_terms:
+        match = f"{clause} AND {{terms near far}} : ({fts_query(q_terms)})"
+        if types:
+            match += " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        sql = (
+            f"SELECT rowid, bm25(memory_fts, {weights}) AS s FROM memory_fts "
+            "WHERE memory_fts MATCH ? ORDER BY s LIMIT ?"
+        )
+        async with g.db.execute(sql, (match, FTS_CANDIDATES)) as cur:
+            text_scores = {int(r): -float(s) for r, s in await cur.fetchall()}
+    labels, sims = await vec_task
+    best = max(text_scores.values(), default=0.0)
+    vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s > 0}
+    ids = set(text_scores) | set(vec_scores)
+    for row in await _rows(g, ids, types, since):
+        c = _Cand(row)
+        c.text = text_scores.get(c.rowid, 0.0) / best if best > 0 else 0.0
+        c.vec = vec_scores.get(c.rowid, 0.0)
+        cands[c.rowid] = c
+    persons = _persons(g, channel, q_terms)
+    rel = {r: _relevance(g, c, persons) for r, c in cands.items()}
+    await _expand(g, channel, cands, rel, types, since)
+    now = time.time()
+    half_life = g.config.decay_half_life_days * 86400.0
+    scored = []
+    for r, c in cands.items():
+        updated, accessed, imp, sup = c.row[7], c.row[8], c.row[9], c.row[11]
+        s = rel[r] * (1.0 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * float(imp))
+        age = max(0.0, now - max(float(updated), float(accessed)))
+        s *= 1.0 - RECENCY_SHARE + RECENCY_SHARE * 0.5 ** (age / half_life)
+        if sup:
+            s *= SUPERSEDED_FACTOR
+        scored.append([min(1.0, max(0.0, s)), r, c])
+    _successors_first(scored)
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    hits = []
+    for s, _, c in scored[:limit]:
+        _, id_, typ, content, ch, sources, created, *_rest = c.row
+        hits.append(
+            RecallHit(
+                id=id_,
+                type=typ,
+                content=content,
+                score=float(s),
+                channel=ch,
+                source_message_ids=tuple(json.loads(sources)),
+                created_at=float(created),
+                author_id=c.row[10],
+            )
+        )
+    if g.note_access([c.rowid for _, _, c in scored[:limit]], now):
+        async with g.lock:
+            await g.flush_access()
+    return hits
+
+
+async def _rows(
+    g: MemoryGraph, rowids: set[int], types: Sequence[str] | None, since: float | None
+) -> list[tuple[Any, ...]]:
+    """Rows of ``rowids`` still present, of the wanted types and not older than ``since``."""
+    if not rowids:
+        return []
+    sql = f"SELECT {_ROW_COLUMNS} FROM memory_nodes WHERE rowid IN ({','.join('?' * len(rowids))})"
+    params: list[Any] = list(rowids)
+    if types:
+        sql += f" AND type IN ({','.join('?' * len(types))})"
+        params += list(types)
+    if since is not None:
+        sql += " AND created_at >= ?"
+        params.append(float(since))
+    async with g.db.execute(sql, params) as cur:
+        return [tuple(r) for r in await cur.fetchall()]
+
+
+def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:
+    """Author ids and ``#rowid`` entity keys whose names the query mentions."""
+    from bot.messages import workspace_of
+
+    table = g.names.get(workspace_of(channel), {})
+    return {key for t in q_terms for key in table.get(t, ())}
+
+
+def _relevance(g: MemoryGraph, c: _Cand, persons: set[str]) -> float:
+    rel = TEXT_WEIGHT * c.text + VECTOR_WEIGHT * c.vec
+    if persons and _about(g, c, persons):
+        rel *= 1.0 + PERSON_BOOST
+    return rel / (1.0 + PERSON_BOOST)
+
+
+def _about(g: MemoryGraph, c: _Cand, persons: set[str]) -> bool:
+    if c.row[10] in persons:
+        return True
+    if g.edges.has_node(c.rowid):
+        for _, dst, key in g.edges.out_edges(c.rowid, keys=True):
+            if key == "mentions" and f"#{dst}" in persons:
+                return True
+    return False
+
+
+async def _expand(
+    g: MemoryGraph,
+    channel: str,
+    cands: dict[int, _Cand],
+    rel: dict[int, float],
+    types: Sequence[str] | None,
+    since: float | None,
+) -> None:
+    """Let the best candidates' graph neighbours (both directions) inherit part of their score."""
+    seeds = sorted(rel, key=lambda r: -rel[r])[:EXPAND_SEEDS]
+    gained: dict[int, float] = {}
+    for seed in seeds:
+        if not g.edges.has_node(seed):
+            continue
+        edges = [(dst, k, d) for _, dst, k, d in g.edges.out_edges(seed, keys=True, data=True)]
+        edges += [(src, k, d) for src, _, k, d in g.edges.in_edges(seed, keys=True, data=True)]
+        for other, key, data in edges:
+            flow = rel[seed] * EXPAND_SHARE * EDGE_MULTIPLIER.get(key, 1.0) * data["weight"]
+            if flow > gained.get(other, 0.0):
+                gained[other] = flow
+    missing = {r for r in gained if r not in cands}
+    for row in await _rows(g, missing, types, since):
+        if g.visible(channel, row[4]):  # an edge never leaks across scopes
+            cands[int(row[0])] = _Cand(row)
+            rel[int(row[0])] = 0.0
+    for r, flow in gained.items():
+        if r in cands and flow > rel[r]:
+            cands[r].spread = flow
+            rel[r] = min(1.0, flow)
+
+
+def _successors_first(scored: list[list[Any]]) -> None:
+    """A superseded memory never outranks the memory that replaced it."""
+    by_id = {c.row[1]: item for item in scored for c in [item[2]]}
+    for item in scored:
+        successor = by_id.get(item[2].row[11])
+        if successor is not None and item[0] >= successor[0]:
+            item[0] = successor[0] * 0.99

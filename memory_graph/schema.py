@@ -1,0 +1,117 @@
+"""The memory graph's SQLite tables, in tierbot's database file.
+
+SQLite is the source of truth; the FTS5 table and the hnswlib file are indexes
+rebuilt from it.  ``memory_nodes.rowid`` is a node's label in both indexes.
+"""
+
+from __future__ import annotations
+
+import aiosqlite
+
+from bot.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS memory_schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_nodes (
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    importance REAL NOT NULL,
+    current_importance REAL NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    accessed_at REAL NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    channel TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    author_id TEXT NOT NULL DEFAULT '',
+    author_name TEXT NOT NULL DEFAULT '',
+    platform_id TEXT,
+    sources TEXT NOT NULL DEFAULT '[]',
+    superseded_by TEXT,
+    near_text TEXT NOT NULL DEFAULT '',
+    far_text TEXT NOT NULL DEFAULT '',
+    embedding BLOB,
+    embedder TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memory_nodes_episode
+    ON memory_nodes (channel, platform_id) WHERE platform_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memory_nodes_hash ON memory_nodes (workspace, content_hash);
+CREATE INDEX IF NOT EXISTS memory_nodes_author ON memory_nodes (author_id);
+CREATE TABLE IF NOT EXISTS memory_edges (
+    src INTEGER NOT NULL REFERENCES memory_nodes(rowid) ON DELETE CASCADE,
+    dst INTEGER NOT NULL REFERENCES memory_nodes(rowid) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    weight REAL NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (src, dst, type)
+);
+CREATE INDEX IF NOT EXISTS memory_edges_dst ON memory_edges (dst);
+CREATE TABLE IF NOT EXISTS memory_sources (
+    node INTEGER NOT NULL REFERENCES memory_nodes(rowid) ON DELETE CASCADE,
+    channel TEXT NOT NULL,
+    platform_id TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    PRIMARY KEY (node, platform_id)
+);
+CREATE INDEX IF NOT EXISTS memory_sources_pid ON memory_sources (channel, platform_id);
+CREATE TABLE IF NOT EXISTS memory_tombstones (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+"""
+
+#: Columns of the full-text table: stemmed own text, near and far neighbour text, then
+#: single-token tags for workspace, channel and type so scope filtering happens in FTS5.
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5("
+    "terms, near, far, ws, ch, ty, tokenize = 'unicode61 remove_diacritics 0')"
+)
+
+
+async def connect(path: str) -> aiosqlite.Connection:
+    """Open our own connection: WAL, a busy timeout, foreign keys on."""
+    try:
+        db = await aiosqlite.connect(path, isolation_level=None)
+        await db.execute("PRAGMA busy_timeout = 10000")
+        await db.execute("PRAGMA journal_mode = WAL")
+        await db.execute("PRAGMA synchronous = NORMAL")
+        await db.execute("PRAGMA foreign_keys = ON")
+    except Exception as exc:  # aiosqlite surfaces sqlite3 and OS errors alike
+        raise StoreError(f"cannot open memory database {path}: {exc}") from exc
+    return db
+
+
+async def migrate(db: aiosqlite.Connection) -> None:
+    """Create the tables if needed and check the stored schema version."""
+    await db.executescript(_DDL)
+    async with db.execute("SELECT version FROM memory_schema_version") as cur:
+        row = await cur.fetchone()
+    if row is None:
+        await db.execute("INSERT INTO memory_schema_version VALUES (?)", (SCHEMA_VERSION,))
+    elif row[0] > SCHEMA_VERSION:
+        raise StoreError(
+            f"memory schema version {row[0]} is newer than this tierbot ({SCHEMA_VERSION}); "
+            "upgrade tierbot"
+        )
+
+
+async def get_meta(db: aiosqlite.Connection, key: str) -> str | None:
+    async with db.execute("SELECT value FROM memory_meta WHERE key = ?", (key,)) as cur:
+        row = await cur.fetchone()
+    return None if row is None else str(row[0])
+
+
+async def set_meta(db: aiosqlite.Connection, key: str, value: str) -> None:
+    await db.execute(
+        "INSERT INTO memory_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

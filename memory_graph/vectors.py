@@ -1,0 +1,124 @@
+"""The approximate nearest-neighbour index: hnswlib over unit vectors, persisted beside the db.
+
+The index is a cache of the embeddings stored in SQLite.  ``VectorIndex.load``
+returns None (and the graph rebuilds) when the files are missing, unreadable, or
+were built by another embedder; labels added after the last save are caught up
+from SQLite on open, and labels of deleted nodes are filtered by the caller, so a
+crash between a commit and a save never loses or resurrects a node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import hnswlib
+import numpy as np
+
+_INDEX_FILE = "vectors.hnsw"
+_META_FILE = "vectors.json"
+_M = 16
+_EF_CONSTRUCTION = 100
+_EF_SEARCH = 96
+
+
+class VectorIndex:
+    """An hnswlib inner-product index whose labels are ``memory_nodes.rowid``.
+
+    Not thread-safe for concurrent writes: the graph serialises mutations.
+    """
+
+    def __init__(self, dim: int, identity: str, *, capacity: int = 1024) -> None:
+        self.dim = dim
+        self.identity = identity
+        self.max_label = 0
+        self._index = hnswlib.Index(space="ip", dim=dim)
+        self._index.init_index(
+            max_elements=max(capacity, 1024), ef_construction=_EF_CONSTRUCTION, M=_M
+        )
+        self._index.set_ef(_EF_SEARCH)
+
+    def __len__(self) -> int:
+        return int(self._index.get_current_count())
+
+    @classmethod
+    def load(cls, directory: Path, identity: str, dim: int) -> VectorIndex | None:
+        """The saved index, or None when it is missing, corrupt or another embedder's."""
+        try:
+            meta = json.loads((directory / _META_FILE).read_text())
+            if meta.get("identity") != identity or int(meta.get("dim", -1)) != dim:
+                return None
+            path = directory / _INDEX_FILE
+            if path.stat().st_size != int(meta["bytes"]):
+                return None
+            self = cls.__new__(cls)
+            self.dim, self.identity = dim, identity
+            self.max_label = int(meta["max_label"])
+            self._index = hnswlib.Index(space="ip", dim=dim)
+            self._index.load_index(str(path), max_elements=int(meta["capacity"]))
+            self._index.set_ef(_EF_SEARCH)
+            if self._index.get_current_count() != int(meta["count"]):
+                return None
+            return self
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            return None
+
+    def save(self, directory: Path) -> None:
+        """Write the index then its metadata, each atomically (tmp file + rename)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / (_INDEX_FILE + ".tmp")
+        self._index.save_index(str(tmp))
+        size = tmp.stat().st_size
+        os.replace(tmp, directory / _INDEX_FILE)
+        meta = {
+            "identity": self.identity,
+            "dim": self.dim,
+            "count": len(self),
+            "capacity": int(self._index.get_max_elements()),
+            "max_label": self.max_label,
+            "bytes": size,
+        }
+        tmp_meta = directory / (_META_FILE + ".tmp")
+        tmp_meta.write_text(json.dumps(meta))
+        os.replace(tmp_meta, directory / _META_FILE)
+
+    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """Insert or replace vectors; grows capacity geometrically."""
+        if len(labels) == 0:
+            return
+        need = len(self) + len(labels)
+        cap = int(self._index.get_max_elements())
+        if need > cap:
+            self._index.resize_index(max(need, cap * 2))
+        self._index.add_items(vectors, labels, replace_deleted=False)
+        self.max_label = max(self.max_label, int(labels.max()))
+
+    def remove(self, label: int) -> None:
+        """Hide ``label`` from searches (no-op when absent)."""
+        try:
+            self._index.mark_deleted(label)
+        except RuntimeError:
+            pass
+
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        allowed: Callable[[int], bool] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Up to ``k`` (labels, cosine similarities), best first, optionally filtered."""
+        n = len(self)
+        if n == 0 or k <= 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        k = min(k, n)
+        self._index.set_ef(max(_EF_SEARCH, k))
+        while k > 0:
+            try:
+                labels, dists = self._index.knn_query(vector, k=k, num_threads=1, filter=allowed)
+                return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
+            except RuntimeError:
+                # Fewer than k allowed (or reachable) elements: ask for fewer.
+                k //= 2
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)

@@ -1,0 +1,535 @@
+"""Writes: validated memory saves (with near-duplicate merging) and episode indexing."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bot.errors import ToolError
+from bot.messages import Message, Role, workspace_of
+
+from . import forgetting
+from .text import content_hash, tag, term_string, terms
+from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
+
+if TYPE_CHECKING:
+    from .graph import MemoryGraph
+
+_SKIPPED_ROLES = frozenset({Role.SUMMARY, Role.MARKER, Role.SYSTEM})
+#: Neighbouring turns further apart than this are another conversation, not context.
+CONTEXT_GAP_SECONDS = 6 * 3600.0
+_MERGE_BUMP = 0.05
+
+
+def fts_tags(ws: str, ch: str, typ: str, content: str, author_name: str) -> tuple[str, ...]:
+    """(terms, ws tag, channel tag, type tag) of a node's FTS row; episodes index their author."""
+    text = f"{author_name} {content}" if typ == "episode" and author_name else content
+    return term_string(text), tag("w", ws), tag("c", ch), tag("t", typ)
+
+
+def embed_text(typ: str, content: str, author_name: str) -> str:
+    return f"{author_name}: {content}" if typ == "episode" and author_name else content
+
+
+def _fail(argument: str, message: str) -> ToolError:
+    return ToolError(f"{argument}: {message}", tool="memory_save", argument=argument)
+
+
+def validate_draft(d: MemoryDraft) -> None:
+    """Check one draft's own fields; raises ToolError naming the bad argument."""
+    if not isinstance(d.content, str) or not d.content.strip():
+        raise _fail("content", "must be a non-empty string")
+    size = len(d.content.encode("utf-8", "surrogatepass"))
+    if size > MAX_CONTENT_BYTES:
+        raise _fail("content", f"is {size} bytes; the limit is {MAX_CONTENT_BYTES}, shorten it")
+    if d.memory_type not in SAVABLE_TYPES:
+        raise _fail("memory_type", f"must be one of {', '.join(SAVABLE_TYPES)}")
+    if d.importance is not None:
+        if isinstance(d.importance, bool) or not isinstance(d.importance, int | float):
+            raise _fail("importance", "must be a number between 0 and 1")
+        if not (0.0 <= float(d.importance) <= 1.0) or math.isnan(d.importance):
+            raise _fail("importance", f"must be between 0 and 1, got {d.importance}")
+    if not isinstance(d.channel, str) or not d.channel:
+        raise _fail("channel", "must name the channel the memory comes from")
+    if d.supersedes is not None and (not isinstance(d.supersedes, str) or not d.supersedes):
+        raise _fail("supersedes", "must be a memory id")
+    for r in d.related_to:
+        if not isinstance(r, str) or not r:
+            raise _fail("related_to", "must be a list of memory ids")
+    for s in d.sources:
+        if not isinstance(s, str) or not s:
+            raise _fail("sources", "must be a list of platform message ids")
+
+
+@dataclass(slots=True)
+class _Plan:
+    draft: MemoryDraft
+    vector: np.ndarray
+    sources: list[str]
+    rowid: int = 0
+    id: str = ""
+    merge_into: int = 0
+    edges: list[tuple[int, int, str, float]] = field(default_factory=list)
+
+
+async def _fetch(g: MemoryGraph, sql: str, params: Sequence[Any]) -> list[Any]:
+    async with g.db.execute(sql, tuple(params)) as cur:
+        return list(await cur.fetchall())
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+async def save_many(g: MemoryGraph, items: Sequence[MemoryDraft]) -> list[SaveResult]:
+    if not items:
+        return []
+    for d in items:
+        validate_draft(d)
+    refs = {r for d in items for r in (*d.related_to, *([d.supersedes] if d.supersedes else []))}
+    known: dict[str, tuple[int, str, str]] = {}
+    if refs:
+        rows = await _fetch(
+            g,
+            f"SELECT id, rowid, channel, type FROM memory_nodes WHERE id IN ({_marks(len(refs))})",
+            list(refs),
+        )
+        known = {i: (r, ch, t) for i, r, ch, t in rows}
+    for d in items:
+        for arg, ids in (("related_to", d.related_to), ("supersedes", [d.supersedes] or [])):
+            for ref in ids:
+                if ref is None:
+                    continue
+                hit = known.get(ref)
+                if hit is None or not g.visible(d.channel, hit[1]):
+                    raise _fail(arg, f"no memory with id {ref!r}")
+                if arg == "supersedes" and hit[2] == "episode":
+                    raise _fail(
+                        arg, f"{ref!r} is an archived message; only memories can be superseded"
+                    )
+    dead_authors, dead_pids = await forgetting.tombstoned(
+        g, {d.author_id for d in items if d.author_id}, {s for d in items for s in d.sources}
+    )
+    plans = []
+    for d in items:
+        if d.author_id in dead_authors:
+            raise _fail("author_id", f"author {d.author_id!r} was forgotten; nothing is saved")
+        live = [s for s in dict.fromkeys(d.sources) if s not in dead_pids]
+        if d.sources and not live:
+            raise _fail("sources", "every source message was forgotten; nothing is saved")
+        plans.append(_Plan(draft=d, vector=np.empty(0), sources=live))
+    vecs = await asyncio.to_thread(g.embedder.embed, [d.content for d in items])
+    for p, v in zip(plans, vecs, strict=True):
+        p.vector = v
+    async with g.lock:
+        await _dedupe(g, plans)
+        return await _write(g, plans)
+
+
+async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
+    """Point each plan at an existing (or earlier in-batch) near-duplicate to merge into."""
+    threshold = g.config.dedupe_threshold
+    hashes = {content_hash(p.draft.content): p for p in plans}
+    rows = await _fetch(
+        g,
+        "SELECT rowid, content_hash, channel, type FROM memory_nodes WHERE superseded_by IS NULL "
+        f"AND type != 'episode' AND content_hash IN ({_marks(len(hashes))})",
+        list(hashes),
+    )
+    exact: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    for rowid, h, ch, typ in rows:
+        exact[h].append((rowid, ch, typ))
+
+    def knn() -> list[list[tuple[int, float]]]:
+        out = []
+        for p in plans:
+            _, allowed = g.scope_filter(p.draft.channel)
+            labels, sims = g.vectors.search(p.vector, 8, allowed)
+            out.append([(int(lb), float(s)) for lb, s in zip(labels, sims, strict=True)])
+        return out
+
+    near = await asyncio.to_thread(knn)
+    cand = {lb for hits in near for lb, s in hits if s >= threshold}
+    info: dict[int, tuple[str, str, str | None]] = {}
+    if cand:
+        rows = await _fetch(
+            g,
+            "SELECT rowid, channel, type, superseded_by FROM memory_nodes "
+            f"WHERE rowid IN ({_marks(len(cand))})",
+            list(cand),
+        )
+        info = {r: (ch, t, sup) for r, ch, t, sup in rows}
+    for i, p in enumerate(plans):
+        d = p.draft
+        if d.supersedes:
+            continue
+        for rowid, ch, typ in exact.get(content_hash(d.content), []):
+            if typ == d.memory_type and g.visible(d.channel, ch):
+                p.merge_into = rowid
+                break
+        for lb, sim in near[i]:
+            if p.merge_into or sim < threshold or lb not in info:
+                continue
+            ch, typ, sup = info[lb]
+            if typ == d.memory_type and sup is None and g.visible(d.channel, ch):
+                p.merge_into = lb
+        if p.merge_into:
+            continue
+        for j in range(i):  # an earlier item of the same batch
+            q = plans[j]
+            if (
+                q.draft.memory_type == d.memory_type
+                and not q.draft.supersedes
+                and g.visible(d.channel, q.draft.channel)
+                and float(q.vector @ p.vector) >= threshold
+            ):
+                p.merge_into = q.merge_into or -(j + 1)
+                break
+
+
+async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
+    now = time.time()
+    start_rowid = g.next_rowid
+    by_ref: dict[int, _Plan] = {}
+    for i, p in enumerate(plans):
+        if p.merge_into == 0:
+            p.rowid, g.next_rowid = g.next_rowid, g.next_rowid + 1
+            prefix = "ent" if p.draft.memory_type == "entity" else "mem"
+            p.id = f"{prefix}_{secrets.token_hex(8)}"
+        by_ref[-(i + 1)] = p
+    for p in plans:  # in-batch merges point at the earlier plan's new row
+        if p.merge_into < 0:
+            p.merge_into = by_ref[p.merge_into].rowid
+    new = [p for p in plans if p.merge_into == 0]
+    merges = [p for p in plans if p.merge_into]
+    pids_by_channel: dict[str, set[str]] = defaultdict(set)
+    for p in new:
+        pids_by_channel[p.draft.channel].update(p.sources)
+    episodes: dict[tuple[str, str], int] = {}
+    for ch, pids in pids_by_channel.items():
+        if pids:
+            rows = await _fetch(
+                g,
+                "SELECT rowid, platform_id FROM memory_nodes WHERE channel = ? "
+                f"AND platform_id IN ({_marks(len(pids))})",
+                [ch, *pids],
+            )
+            episodes.update({(ch, pid): r for r, pid in rows})
+    ref_rows: dict[str, int] = {}
+    refs = {r for p in plans for r in (*p.draft.related_to, p.draft.supersedes) if r}
+    if refs:
+        rows = await _fetch(
+            g, f"SELECT id, rowid FROM memory_nodes WHERE id IN ({_marks(len(refs))})", list(refs)
+        )
+        ref_rows = dict(rows)
+    node_rows, fts_rows, src_rows, edge_rows, supersede_rows = [], [], [], [], []
+    for p in new:
+        d = p.draft
+        ws = workspace_of(d.channel)
+        imp = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
+        node_rows.append(
+            (p.rowid, p.id, d.memory_type, d.content, content_hash(d.content), imp, imp, now, now,
+             now, d.channel, ws, d.author_id, json.dumps(p.sources),
+             p.vector.astype(np.float32).tobytes(), g.embedder.identity)
+        )  # fmt: skip
+        fts_rows.append((p.rowid, *fts_tags(ws, d.channel, d.memory_type, d.content, "")))
+        src_rows += [(p.rowid, d.channel, s, k) for k, s in enumerate(p.sources)]
+        p.edges += [(p.rowid, ref_rows[r], "related_to", 1.0) for r in d.related_to]
+        if d.supersedes:
+            p.edges.append((p.rowid, ref_rows[d.supersedes], "updates", 1.0))
+            supersede_rows.append((p.id, ref_rows[d.supersedes]))
+        p.edges += [
+            (p.rowid, episodes[(d.channel, s)], "derived_from", 1.0)
+            for s in p.sources
+            if (d.channel, s) in episodes
+        ]
+        p.edges += [(p.rowid, e, "mentions", 1.0) for e in _mentioned(g, ws, d.content)]
+        edge_rows += [(*e, now) for e in p.edges]
+    try:
+        await g.db.execute("BEGIN IMMEDIATE")
+        await g.db.executemany(
+            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+            "author_id, sources, embedding, embedder) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            node_rows,
+        )
+        await g.db.executemany(
+            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty) VALUES (?, ?, ?, ?, ?)", fts_rows
+        )
+        await g.db.executemany(
+            "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
+            "VALUES (?, ?, ?, ?)",
+            src_rows,
+        )
+        await g.db.executemany(
+            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            edge_rows,
+        )
+        await g.db.executemany(
+            "UPDATE memory_nodes SET superseded_by = ?, updated_at = updated_at WHERE rowid = ?",
+            supersede_rows,
+        )
+        for p in merges:
+            await _merge(g, p, now)
+        await g.db.execute("COMMIT")
+    except BaseException:
+        await g.db.execute("ROLLBACK")
+        g.next_rowid = start_rowid
+        raise
+    if new:
+        labels = np.array([p.rowid for p in new], dtype=np.int64)
+        matrix = np.stack([p.vector for p in new]).astype(np.float32)
+        await asyncio.to_thread(g.vectors.add, labels, matrix)
+    for p in new:
+        g.register(p.rowid, workspace_of(p.draft.channel), p.draft.channel)
+        for src, dst, typ, w in p.edges:
+            g.edges.add_edge(src, dst, key=typ, weight=w)
+        if p.draft.memory_type == "entity":
+            g.add_name(workspace_of(p.draft.channel), p.draft.content, f"#{p.rowid}")
+    ids = {p.rowid: p.id for p in new}
+    for p in merges:
+        if p.merge_into not in ids:
+            ids[p.merge_into] = await _id_of(g, p.merge_into)
+    return [
+        SaveResult(id=ids[p.rowid] if p.rowid else ids[p.merge_into], merged=bool(p.merge_into))
+        for p in plans
+    ]
+
+
+async def _id_of(g: MemoryGraph, rowid: int) -> str:
+    rows = await _fetch(g, "SELECT id FROM memory_nodes WHERE rowid = ?", [rowid])
+    return str(rows[0][0])
+
+
+async def _merge(g: MemoryGraph, p: _Plan, now: float) -> None:
+    """Fold ``p`` into its near-duplicate: raise importance, append new sources."""
+    rows = await _fetch(
+        g, "SELECT importance, sources, channel FROM memory_nodes WHERE rowid = ?", [p.merge_into]
+    )
+    imp, sources_json, channel = rows[0]
+    d = p.draft
+    mine = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
+    raised = min(1.0, max(float(imp), mine) + _MERGE_BUMP)
+    sources = json.loads(sources_json)
+    added = [s for s in p.sources if s not in sources]
+    await g.db.execute(
+        "UPDATE memory_nodes SET importance = ?, current_importance = ?, updated_at = ?, "
+        "sources = ? WHERE rowid = ?",
+        (raised, raised, now, json.dumps(sources + added), p.merge_into),
+    )
+    await g.db.executemany(
+        "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
+        "VALUES (?, ?, ?, ?)",
+        [(p.merge_into, channel, s, len(sources) + k) for k, s in enumerate(added)],
+    )
+
+
+def _mentioned(g: MemoryGraph, ws: str, content: str) -> set[int]:
+    """Entity rows of ``ws`` whose name terms appear in ``content``."""
+    table = g.names.get(ws)
+    if not table:
+        return set()
+    return {
+        int(key[1:]) for t in set(terms(content)) for key in table.get(t, ()) if key.startswith("#")
+    }
+
+
+# --- episodes ----------------------------------------------------------------
+
+
+def episode_id(channel: str, platform_id: str) -> str:
+    digest = hashlib.blake2b(f"{channel}\0{platform_id}".encode(), digest_size=8).hexdigest()
+    return f"ep_{digest}"
+
+
+def _truncate(text: str) -> str:
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_CONTENT_BYTES:
+        return text
+    return data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
+
+
+def _contexts(seq: list[tuple[float, list[str]]]) -> list[tuple[str, str]]:
+    """(near, far) term strings for each turn: +-1 turn, and +-2..3 turns, within the gap."""
+    out = []
+    for i, (ts, _) in enumerate(seq):
+        near: list[str] = []
+        far: list[str] = []
+        for off in (-3, -2, -1, 1, 2, 3):
+            j = i + off
+            if 0 <= j < len(seq) and abs(seq[j][0] - ts) <= CONTEXT_GAP_SECONDS:
+                (near if abs(off) == 1 else far).extend(seq[j][1])
+        out.append((" ".join(near), " ".join(far)))
+    return out
+
+
+async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
+    msgs = [m for m in messages if m.role not in _SKIPPED_ROLES and m.text.strip()]
+    if not msgs:
+        return 0
+    authors = {m.author_id for m in msgs if m.author_id}
+    dead_authors, dead_pids = await forgetting.tombstoned(
+        g, authors, {m.platform_id for m in msgs}, with_times=True
+    )
+    msgs = [
+        m
+        for m in msgs
+        if m.platform_id not in dead_pids and not m.ts <= dead_authors.get(m.author_id, -math.inf)
+    ]
+    by_channel: dict[str, list[Message]] = defaultdict(list)
+    for m in msgs:
+        by_channel[m.channel].append(m)
+    added = 0
+    async with g.lock:
+        for channel, group in by_channel.items():
+            added += await _add_channel_episodes(g, channel, group)
+    return added
+
+
+async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message]) -> int:
+    pids = list(dict.fromkeys(m.platform_id for m in msgs))
+    have: set[str] = set()
+    for start in range(0, len(pids), 500):
+        chunk = pids[start : start + 500]
+        rows = await _fetch(
+            g,
+            "SELECT platform_id FROM memory_nodes WHERE channel = ? "
+            f"AND platform_id IN ({_marks(len(chunk))})",
+            [channel, *chunk],
+        )
+        have.update(r[0] for r in rows)
+    fresh: dict[str, Message] = {}
+    for m in sorted(msgs, key=lambda m: (m.ts, m.id)):
+        if m.platform_id not in have and m.platform_id not in fresh:
+            fresh[m.platform_id] = m
+    if not fresh:
+        return 0
+    new = list(fresh.values())
+    prev = await _fetch(
+        g,
+        "SELECT rowid, created_at, content, author_name FROM memory_nodes "
+        "WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC LIMIT 6",
+        [channel],
+    )
+    prev.reverse()
+    seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name in prev]
+    seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
+    contexts = _contexts(seq)
+    texts = [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
+    vecs = await asyncio.to_thread(g.embedder.embed, texts)
+    ws = workspace_of(channel)
+    now = time.time()
+    start_rowid = g.next_rowid
+    node_rows, fts_rows = [], []
+    rowids = []
+    for k, m in enumerate(new):
+        rowid, g.next_rowid = g.next_rowid, g.next_rowid + 1
+        rowids.append(rowid)
+        near, far = contexts[len(prev) + k]
+        text = _truncate(m.text)
+        node_rows.append(
+            (rowid, episode_id(channel, m.platform_id), text, content_hash(text),
+             m.ts, now, now, channel, ws, m.author_id, m.author_name, m.platform_id,
+             json.dumps([m.platform_id]), near, far, vecs[k].tobytes(), g.embedder.identity)
+        )  # fmt: skip
+        fts_rows.append((rowid, *fts_tags(ws, channel, "episode", text, m.author_name), near, far))
+    ctx_rows = [(*contexts[k], prev[k][0]) for k in range(max(0, len(prev) - 3), len(prev))]
+    derived = []
+    for part in chunked(list(fresh), 500):
+        chunk = list(part)
+        derived += await _fetch(
+            g,
+            "SELECT node, platform_id FROM memory_sources WHERE channel = ? "
+            f"AND platform_id IN ({_marks(len(chunk))})",
+            [channel, *chunk],
+        )
+    rowid_of = {m.platform_id: r for m, r in zip(new, rowids, strict=True)}
+    edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in derived]
+    try:
+        await g.db.execute("BEGIN IMMEDIATE")
+        await g.db.executemany(
+            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+            "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
+            "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?)",
+            node_rows,
+        )
+        await g.db.executemany(
+            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            fts_rows,
+        )
+        await g.db.executemany(
+            "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", ctx_rows
+        )
+        await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", ctx_rows)
+        await g.db.executemany(
+            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            edges,
+        )
+        await g.db.execute("COMMIT")
+    except BaseException:
+        await g.db.execute("ROLLBACK")
+        g.next_rowid = start_rowid
+        raise
+    await asyncio.to_thread(g.vectors.add, np.array(rowids, dtype=np.int64), vecs)
+    for m, rowid in zip(new, rowids, strict=True):
+        g.register(rowid, ws, channel)
+        if m.author_name:
+            g.add_name(ws, m.author_name, m.author_id)
+    for src, dst, typ, w, _ in edges:
+        g.edges.add_edge(src, dst, key=typ, weight=w)
+    return len(new)
+
+
+async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
+    """Add to the vector index every node with rowid > ``since``, re-embedding stale rows."""
+    identity = g.embedder.identity
+    last = since
+    while True:
+        rows = await _fetch(
+            g,
+            "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "
+            "WHERE rowid > ? ORDER BY rowid LIMIT 20000",
+            [last],
+        )
+        if not rows:
+            return
+        last = rows[-1][0]
+        stale = [r for r in rows if r[2] != identity or r[1] is None]
+        fresh_vecs: dict[int, np.ndarray] = {}
+        if stale:
+            texts = [embed_text(t, c, n) for _, _, _, t, c, n in stale]
+            mat = await asyncio.to_thread(g.embedder.embed, texts)
+            fresh_vecs = {r[0]: v for r, v in zip(stale, mat, strict=True)}
+            await g.db.executemany(
+                "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
+                [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
+            )
+        labels = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = np.stack([fresh_vecs[r[0]] if r[0] in fresh_vecs else _vec(r[1]) for r in rows])
+        await asyncio.to_thread(g.vectors.add, labels, matrix)
+
+
+def _vec(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def chunked(seq: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
+    """Consecutive slices of ``seq`` of at most ``n`` items."""
+    for i in range(0, len(seq), n):
+        yield seq[i : i + n]

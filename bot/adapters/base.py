@@ -8,7 +8,7 @@ through :meth:`Adapter.send`.  The core never sees a platform dict.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from bot.messages import InboundMessage
 
@@ -81,3 +81,41 @@ class Adapter(Protocol):
 
 class ProgressHandle(Protocol):
     async def done(self) -> None: ...
+
+
+async def route_inbound(
+    adapter: Adapter,
+    dispatcher: Dispatcher,
+    message: InboundMessage,
+    *,
+    is_admin: bool,
+    log: Any,
+) -> Delivery | None:
+    """The one path every adapter takes once a message passed its allow-lists.
+
+    A message starting with ``/`` goes to ``dispatcher.command`` first; when
+    that returns text, the text is sent back as a reply to the message and the
+    message is *not* submitted as conversation (returns None).  Anything else
+    is submitted; a refusal is logged with the runtime's reason, never dropped
+    silently.  ``log`` is the adapter's bound structlog logger.
+    """
+    if message.text.startswith("/"):
+        reply = await dispatcher.command(message, is_admin=is_admin)
+        if reply is not None:
+            log.info(
+                "command.answered",
+                channel=message.channel,
+                command=message.text.split(maxsplit=1)[0],
+                is_admin=is_admin,
+            )
+            await adapter.send(Outbound(message.channel, reply, reply_to=message.platform_id))
+            return None
+    delivery = await dispatcher.submit(message)
+    if not delivery.accepted:
+        log.info(
+            "message.ignored",
+            channel=message.channel,
+            platform_id=message.platform_id,
+            reason=f"runtime refused it: {delivery.reason}",
+        )
+    return delivery

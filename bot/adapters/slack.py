@@ -1,0 +1,535 @@
+"""The Slack adapter: slack-bolt over Socket Mode (default) or the HTTP Events API.
+
+Channel keys: ``slack:<team>:<channel>`` for a channel or DM (DM channel ids
+start with ``D``) and ``slack:<team>:<channel>:<thread_ts>`` for a thread;
+each thread is its own conversation and replies to it go into the thread.
+
+Slack delivers some messages more than once: a mention arrives as
+``app_mention`` *and* ``message`` when both are subscribed (same channel and
+ts), and an event not acknowledged within 3 s is redelivered with the same
+``event_id``.  Both are answered once.  Bolt runs the listener before it
+acknowledges (``process_before_response``), so a message is acknowledged only
+once the runtime has stored it; a failure leaves it unacknowledged and Slack's
+redelivery gets another chance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import structlog
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
+from bot.adapters.split import split_message
+from bot.config import SlackAdapterConfig
+from bot.errors import AdapterError
+from bot.messages import InboundMessage
+
+__all__ = ["SlackAdapter"]
+
+log = structlog.get_logger("tierbot.adapters.slack")
+
+MAX_MESSAGE_CHARS = 4000
+PROGRESS_REACTION = "hourglass_flowing_sand"
+# Subtypes that are still someone talking; every other subtype (edits, joins,
+# deletions, bot_message ...) is not conversation.
+_CONVERSATION_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message"}
+_SPECIAL = re.compile(r"<([@#!])([^>|]+)(?:\|([^>]*))?>|<([^>|]+)(?:\|([^>]*))?>")
+
+
+class SlackAdapter:
+    """A Slack app connection (see the module docstring for channel keys).
+
+    ``environ`` supplies the tokens and signing secret named in ``config``.
+    ``ping_interval`` is the Socket Mode keep-alive; ``connect_timeout`` bounds
+    ``start``; ``rate_limit_retries`` is how many 429s one Web API call waits out.
+    """
+
+    name = "slack"
+    capabilities = Capabilities(
+        max_message_chars=MAX_MESSAGE_CHARS,
+        threads=True,
+        typing_indicator=False,
+        reactions=True,
+        markdown=False,
+    )
+
+    def __init__(
+        self,
+        config: SlackAdapterConfig,
+        *,
+        environ: Mapping[str, str] = os.environ,
+        ping_interval: float = 10.0,
+        connect_timeout: float = 30.0,
+        rate_limit_retries: int = 3,
+        dedupe_size: int = 10_000,
+    ) -> None:
+        self.config = config
+        self._environ = environ
+        self._ping_interval = ping_interval
+        self._connect_timeout = connect_timeout
+        self._rate_limit_retries = rate_limit_retries
+        self._dispatcher: Dispatcher | None = None
+        self._client: AsyncWebClient | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self._bot_user_id = ""
+        self._bot_id = ""
+        self._lifecycle = asyncio.Lock()
+        self._events = _Recent(dedupe_size)  # event_id: Slack's redeliveries
+        self._messages = _Recent(dedupe_size)  # (channel, ts): app_mention + message
+        self._names = _Recent(dedupe_size)  # user id -> display name
+        self._log = log.bind(adapter=self.name)
+
+    # --- lifecycle ---------------------------------------------------------
+
+    async def start(self, dispatcher: Dispatcher) -> None:
+        """Check the tokens, then connect (Socket Mode) or listen (HTTP mode).
+
+        Idempotent: a second call while running does nothing; after ``stop`` or
+        a failed start it starts afresh.  Socket Mode reconnects by itself.
+        Raises AdapterError naming the variable or setting to fix.
+        """
+        async with self._lifecycle:
+            self._dispatcher = dispatcher
+            if self._client is not None:
+                return
+            try:
+                await self._start()
+            except BaseException:
+                await self._shutdown()
+                raise
+            self._log.info("slack.started", mode=self.config.mode, bot_user_id=self._bot_user_id)
+
+    async def _start(self) -> None:
+        config = self.config
+        bot_token = self._secret(
+            config.bot_token_env, "the bot token (xoxb-...) from OAuth & Permissions"
+        )
+        client = AsyncWebClient(
+            token=bot_token,
+            base_url=config.api_base_url,
+            retry_handlers=[
+                AsyncConnectionErrorRetryHandler(),
+                AsyncRateLimitErrorRetryHandler(max_retry_count=self._rate_limit_retries),
+            ],
+        )
+        self._client = client
+        try:
+            auth = await client.auth_test()
+        except SlackApiError as exc:
+            raise AdapterError(
+                f"Slack rejected the bot token in ${config.bot_token_env} "
+                f"({_error(exc)}): reinstall the app and copy the Bot User OAuth "
+                "Token from OAuth & Permissions",
+                adapter=self.name,
+            ) from None
+        except Exception as exc:
+            raise AdapterError(
+                f"cannot reach the Slack Web API at {config.api_base_url}: {exc!r}",
+                adapter=self.name,
+            ) from exc
+        self._bot_user_id = str(auth.get("user_id") or "")
+        self._bot_id = str(auth.get("bot_id") or "")
+        http = config.mode == "http"
+        secret = (
+            self._secret(config.signing_secret_env, "the Signing Secret from Basic Information")
+            if http
+            else ""
+        )
+        app = AsyncApp(
+            name="tierbot",
+            client=client,
+            signing_secret=secret,
+            process_before_response=True,
+            request_verification_enabled=http,
+            # Our own messages are dropped (and logged) in _handle, not silently by Bolt.
+            ignoring_self_events_enabled=False,
+            ignoring_self_assistant_message_events_enabled=False,
+        )
+
+        async def on_event(body: dict[str, Any], event: dict[str, Any]) -> None:
+            await self._on_event(body, event)
+
+        app.event("app_mention")(on_event)
+        app.event("message")(on_event)
+        if http:
+            await self._listen(app)
+        else:
+            await self._connect(app, client)
+
+    async def _connect(self, app: AsyncApp, client: AsyncWebClient) -> None:
+        config = self.config
+        app_token = self._secret(
+            config.app_token_env,
+            "an app-level token (xapp-...) with the connections:write scope, from "
+            "Basic Information -> App-Level Tokens",
+        )
+        try:
+            opened = await client.apps_connections_open(app_token=app_token)
+        except SlackApiError as exc:
+            raise AdapterError(
+                f"Slack refused Socket Mode with the app-level token in ${config.app_token_env} "
+                f"({_error(exc)}): enable Socket Mode and create a token with the "
+                "connections:write scope under Basic Information -> App-Level Tokens",
+                adapter=self.name,
+            ) from None
+        handler = AsyncSocketModeHandler(app, app_token, ping_interval=self._ping_interval)
+        self._socket = handler
+        # The URL just issued is good for one connection: use it rather than ask again.
+        handler.client.wss_uri = opened["url"]
+        try:
+            await asyncio.wait_for(handler.connect_async(), self._connect_timeout)
+        except TimeoutError:
+            raise AdapterError(
+                f"Slack Socket Mode did not connect within {self._connect_timeout:g} s",
+                adapter=self.name,
+            ) from None
+
+    async def _listen(self, app: AsyncApp) -> None:
+        config = self.config
+        runner = web.AppRunner(
+            app.web_app(path=config.path, port=config.port), handle_signals=False
+        )
+        await runner.setup()
+        self._runner = runner
+        try:
+            await web.TCPSite(runner, config.host, config.port).start()
+        except OSError as exc:
+            raise AdapterError(
+                f"cannot listen for Slack events on {config.host}:{config.port}: {exc}",
+                adapter=self.name,
+            ) from exc
+
+    async def stop(self) -> None:
+        """Disconnect (or stop listening) and close the Web API client; safe to call twice."""
+        async with self._lifecycle:
+            await self._shutdown()
+            self._log.info("slack.stopped")
+
+    async def __aenter__(self) -> SlackAdapter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _shutdown(self) -> None:
+        socket, runner, client = self._socket, self._runner, self._client
+        self._socket = self._runner = self._client = None
+        if socket is not None:
+            with contextlib.suppress(Exception):
+                await socket.close_async()
+        if runner is not None:
+            await runner.cleanup()
+        if client is not None and client.session is not None:
+            await client.session.close()
+
+    def connected(self) -> bool:
+        if self._client is None:
+            return False
+        if self._socket is not None:
+            session = self._socket.client.current_session
+            return session is not None and not session.closed
+        return self._runner is not None
+
+    @property
+    def http_addresses(self) -> list[Any]:
+        """Where HTTP mode listens (host, port), e.g. to learn the port when ``port = 0``."""
+        return list(self._runner.addresses) if self._runner is not None else []
+
+    def _secret(self, env: str, what: str) -> str:
+        value = self._environ.get(env, "").strip()
+        if not value:
+            raise AdapterError(
+                f"environment variable {env} is not set: put {what} there", adapter=self.name
+            )
+        return value
+
+    # --- inbound -----------------------------------------------------------
+
+    async def _on_event(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+        event_id = body.get("event_id")
+        if event_id and not self._events.claim(event_id):
+            self._log.info(
+                "message.ignored", reason="Slack redelivered this event", event_id=event_id
+            )
+            return
+        try:
+            await self._handle(str(body.get("team_id") or event.get("team") or ""), event)
+        except BaseException:
+            # Not acknowledged: let Slack's redelivery of this event through.
+            if event_id:
+                self._events.release(event_id)
+            raise
+
+    async def _handle(self, team: str, event: dict[str, Any]) -> None:
+        dispatcher, client = self._dispatcher, self._client
+        if dispatcher is None or client is None:
+            return
+        channel = str(event.get("channel", ""))
+        ts = str(event.get("ts", ""))
+        user = str(event.get("user", ""))
+        ignored = self._log.bind(team=team, slack_channel=channel, ts=ts, user=user)
+        subtype = event.get("subtype")
+        if user == self._bot_user_id or (self._bot_id and event.get("bot_id") == self._bot_id):
+            ignored.debug("message.ignored", reason="the bot's own message")
+            return
+        if event.get("bot_id") or subtype == "bot_message":
+            ignored.info("message.ignored", reason="sent by another bot")
+            return
+        if subtype not in _CONVERSATION_SUBTYPES:
+            ignored.info("message.ignored", reason=f"not conversation (subtype {subtype})")
+            return
+        if not channel or not ts or not user:
+            ignored.info("message.ignored", reason="event without channel, ts or user")
+            return
+        if self.config.allowed_teams and team not in self.config.allowed_teams:
+            ignored.info("message.ignored", reason="team not in allowed_teams")
+            return
+        is_dm = event.get("channel_type") == "im" or channel.startswith("D")
+        if (
+            not is_dm
+            and self.config.allowed_channels
+            and channel not in self.config.allowed_channels
+        ):
+            ignored.info("message.ignored", reason="channel not in allowed_channels")
+            return
+        if not self._messages.claim((channel, ts)):
+            ignored.info(
+                "message.ignored",
+                reason="already received (a mention comes as app_mention and message)",
+            )
+            return
+        try:
+            await self._deliver(dispatcher, team, channel, ts, user, is_dm, event, ignored)
+        except BaseException:
+            self._messages.release((channel, ts))
+            raise
+
+    async def _deliver(
+        self,
+        dispatcher: Dispatcher,
+        team: str,
+        channel: str,
+        ts: str,
+        user: str,
+        is_dm: bool,
+        event: dict[str, Any],
+        ignored: Any,
+    ) -> None:
+        thread_ts = event.get("thread_ts")
+        thread = str(thread_ts) if thread_ts and thread_ts != ts else None
+        key = f"slack:{team}:{channel}" + (f":{thread}" if thread else "")
+        text, mentioned = await self._clean(str(event.get("text") or ""))
+        files = [f"[attachment: {f.get('name', 'file')}]" for f in event.get("files") or []]
+        text = "\n".join(filter(None, [text, *files]))
+        if not text:
+            ignored.info("message.ignored", reason="no text", channel=key)
+            return
+        inbound = InboundMessage(
+            channel=key,
+            platform_id=ts,
+            author_id=user,
+            author_name=await self._name(user),
+            text=text,
+            ts=float(ts),
+            addressed=(
+                is_dm
+                or mentioned
+                or event.get("type") == "app_mention"
+                or event.get("parent_user_id") == self._bot_user_id
+            ),
+            is_dm=is_dm,
+            thread=thread,
+            reply_to=thread,
+        )
+        await route_inbound(
+            self, dispatcher, inbound, is_admin=user in self.config.admins, log=self._log
+        )
+
+    async def _clean(self, raw: str) -> tuple[str, bool]:
+        """Slack markup to plain text: the bot's mention stripped, others resolved to names."""
+        bot = self._bot_user_id
+        text, hits = (
+            re.subn(rf"<@{re.escape(bot)}(?:\|[^>]*)?>[ \t]?", "", raw) if bot else (raw, 0)
+        )
+        ids = {m.group(2) for m in _SPECIAL.finditer(text) if m.group(1) == "@" and not m.group(3)}
+        names = {uid: await self._name(uid) for uid in ids}
+
+        def resolve(m: re.Match[str]) -> str:
+            sigil, target, label = m.group(1), m.group(2), m.group(3)
+            if sigil == "@":
+                return f"@{label or names.get(target, target)}"
+            if sigil == "#":
+                return f"#{label or target}"
+            if sigil == "!":
+                # <!here>, <!channel>, <!subteam^ID|@team>, <!date^...|fallback>
+                return label or f"@{target.split('^')[0]}"
+            url, url_label = m.group(4), m.group(5)
+            return f"{url_label} ({url})" if url_label and url_label != url else url
+
+        return html.unescape(_SPECIAL.sub(resolve, text)).strip(), hits > 0
+
+    async def _name(self, user: str) -> str:
+        """The display name of ``user`` (cached; the id itself when users.info fails)."""
+        cached = self._names.get(user)
+        if cached is not None:
+            return str(cached)
+        name = user
+        if self._client is not None:
+            try:
+                info = (await self._client.users_info(user=user)).get("user") or {}
+                profile = info.get("profile") or {}
+                name = (
+                    profile.get("display_name")
+                    or profile.get("real_name")
+                    or info.get("name")
+                    or user
+                )
+            except SlackApiError as exc:
+                self._log.warning(
+                    "slack.users_info_failed", user=user, error=_error(exc)
+                )
+        self._names.put(user, name)
+        return str(name)
+
+    # --- outbound ----------------------------------------------------------
+
+    async def send(self, out: Outbound) -> list[str]:
+        """Post ``out.text`` split to about 4,000 characters, into the thread of a thread key.
+
+        Returns the new messages' ts.  429s wait ``Retry-After`` and retry;
+        raises AdapterError when Slack refuses a piece.
+        """
+        client = self._require_client()
+        channel, thread_ts = _parse_key(out.channel)
+        ids: list[str] = []
+        for piece in split_message(out.text, MAX_MESSAGE_CHARS):
+            try:
+                resp = await client.chat_postMessage(
+                    channel=channel, text=_escape(piece), thread_ts=thread_ts, unfurl_links=False
+                )
+            except SlackApiError as exc:
+                raise AdapterError(
+                    f"Slack refused a reply in {out.channel}: {_error(exc)}",
+                    adapter=self.name,
+                ) from exc
+            ids.append(str(resp["ts"]))
+        self._log.debug("slack.sent", channel=out.channel, pieces=len(ids))
+        return ids
+
+    async def progress(self, channel: str, message_id: str | None) -> _Reaction:
+        """Put :hourglass_flowing_sand: on the triggering message until ``done``."""
+        client = self._require_client()
+        handle = _Reaction(client, _parse_key(channel)[0], message_id, self._log)
+        await handle.add()
+        return handle
+
+    def _require_client(self) -> AsyncWebClient:
+        if self._client is None:
+            raise AdapterError("the Slack adapter is not started", adapter=self.name)
+        return self._client
+
+
+def _parse_key(key: str) -> tuple[str, str | None]:
+    """(channel id, thread ts or None) of a ``slack:`` channel key."""
+    parts = key.split(":")
+    if len(parts) not in (3, 4) or parts[0] != "slack" or not parts[2]:
+        raise AdapterError(f"not a Slack channel key: {key!r}", adapter="slack")
+    return parts[2], parts[3] if len(parts) == 4 else None
+
+
+def _error(exc: Exception) -> str:
+    """Slack's error code (``invalid_auth`` ...) or the HTTP status when there is none."""
+    if isinstance(exc, SlackApiError):
+        data = exc.response.data
+        if isinstance(data, dict) and data.get("error"):
+            return str(data["error"])
+        return f"HTTP {exc.response.status_code}"
+    return repr(exc)
+
+
+def _escape(text: str) -> str:
+    """Slack's required escaping: model output can then never ping <!channel> or a user id."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class _Reaction:
+    """The progress reaction on one message; ``done`` removes it (idempotent)."""
+
+    def __init__(self, client: AsyncWebClient, channel: str, ts: str | None, log: Any) -> None:
+        self._client = client
+        self._channel = channel
+        self._ts = ts
+        self._log = log
+        self._added = False
+
+    async def add(self) -> None:
+        if self._ts is None:
+            return
+        try:
+            await self._client.reactions_add(
+                channel=self._channel, timestamp=self._ts, name=PROGRESS_REACTION
+            )
+            self._added = True
+        except SlackApiError as exc:
+            error = _error(exc)
+            self._added = error == "already_reacted"
+            if not self._added:
+                self._log.warning(
+                    "slack.reaction_failed", error=error, hint="needs the reactions:write scope"
+                )
+
+    async def done(self) -> None:
+        if not self._added:
+            return
+        self._added = False
+        try:
+            await self._client.reactions_remove(
+                channel=self._channel, timestamp=self._ts, name=PROGRESS_REACTION
+            )
+        except SlackApiError as exc:
+            self._log.warning("slack.reaction_remove_failed", error=_error(exc))
+
+
+class _Recent:
+    """A bounded insertion-ordered map: remembers the last ``size`` keys."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def claim(self, key: Hashable) -> bool:
+        """True the first time ``key`` is seen (and remembers it), False after."""
+        if key in self._items:
+            return False
+        self.put(key, True)
+        return True
+
+    def release(self, key: Hashable) -> None:
+        self._items.pop(key, None)
+
+    def get(self, key: Hashable) -> Any:
+        return self._items.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)

@@ -1,0 +1,162 @@
+"""``tierbot memory ...``: search, show, forget and export the memory graph.
+
+Output is JSON (one array, or JSON Lines for many queries and exports) on stdout;
+logs go to stderr.  Bad input (an unknown id, an unreadable queries file) prints
+one line to stderr and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.config import Config, default_config_path, load_config
+from bot.errors import ConfigError, ToolError
+from bot.logging import configure_logging
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+class _BadInput(Exception):
+    """One-line complaint about the command's input."""
+
+
+def _config(args: argparse.Namespace) -> Config:
+    path = getattr(args, "config", None)
+    cfg = load_config(Path(path) if path else default_config_path())
+    configure_logging(
+        getattr(args, "log_level", None) or cfg.logging.level,
+        getattr(args, "log_format", None) or cfg.logging.format,
+    )
+    return cfg
+
+
+@asynccontextmanager
+async def _graph(cfg: Config) -> AsyncIterator[Any]:
+    from memory_graph import MemoryGraph
+
+    path = cfg.storage_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with await MemoryGraph.open(path, cfg.memory) as graph:
+        yield graph
+
+
+def _emit(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _read_queries(path: str) -> list[tuple[Any, str]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _BadInput(f"{path}: cannot read: {exc.strerror}") from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _BadInput(f"{path}:{n}: invalid JSON: {exc.msg}") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+            raise _BadInput(f"{path}:{n}: expected an object with a string 'query'")
+        out.append((obj.get("id"), obj["query"]))
+    return out
+
+
+async def _search(cfg: Config, args: argparse.Namespace) -> None:
+    if (args.query is None) == (args.queries is None):
+        raise _BadInput("give either QUERY or --queries FILE")
+    batch = _read_queries(args.queries) if args.queries else [(None, args.query)]
+    async with _graph(cfg) as graph:
+        for qid, query in batch:
+            hits = await graph.recall(query, channel=args.channel, limit=args.limit)
+            results = [h.to_json() for h in hits]
+            _emit({"id": qid, "results": results} if args.queries else results)
+
+
+async def _show(cfg: Config, args: argparse.Namespace) -> None:
+    async with _graph(cfg) as graph:
+        node = await graph.get(args.id)
+        if node is None:
+            raise _BadInput(f"no memory with id {args.id!r}")
+        _emit(node)
+
+
+async def _forget(cfg: Config, args: argparse.Namespace) -> None:
+    if (args.id is None) == (args.author is None):
+        raise _BadInput("give either ID or --author USER")
+    async with _graph(cfg) as graph:
+        if args.author is not None:
+            report = await graph.forget_author(args.author)
+            _emit(
+                {
+                    "author": report.author_id,
+                    "memories_deleted": report.memories_deleted,
+                    "episodes_deleted": report.episodes_deleted,
+                    "messages": [{"channel": c, "id": p} for c, p in report.messages],
+                    "keep_messages": cfg.memory.keep_messages_on_forget,
+                }
+            )
+        elif not await graph.forget(args.id):
+            raise _BadInput(f"no memory with id {args.id!r}")
+        else:
+            _emit({"forgotten": args.id})
+
+
+async def _export(cfg: Config, args: argparse.Namespace) -> None:
+    async with _graph(cfg) as graph:
+        async for item in graph.export():
+            _emit(item)
+
+
+def _command(
+    fn: Callable[[Config, argparse.Namespace], Coroutine[Any, Any, None]],
+) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            cfg = _config(args)
+            asyncio.run(fn(cfg, args))
+        except (_BadInput, ToolError) as exc:
+            print(f"tierbot memory: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ConfigError as exc:
+            print(str(exc), file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK
+
+    return run
+
+
+def add_memory_commands(
+    subparsers: argparse._SubParsersAction,  # type: ignore[type-arg]
+    common_parent: argparse.ArgumentParser,
+) -> None:
+    """Register ``tierbot memory search|show|forget|export``."""
+    mem = subparsers.add_parser("memory", help="search, inspect and forget memories")
+    msub = mem.add_subparsers(dest="memory_command", required=True)
+
+    p = msub.add_parser("search", parents=[common_parent], help="recall, as memory_recall does")
+    p.add_argument("query", nargs="?", help="what to look for")
+    p.add_argument("--queries", help="JSON Lines file of {id, query}: one result line each")
+    p.add_argument("--channel", required=True, help="the channel key the search runs from")
+    p.add_argument("--limit", type=int, default=5, help="results per query (1..20)")
+    p.set_defaults(func=_command(_search))
+
+    p = msub.add_parser("show", parents=[common_parent], help="one memory with its edges")
+    p.add_argument("id")
+    p.set_defaults(func=_command(_show))
+
+    p = msub.add_parser("forget", parents=[common_parent], help="delete a memory, or an author's")
+    p.add_argument("id", nargs="?")
+    p.add_argument("--author", help="forget everything derived from this user's messages")
+    p.set_defaults(func=_command(_forget))
+
+    p = msub.add_parser("export", parents=[common_parent], help="nodes then edges, JSON Lines")
+    p.set_defaults(func=_command(_export))

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from . import writing
 from .types import ForgetReport
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ async def _tombstone(g: MemoryGraph, kind: str, keys: Iterable[str], now: float)
 async def forget(g: MemoryGraph, memory_id: str) -> bool:
     async with g.lock:
         async with g.db.execute(
-            "SELECT rowid, sources FROM memory_nodes WHERE id = ?", (memory_id,)
+            "SELECT rowid, sources, type, channel FROM memory_nodes WHERE id = ?", (memory_id,)
         ) as cur:
             row = await cur.fetchone()
         if row is None:
@@ -87,6 +88,8 @@ async def forget(g: MemoryGraph, memory_id: str) -> bool:
         try:
             await _tombstone(g, "message", sources, time.time())
             await _delete(g, [rowid], [memory_id])
+            if row[2] == "episode":
+                await writing.recompute_contexts(g, row[3])
             await g.db.execute("COMMIT")
         except BaseException:
             await g.db.execute("ROLLBACK")
@@ -135,6 +138,8 @@ async def forget_author(g: MemoryGraph, author_id: str) -> ForgetReport:
             await _tombstone(g, "author", [author_id], now)
             await _tombstone(g, "message", [pid for _, pid in messages], now)
             await _delete(g, rowids, ids)
+            for channel in sorted({ch for _, _, ch, _ in episodes}):
+                await writing.recompute_contexts(g, channel)
             await g.db.execute("COMMIT")
         except BaseException:
             await g.db.execute("ROLLBACK")

@@ -533,3 +533,29 @@ def chunked(seq: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
     """Consecutive slices of ``seq`` of at most ``n`` items."""
     for i in range(0, len(seq), n):
         yield seq[i : i + n]
+
+
+async def recompute_contexts(g: MemoryGraph, channel: str) -> int:
+    """Recompute every episode's neighbour context in ``channel`` (after deletions).
+
+    A forgotten message must not live on inside its neighbours' ``near``/``far``
+    columns; only rows whose context changed are rewritten.  Runs inside the
+    caller's transaction.
+    """
+    rows = await _fetch(
+        g,
+        "SELECT rowid, created_at, content, author_name, near_text, far_text FROM memory_nodes "
+        "WHERE channel = ? AND type = 'episode' ORDER BY rowid",
+        [channel],
+    )
+    seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name, _, _ in rows]
+    changed = [
+        (near, far, row[0])
+        for row, (near, far) in zip(rows, _contexts(seq), strict=True)
+        if (near, far) != (row[4], row[5])
+    ]
+    await g.db.executemany(
+        "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changed
+    )
+    await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changed)
+    return len(changed)

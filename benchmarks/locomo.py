@@ -1,0 +1,239 @@
+"""LoCoMo evidence recall of tierbot's memory search (see shared/bench/locomo/README.md).
+
+For each conversation: stream its turns into a channel of its own, then run every
+question of categories 1-4 through ``tierbot memory search --queries`` (limit 20) and
+score evidence recall@1/5/10/20 over the first k distinct source message ids.
+
+Modes:
+  --mode direct  feed the turns straight into ``MemoryGraph.add_episodes`` (no compactor)
+  --mode replay  the full pipeline: ``tierbot replay FILE --listen-only`` with
+                 context_window = 2048, so the compactor archives nearly everything and
+                 feeds the memory graph itself
+
+Usage: python benchmarks/locomo.py PATH_TO_LOCOMO_JSON [--mode direct|replay]
+Writes benchmarks/results/locomo-<mode>.json.  The data set is read in place, never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+KS = (1, 5, 10, 20)
+CATEGORIES = (1, 2, 3, 4)
+
+
+def turns_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every turn as a replay record {id, author, text, ts}, in conversation order."""
+    conv = sample["conversation"]
+    out = []
+    n = 1
+    while f"session_{n}" in conv:
+        when = datetime.strptime(conv[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y")
+        for turn in conv[f"session_{n}"]:
+            text = turn["text"]
+            if turn.get("blip_caption"):
+                text += f" [image: {turn['blip_caption']}]"
+            out.append(
+                {
+                    "id": turn["dia_id"],
+                    "author": turn["speaker"],
+                    "text": text,
+                    "ts": when.isoformat(),
+                }
+            )
+        n += 1
+    return out
+
+
+def questions_of(sample: dict[str, Any], ids: set[str]) -> list[dict[str, Any]]:
+    """Questions of categories 1-4 with their evidence ids.
+
+    The data holds a few malformed evidence strings ("D8:6; D9:17", "D:11:26"): they
+    are split and normalised; questions left without any valid evidence are skipped.
+    """
+    out = []
+    for n, qa in enumerate(sample["qa"]):
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = []
+        for raw in qa.get("evidence", []):
+            for part in re.split(r"[;,\s]+", raw.replace("D:", "D")):
+                if part in ids and part not in evidence:
+                    evidence.append(part)
+        if evidence:
+            out.append(
+                {
+                    "id": f"q{n}",
+                    "query": qa["question"],
+                    "evidence": evidence,
+                    "cat": qa["category"],
+                }
+            )
+    return out
+
+
+def write_config(work: Path, context_window: int) -> Path:
+    cfg = work / "config.toml"
+    cfg.write_text(
+        f'[defaults]\ncontext_window = {context_window}\nrespond = "listen"\n\n'
+        '[storage]\npath = "tierbot.db"\nsynchronous = "normal"\n\n'
+        '[logging]\nlevel = "warning"\n\n[adapters.console]\nenabled = false\n'
+    )
+    return cfg
+
+
+def tierbot(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = ROOT / ".venv" / "bin" / "tierbot"
+    cmd = [str(exe) if exe.exists() else "tierbot", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return proc
+
+
+async def feed_direct(cfg_path: Path, channel: str, turns: list[dict[str, Any]]) -> None:
+    """Direct mode: the turns become episodes at once, as the compactor would archive them."""
+    from bot.config import load_config
+    from bot.messages import Message, Role, State
+    from memory_graph import MemoryGraph
+
+    cfg = load_config(cfg_path)
+    messages = [
+        Message(
+            channel=channel,
+            platform_id=t["id"],
+            role=Role.USER,
+            text=t["text"],
+            author_id=t["author"],
+            author_name=t["author"],
+            ts=datetime.fromisoformat(t["ts"]).timestamp(),
+            id=i + 1,
+            state=State.ARCHIVED,
+        )
+        for i, t in enumerate(turns)
+    ]
+    async with await MemoryGraph.open(cfg.storage_path(), cfg.memory) as graph:
+        await graph.add_episodes(messages)
+
+
+def feed_replay(cfg_path: Path, channel: str, turns: list[dict[str, Any]], work: Path) -> dict:
+    """Replay mode: the real pipeline (channel actor, compactor, workers, memory graph)."""
+    path = work / f"{channel.replace(':', '_')}.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    proc = tierbot("replay", str(path), "--channel", channel, "--config", str(cfg_path),
+                   "--listen-only", "--json")  # fmt: skip
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def search(cfg_path: Path, channel: str, questions: list[dict[str, Any]], work: Path) -> dict:
+    qfile = work / f"{channel.replace(':', '_')}.queries.jsonl"
+    qfile.write_text(
+        "".join(json.dumps({"id": q["id"], "query": q["query"]}) + "\n" for q in questions)
+    )
+    proc = tierbot("memory", "search", "--queries", str(qfile), "--channel", channel,
+                   "--limit", "20", "--config", str(cfg_path))  # fmt: skip
+    out = {}
+    for line in proc.stdout.splitlines():
+        obj = json.loads(line)
+        out[obj["id"]] = obj["results"]
+    return out
+
+
+def recall_at(results: list[dict[str, Any]], evidence: list[str], k: int) -> float:
+    seen: list[str] = []
+    for r in results:
+        for pid in r["source_message_ids"]:
+            if pid not in seen:
+                seen.append(pid)
+    return len(set(evidence) & set(seen[:k])) / len(evidence)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("path", type=Path)
+    ap.add_argument("--mode", choices=["direct", "replay"], default="direct")
+    ap.add_argument("--context-window", type=int, default=2048)
+    ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
+    args = ap.parse_args()
+    data = json.loads(args.path.read_text())
+    work = Path(tempfile.mkdtemp(prefix="tierbot-locomo-"))
+    cfg_path = write_config(work, args.context_window)
+    scores: dict[str, list[float]] = defaultdict(list)
+    per_conv = {}
+    started = time.monotonic()
+    for sample in data:
+        channel = f"locomo:{sample['sample_id']}"
+        turns = turns_of(sample)
+        questions = questions_of(sample, {t["id"] for t in turns})
+        t0 = time.monotonic()
+        pipeline: dict[str, Any] = {}
+        if args.mode == "direct":
+            asyncio.run(feed_direct(cfg_path, channel, turns))
+        else:
+            pipeline = feed_replay(cfg_path, channel, turns, work)
+        feed_s = time.monotonic() - t0
+        t0 = time.monotonic()
+        results = search(cfg_path, channel, questions, work)
+        search_s = time.monotonic() - t0
+        conv_scores: dict[str, list[float]] = defaultdict(list)
+        for q in questions:
+            for k in KS:
+                r = recall_at(results.get(q["id"], []), q["evidence"], k)
+                for bucket in (scores, conv_scores):
+                    bucket[f"R@{k}"].append(r)
+                scores[f"cat{q['cat']}/R@{k}"].append(r)
+        per_conv[sample["sample_id"]] = {
+            "turns": len(turns),
+            "questions": len(questions),
+            "feed_seconds": round(feed_s, 2),
+            "search_seconds": round(search_s, 2),
+            **{k: round(sum(v) / len(v), 4) for k, v in conv_scores.items()},
+            **({"pipeline": pipeline} if pipeline else {}),
+        }
+    summary = {k: round(sum(v) / len(v), 4) for k, v in sorted(scores.items())}
+    figures = {
+        "mode": args.mode,
+        "context_window": args.context_window,
+        "questions": len(scores["R@1"]),
+        "recall": {f"R@{k}": summary[f"R@{k}"] for k in KS},
+        "by_category": {
+            f"cat{c}": {f"R@{k}": summary.get(f"cat{c}/R@{k}") for k in KS} for c in CATEGORIES
+        },
+        "conversations": per_conv,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    print(f"LoCoMo evidence recall, mode={args.mode}, {figures['questions']} questions")
+    print("| scope | R@1 | R@5 | R@10 | R@20 |\n|---|---|---|---|---|")
+    print("| all | " + " | ".join(f"{summary[f'R@{k}']:.3f}" for k in KS) + " |")
+    for c in CATEGORIES:
+        print(f"| cat {c} | " + " | ".join(f"{summary[f'cat{c}/R@{k}']:.3f}" for k in KS) + " |")
+    for sid, conv in per_conv.items():
+        print(f"| {sid} | " + " | ".join(f"{conv[f'R@{k}']:.3f}" for k in KS) + " |")
+    out = ROOT / "benchmarks" / "results" / f"locomo-{args.mode}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2))
+    print(f"wrote {out.relative_to(ROOT)}" + (f"; work folder {work}" if args.keep else ""))
+    if not args.keep:
+        for p in sorted(work.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        work.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())

@@ -1,0 +1,408 @@
+"""The memory graph: validation, merging, superseding, scoping, forgetting, indexes, upkeep."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.config import MemoryConfig
+from bot.errors import ToolError
+from bot.messages import Message, Role
+from memory_graph import HashingEmbedder, MemoryDraft, MemoryGraph
+
+GUILD_A = "discord:111:1"
+GUILD_A2 = "discord:111:2"
+GUILD_B = "discord:222:1"
+DAY = 86400.0
+
+
+def config(**values: Any) -> MemoryConfig:
+    return MemoryConfig.model_validate(values)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "tierbot.db"
+
+
+@pytest.fixture
+async def graph(db_path: Path) -> AsyncIterator[MemoryGraph]:
+    async with await MemoryGraph.open(db_path, config()) as g:
+        yield g
+
+
+def msg(channel: str, pid: str, text: str, author: str = "u1", name: str = "Alice", ts: float = 1e9,
+        role: Role = Role.USER) -> Message:  # fmt: skip
+    return Message(channel=channel, platform_id=pid, role=role, text=text, author_id=author,
+                   author_name=name, ts=ts)  # fmt: skip
+
+
+# --- validation ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"content": ""}, "content"),
+        ({"content": "   "}, "content"),
+        ({"content": "x" * 50_001}, "content"),
+        ({"memory_type": "rumour"}, "memory_type"),
+        ({"memory_type": "episode"}, "memory_type"),
+        ({"importance": 1.5}, "importance"),
+        ({"importance": -0.1}, "importance"),
+        ({"importance": "high"}, "importance"),
+        ({"importance": float("nan")}, "importance"),
+        ({"related_to": ["mem_missing"]}, "related_to"),
+        ({"supersedes": "mem_missing"}, "supersedes"),
+        ({"channel": ""}, "channel"),
+    ],
+)
+async def test_save_rejects_bad_arguments_naming_them(
+    graph: MemoryGraph, kwargs: dict[str, Any], argument: str
+) -> None:
+    """Every invalid save argument raises a ToolError whose .argument names it."""
+    args: dict[str, Any] = {"content": "Alice likes tea", "memory_type": "fact", "channel": GUILD_A}
+    args.update(kwargs)
+    content, memory_type = args.pop("content"), args.pop("memory_type")
+    with pytest.raises(ToolError) as err:
+        await graph.save(content, memory_type, **args)
+    assert err.value.argument == argument
+    assert argument in str(err.value)
+    assert await graph.count() == 0
+
+
+async def test_content_limit_is_bytes_not_characters(graph: MemoryGraph) -> None:
+    """50,000 bytes is the cap: 25,000 two-byte characters pass, 25,001 do not."""
+    assert (await graph.save("é" * 25_000, "fact", channel=GUILD_A)).id
+    with pytest.raises(ToolError, match="content"):
+        await graph.save("é" * 25_001, "fact", channel=GUILD_A)
+
+
+async def test_save_many_writes_nothing_when_one_item_is_invalid(graph: MemoryGraph) -> None:
+    """A batch is validated whole before one transaction: one bad item saves nothing."""
+    items = [
+        MemoryDraft("Alice likes tea", "fact", GUILD_A),
+        MemoryDraft("Bob likes coffee", "fact", GUILD_A, importance=2.0),
+    ]
+    with pytest.raises(ToolError, match="importance"):
+        await graph.save_many(items)
+    assert await graph.count() == 0
+
+
+async def test_ids_of_another_workspace_count_as_missing(graph: MemoryGraph) -> None:
+    """related_to cannot point into a workspace the saving channel cannot see."""
+    other = await graph.save("Secret plan of guild B", "decision", channel=GUILD_B)
+    with pytest.raises(ToolError) as err:
+        await graph.save("Alice likes tea", "fact", channel=GUILD_A, related_to=[other.id])
+    assert err.value.argument == "related_to"
+
+
+# --- dedupe and supersedes -----------------------------------------------------------
+
+
+async def test_near_duplicate_merges_raising_importance_and_adding_sources(
+    graph: MemoryGraph,
+) -> None:
+    """A near-duplicate in the same scope merges: same id, higher importance, sources joined."""
+    first = await graph.save("Alice prefers green tea in the morning", "preference",
+                             channel=GUILD_A, sources=["m1"])  # fmt: skip
+    again = await graph.save("alice prefers green tea in the morning!", "preference",
+                             channel=GUILD_A2, sources=["m2", "m1"])  # fmt: skip
+    assert again.merged and again.id == first.id
+    node = await graph.get(first.id)
+    assert node is not None
+    assert node["sources"] == ["m1", "m2"]
+    assert node["importance"] > 0.7
+    assert await graph.count() == 1
+
+
+async def test_duplicates_in_other_workspaces_and_batches_behave(graph: MemoryGraph) -> None:
+    """The same text in another workspace is a new memory; inside one batch it merges."""
+    a = await graph.save("The deploy window is Friday", "decision", channel=GUILD_A)
+    b = await graph.save("The deploy window is Friday", "decision", channel=GUILD_B)
+    assert not b.merged and b.id != a.id
+    results = await graph.save_many(
+        [MemoryDraft("Carol owns the cat Luna", "fact", GUILD_B, sources=["x1"]),
+         MemoryDraft("Carol owns the cat Luna.", "fact", GUILD_B, sources=["x2"])]
+    )  # fmt: skip
+    assert results[1].merged and results[1].id == results[0].id
+    node = await graph.get(results[0].id)
+    assert node is not None and node["sources"] == ["x1", "x2"]
+
+
+async def test_superseded_memory_ranks_below_its_successor(graph: MemoryGraph) -> None:
+    """supersedes links the new memory to the old with `updates`; the old ranks below."""
+    old = await graph.save("Bob lives in Paris in a flat near the river", "fact",
+                           channel=GUILD_A, importance=1.0)  # fmt: skip
+    new = await graph.save("Bob moved: he lives in Berlin", "fact", channel=GUILD_A,
+                           supersedes=old.id, importance=0.2)  # fmt: skip
+    hits = await graph.recall("where does Bob live? Paris flat river", channel=GUILD_A)
+    ids = [h.id for h in hits]
+    assert ids.index(new.id) < ids.index(old.id)
+    node = await graph.get(new.id)
+    assert node is not None
+    assert {"src": new.id, "dst": old.id, "type": "updates"}.items() <= node["edges"][0].items()
+    old_node = await graph.get(old.id)
+    assert old_node is not None and old_node["superseded_by"] == new.id
+
+
+# --- scope ----------------------------------------------------------------------------
+
+
+async def test_one_bot_in_two_discord_servers_does_not_leak(graph: MemoryGraph) -> None:
+    """Memories and episodes stay in their Discord server; other channels of it see them."""
+    await graph.save("The launch code word is pineapple", "fact", channel=GUILD_A)
+    await graph.add_episodes([msg(GUILD_A, "1", "pineapple pizza is great")])
+    assert [h.type for h in await graph.recall("pineapple", channel=GUILD_A2)] != []
+    assert await graph.recall("pineapple", channel=GUILD_B) == []
+    assert await graph.recall("launch code word", channel="discord:dm:999") == []
+    assert await graph.count(GUILD_B) == 0 and await graph.count(GUILD_A2) == 1
+
+
+async def test_dm_memories_are_private_to_that_dm(graph: MemoryGraph) -> None:
+    """A DM's memory is invisible from another user's DM and from servers (Slack DMs too)."""
+    await graph.save("My diagnosis is private", "fact", channel="discord:dm:u1")
+    await graph.save("Salary is 100k", "fact", channel="slack:T1:D123")
+    assert await graph.recall("diagnosis", channel="discord:dm:u2") == []
+    assert await graph.recall("diagnosis", channel=GUILD_A) == []
+    assert len(await graph.recall("diagnosis", channel="discord:dm:u1")) == 1
+    assert await graph.recall("salary", channel="slack:T1:C999") == []
+
+
+async def test_channel_scope_restricts_to_the_channel(db_path: Path) -> None:
+    """With scope = "channel", another channel of the same server sees nothing."""
+    async with await MemoryGraph.open(db_path, config(scope="channel")) as g:
+        await g.save("Standup is at nine", "fact", channel=GUILD_A)
+        assert await g.recall("standup", channel=GUILD_A2) == []
+        assert len(await g.recall("standup", channel=GUILD_A)) == 1
+
+
+# --- recall ---------------------------------------------------------------------------
+
+
+async def test_recall_json_shape_scores_and_access_counts(graph: MemoryGraph) -> None:
+    """Hits serialise to the tool's JSON shape, scores lie in 0..1, recall counts accesses."""
+    saved = await graph.save("Dana's birthday is on 3 March", "fact", channel=GUILD_A,
+                             sources=["p9", "p8"])  # fmt: skip
+    hits = await graph.recall("when is Dana's birthday", channel=GUILD_A)
+    assert len(hits) == 1
+    obj = json.loads(json.dumps(hits[0].to_json()))
+    assert set(obj) == {"id", "type", "content", "score", "channel", "source_message_ids",
+                        "created_at"}  # fmt: skip
+    assert obj["id"] == saved.id and obj["source_message_ids"] == ["p9", "p8"]
+    assert 0.0 < obj["score"] <= 1.0 and obj["channel"] == GUILD_A
+    await graph.recall("birthday", channel=GUILD_A)
+    node = await graph.get(saved.id)
+    assert node is not None and node["access_count"] == 2
+
+
+async def test_recall_filters_by_type_since_and_limit(graph: MemoryGraph) -> None:
+    """types, since and limit narrow the results; limit above 20 is refused."""
+    for i in range(8):
+        await graph.save(f"Project falcon milestone {i} reached", "event", channel=GUILD_A)
+    await graph.save("Project falcon is the top goal", "goal", channel=GUILD_A)
+    assert len(await graph.recall("falcon", channel=GUILD_A, limit=3)) == 3
+    goals = await graph.recall("falcon", channel=GUILD_A, types=["goal"], limit=20)
+    assert [h.type for h in goals] == ["goal"]
+    assert await graph.recall("falcon", channel=GUILD_A, since=4e9) == []
+    with pytest.raises(ToolError, match="limit"):
+        await graph.recall("falcon", channel=GUILD_A, limit=21)
+
+
+async def test_episodes_answer_what_no_memory_covers(graph: MemoryGraph) -> None:
+    """Archived raw messages are recalled as episodes citing their own platform id."""
+    await graph.save("Alice prefers tea", "preference", channel=GUILD_A)
+    n = await graph.add_episodes([
+        msg(GUILD_A, "100", "what did you do this weekend?", "u2", "Bob"),
+        msg(GUILD_A, "101", "I repaired my grandfather's old sailboat"),
+        msg(GUILD_A, "102", "summary of old stuff", role=Role.SUMMARY),
+        msg(GUILD_A, "103", "system note", role=Role.SYSTEM),
+    ])  # fmt: skip
+    assert n == 2
+    hits = await graph.recall("Who repaired a sailboat?", channel=GUILD_A)
+    assert hits[0].type == "episode" and hits[0].source_message_ids == ("101",)
+    assert await graph.add_episodes([msg(GUILD_A, "101", "I repaired ...")]) == 0
+    assert await graph.count(GUILD_A) == 1
+
+
+async def test_neighbouring_turns_lead_to_a_terse_answer(graph: MemoryGraph) -> None:
+    """An episode is found through its neighbours' words ("yes, last week" answers a question)."""
+    await graph.add_episodes([
+        msg(GUILD_A, "1", "Did you finally visit the aquarium in Lisbon?", "u2", "Bob"),
+        msg(GUILD_A, "2", "Yes! Last week, it was wonderful."),
+        msg(GUILD_A, "3", "Anyway, how is work going?", "u2", "Bob"),
+    ])  # fmt: skip
+    hits = await graph.recall("When did Alice go to the aquarium?", channel=GUILD_A, limit=2)
+    assert "2" in {pid for h in hits for pid in h.source_message_ids}
+
+
+# --- forgetting -----------------------------------------------------------------------
+
+
+async def test_forget_deletes_and_tombstones_refuse_the_memory_coming_back(
+    graph: MemoryGraph,
+) -> None:
+    """forget removes the node; a queued save derived from the same messages is refused."""
+    saved = await graph.save("Eve's phone number is 555-0100", "fact", channel=GUILD_A,
+                             author_id="u5", sources=["m7"])  # fmt: skip
+    queued_check = await graph.is_forgotten(author_id="u5", platform_ids=["m7"])
+    assert await graph.forget(saved.id)
+    assert not await graph.forget(saved.id)
+    assert await graph.get(saved.id) is None
+    assert await graph.recall("Eve phone number", channel=GUILD_A) == []
+    assert not queued_check and await graph.is_forgotten(platform_ids=["m7"])
+    with pytest.raises(ToolError) as err:  # the worker's job, queued before the forget
+        await graph.save("Eve's phone number is 555-0100", "fact", channel=GUILD_A,
+                         author_id="u5", sources=["m7"])  # fmt: skip
+    assert err.value.argument == "sources"
+    kept = await graph.save("Eve likes jazz", "fact", channel=GUILD_A, sources=["m7", "m8"])
+    node = await graph.get(kept.id)
+    assert node is not None and node["sources"] == ["m8"]
+
+
+async def test_forget_author_removes_everything_derived_from_their_messages(
+    graph: MemoryGraph,
+) -> None:
+    """Episodes and memories of one author go; others stay; the report lists their messages."""
+    await graph.add_episodes([
+        msg(GUILD_A, "1", "I live at 12 Elm Street", "u1", "Alice"),
+        msg(GUILD_A, "2", "Nice! I live downtown", "u2", "Bob"),
+    ])  # fmt: skip
+    derived = await graph.save("Alice lives at 12 Elm Street", "fact", channel=GUILD_A,
+                               sources=["1"])  # fmt: skip
+    own = await graph.save("Alice is vegetarian", "identity", channel=GUILD_A, author_id="u1",
+                           sources=["9"])  # fmt: skip
+    bobs = await graph.save("Bob lives downtown", "fact", channel=GUILD_A, author_id="u2",
+                            sources=["2"])  # fmt: skip
+    report = await graph.forget_author("u1")
+    assert (report.memories_deleted, report.episodes_deleted) == (2, 1)
+    assert set(report.messages) == {(GUILD_A, "1"), (GUILD_A, "9")}
+    assert set(report.platform_ids) == {"1", "9"}
+    assert await graph.get(derived.id) is None and await graph.get(own.id) is None
+    assert await graph.get(bobs.id) is not None
+    assert await graph.recall("Elm Street", channel=GUILD_A) == []
+    assert await graph.is_forgotten(author_id="u1")
+    assert not await graph.is_forgotten(author_id="u2", platform_ids=["2"])
+    assert await graph.add_episodes([msg(GUILD_A, "1", "I live at 12 Elm Street")]) == 0
+    with pytest.raises(ToolError) as err:
+        await graph.save("Alice has a cat", "fact", channel=GUILD_A, author_id="u1")
+    assert err.value.argument == "author_id"
+
+
+# --- indexes --------------------------------------------------------------------------
+
+
+async def test_indexes_rebuild_after_their_files_are_deleted(db_path: Path) -> None:
+    """Deleting the vector files and dropping the FTS table loses nothing: both rebuild."""
+    async with await MemoryGraph.open(db_path, config()) as g:
+        saved = await g.save("The wifi password is hunter2", "fact", channel=GUILD_A)
+        index_dir = g.index_dir
+    shutil.rmtree(index_dir)
+    with sqlite3.connect(db_path) as con:
+        con.execute("DROP TABLE memory_fts")
+    async with await MemoryGraph.open(db_path, config()) as g:
+        assert len(g.vectors) == 1
+        hits = await g.recall("wifi password", channel=GUILD_A)
+        assert [h.id for h in hits] == [saved.id]
+    assert (index_dir / "vectors.hnsw").exists()
+
+
+async def test_corrupt_vector_file_is_rebuilt(db_path: Path) -> None:
+    """A truncated index file is detected on open and rebuilt from SQLite."""
+    async with await MemoryGraph.open(db_path, config()) as g:
+        await g.save("Backups run nightly at two", "fact", channel=GUILD_A)
+        index_file = g.index_dir / "vectors.hnsw"
+    index_file.write_bytes(index_file.read_bytes()[:100])
+    async with await MemoryGraph.open(db_path, config()) as g:
+        assert len(g.vectors) == 1
+        assert len(await g.recall("backups nightly", channel=GUILD_A)) == 1
+
+
+async def test_changing_the_embedder_rebuilds_the_vectors(db_path: Path) -> None:
+    """Opening with another embedder re-embeds every node and records its identity."""
+    small, large = HashingEmbedder(dim=32), HashingEmbedder(dim=64)
+    async with await MemoryGraph.open(db_path, config(), embedder=small) as g:
+        await g.save("Quarterly review moved to June", "decision", channel=GUILD_A)
+    async with await MemoryGraph.open(db_path, config(), embedder=large) as g:
+        assert g.vectors.dim == 64 and len(g.vectors) == 1
+        assert len(await g.recall("quarterly review", channel=GUILD_A)) == 1
+    meta = json.loads((g.index_dir / "vectors.json").read_text())
+    assert meta["identity"] == large.identity
+    with sqlite3.connect(db_path) as con:
+        assert con.execute("SELECT DISTINCT embedder FROM memory_nodes").fetchall() == [
+            (large.identity,)
+        ]
+
+
+async def test_nodes_saved_after_the_last_index_save_are_caught_up(db_path: Path) -> None:
+    """A crash between commit and index save loses no vector: reopening catches up."""
+    async with await MemoryGraph.open(db_path, config()) as g:
+        await g.save("first memory about llamas", "fact", channel=GUILD_A)
+    g = await MemoryGraph.open(db_path, config())
+    await g.save("second memory about alpacas", "fact", channel=GUILD_A)
+    await g.db.close()  # dies without aclose: the index file still holds one vector
+    async with await MemoryGraph.open(db_path, config()) as g2:
+        assert len(g2.vectors) == 2
+        hits = await g2.recall("alpacas", channel=GUILD_A, types=["fact"])
+        assert hits and "alpacas" in hits[0].content
+
+
+# --- maintenance -----------------------------------------------------------------------
+
+
+async def test_decay_does_not_compound_and_spares_identity(graph: MemoryGraph) -> None:
+    """Decay depends only on idle time: two runs at the same moment give the same value."""
+    fact = await graph.save("The office plant is a fern", "fact", channel=GUILD_A, importance=0.8)
+    ident = await graph.save("I am the team's release manager", "identity", channel=GUILD_A)
+    node = await graph.get(fact.id)
+    assert node is not None
+    later = node["accessed_at"] + 30 * DAY  # one half-life
+    await graph.maintenance(now=later)
+    await graph.maintenance(now=later)
+    after = await graph.get(fact.id)
+    assert after is not None and after["current_importance"] == pytest.approx(0.4, rel=1e-6)
+    assert after["importance"] == 0.8
+    ident_node = await graph.get(ident.id)
+    assert ident_node is not None and ident_node["current_importance"] == 1.0
+
+
+async def test_prune_removes_faded_memories_but_never_identity(graph: MemoryGraph) -> None:
+    """Old, unused, low-importance memories are pruned; identity and episodes survive."""
+    faded = await graph.save("Someone mentioned rain once", "observation", channel=GUILD_A)
+    ident = await graph.save("I am a night owl", "identity", channel=GUILD_A, importance=0.05)
+    await graph.add_episodes([msg(GUILD_A, "1", "it rained")])
+    report = await graph.maintenance(now=2e10)
+    assert report.pruned == 1 and report.pruned_ids == (faded.id,)
+    assert await graph.get(faded.id) is None and await graph.get(ident.id) is not None
+    assert len(await graph.recall("rained", channel=GUILD_A)) == 1
+
+
+async def test_maintenance_links_highly_similar_memories(graph: MemoryGraph) -> None:
+    """Association adds a related_to edge between near-identical memories, once."""
+    a = await graph.save("The team meets every Monday at nine in room four", "fact",
+                         channel=GUILD_A)  # fmt: skip
+    b = await graph.save("The team meets every Monday at nine in room four, bring coffee",
+                         "decision", channel=GUILD_A)  # fmt: skip
+    first = await graph.maintenance()
+    second = await graph.maintenance()
+    assert first.associated == 1 and second.associated == 0
+    node = await graph.get(a.id)
+    assert node is not None
+    assert any(e["type"] == "related_to" and b.id in (e["src"], e["dst"]) for e in node["edges"])
+
+
+async def test_export_yields_nodes_then_edges(graph: MemoryGraph) -> None:
+    """export gives every node, then every edge, all JSON-serialisable."""
+    a = await graph.save("Ferris is the mascot", "entity", channel=GUILD_A)
+    await graph.save("Ferris wears a red hat", "fact", channel=GUILD_A, related_to=[a.id])
+    items = [x async for x in graph.export()]
+    kinds = [x["kind"] for x in items]
+    assert kinds == sorted(kinds, key=lambda k: k != "node")
+    assert {x["type"] for x in items if x["kind"] == "edge"} == {"related_to", "mentions"}
+    json.dumps(items)

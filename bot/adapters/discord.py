@@ -49,6 +49,9 @@ _MENTION = re.compile(r"<@!?(?P<user>\d+)>|<@&(?P<role>\d+)>|<#(?P<channel>\d+)>
 
 _DEFAULT_ENDPOINTS = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
 _endpoint_users: dict[int, tuple[str, str]] = {}
+# tierbot never joins voice: spare the log discord.py's hints about voice libraries.
+discord.VoiceClient.warn_nacl = False
+discord.VoiceClient.warn_dave = False
 
 
 class DiscordAdapter:

@@ -223,8 +223,8 @@ class FakeDiscord:
         assert ws is not None, "no gateway connection"
         await ws.send_str(json.dumps({"op": 7, "d": None}))
 
-    async def wait_for(self, predicate: Callable[[], bool], within: float = 5.0) -> None:
-        """Wait until ``predicate()`` holds; it is re-checked after every REST request."""
+    async def wait_for(self, predicate: Callable[[], object], within: float = 5.0) -> None:
+        """Wait until ``predicate()`` is truthy; it is re-checked after every REST request."""
 
         async def wait() -> None:
             async with self._changed:

@@ -186,20 +186,19 @@ class FakeSlack:
         return event
 
     def event_callback(
-        self, event: dict[str, Any], *, event_id: str | None = None
+        self, event: dict[str, Any], *, event_id: str | None = None, team_id: str | None = None
     ) -> dict[str, Any]:
-        """The Events API payload wrapping ``event``."""
+        """The Events API payload wrapping ``event`` (from ``team_id``, default the fake's team)."""
+        team_id = team_id or self.team_id
         return {
             "token": "verification-token-unused",
-            "team_id": self.team_id,
+            "team_id": team_id,
             "api_app_id": "A0001",
             "event": event,
             "type": "event_callback",
             "event_id": event_id or f"Ev{uuid.uuid4().hex[:10].upper()}",
             "event_time": int(time.time()),
-            "authorizations": [
-                {"team_id": self.team_id, "user_id": self.bot_user_id, "is_bot": True}
-            ],
+            "authorizations": [{"team_id": team_id, "user_id": self.bot_user_id, "is_bot": True}],
         }
 
     async def wait_connected(self, within: float = 5.0) -> None:
@@ -207,9 +206,17 @@ class FakeSlack:
         await asyncio.wait_for(self._connected.wait(), within)
 
     async def send_event(
-        self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0
+        self,
+        event: dict[str, Any],
+        *,
+        event_id: str | None = None,
+        retry_attempt: int = 0,
+        team_id: str | None = None,
     ) -> str:
-        """Deliver ``event`` over Socket Mode; return the envelope id (acked into ``acks``)."""
+        """Deliver ``event`` over Socket Mode; return the envelope id (acked into ``acks``).
+
+        The same ``event_id`` again with ``retry_attempt > 0`` is Slack's redelivery.
+        """
         await self.wait_connected()
         envelope_id = str(uuid.uuid4())
         envelope = {
@@ -218,7 +225,7 @@ class FakeSlack:
             "accepts_response_payload": False,
             "retry_attempt": retry_attempt,
             "retry_reason": "timeout" if retry_attempt else "",
-            "payload": self.event_callback(event, event_id=event_id),
+            "payload": self.event_callback(event, event_id=event_id, team_id=team_id),
         }
         await self._sockets[-1].send_str(json.dumps(envelope))
         return envelope_id
@@ -229,8 +236,8 @@ class FakeSlack:
         ws = self._sockets[-1]
         await ws.send_str(json.dumps({"type": "disconnect", "reason": "refresh_requested"}))
 
-    async def wait_for(self, predicate: Callable[[], bool], within: float = 5.0) -> None:
-        """Wait until ``predicate()`` holds; it is re-checked after every call and ack."""
+    async def wait_for(self, predicate: Callable[[], object], within: float = 5.0) -> None:
+        """Wait until ``predicate()`` is truthy; it is re-checked after every call and ack."""
 
         async def wait() -> None:
             async with self._changed:

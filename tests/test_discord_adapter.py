@@ -17,6 +17,8 @@ from bot.config import DiscordAdapterConfig
 from bot.errors import AdapterError
 from bot.messages import InboundMessage
 
+pytestmark = pytest.mark.slow
+
 GUILD, CHANNEL, OTHER_CHANNEL = "111", "1001", "1002"
 THREAD_A, THREAD_B = "2001", "2002"
 BLOCKED_GUILD, BLOCKED_CHANNEL = "222", "3001"
@@ -110,9 +112,6 @@ def events(logs: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, An
     return [e for e in logs if e["event"] == name]
 
 
-pytestmark = pytest.mark.slow
-
-
 async def test_mention_gets_a_reply_in_the_same_channel(fake: FakeDiscord, started: Any) -> None:
     """A channel mention is submitted without the mention and answered there, as a reply."""
     adapter, dispatcher = started
@@ -197,6 +196,19 @@ async def test_two_threads_are_two_channel_keys(fake: FakeDiscord, started: Any)
     assert fake.posted(THREAD_A) == [f"echo: in {THREAD_A}"]
     assert fake.posted(THREAD_B) == [f"echo: in {THREAD_B}"]
     assert not fake.posted(CHANNEL)
+
+
+async def test_thread_unknown_to_the_cache_is_resolved_over_rest(
+    fake: FakeDiscord, started: Any
+) -> None:
+    """A thread created after connecting is looked up once, so it still gets its parent's key."""
+    _, dispatcher = started
+    fake.add_thread(GUILD, CHANNEL, "2003", "late")
+    content, mentions = mention(fake, "late thread")
+    await fake.inject_message("2003", content, guild_id=GUILD, mentions=mentions)
+    await fake.wait_for(lambda: fake.posted("2003"))
+    assert dispatcher.submitted[0].channel == f"discord:{GUILD}:{CHANNEL}:2003"
+    assert fake.calls("GET", "/channels/2003")
 
 
 async def test_long_reply_with_code_is_split_with_intact_fences(fake: FakeDiscord) -> None:
@@ -379,6 +391,23 @@ async def test_start_twice_is_harmless_and_start_after_stop_reconnects(fake: Fak
         content, mentions = mention(fake, "twice")
         await fake.inject_message(CHANNEL, content, guild_id=GUILD, mentions=mentions)
         await fake.wait_for(lambda: len(fake.posted(CHANNEL)) == 2)
+
+
+async def test_start_after_a_fatal_gateway_close_connects_afresh(fake: FakeDiscord) -> None:
+    """When Discord ends the session for good, connected() turns false and start() reconnects."""
+    async with make_adapter(fake) as adapter:
+        dispatcher = RecordingDispatcher()
+        dispatcher.adapter = adapter
+        await adapter.start(dispatcher)
+        with structlog.testing.capture_logs() as logs:
+            await fake.close_gateway(4004)
+            await _until(lambda: not adapter.connected())
+            await _until(lambda: events(logs, "discord.gateway_failed"))
+        await adapter.start(dispatcher)
+        assert adapter.connected() and len(fake.identifies) == 2
+        content, mentions = mention(fake, "back again")
+        await fake.inject_message(CHANNEL, content, guild_id=GUILD, mentions=mentions)
+        await fake.wait_for(lambda: fake.posted(CHANNEL))
 
 
 async def test_send_before_start_is_an_adapter_error(fake: FakeDiscord) -> None:

@@ -5,8 +5,9 @@ receive messages and answer them: point ``api_base`` and ``gateway_url`` of a
 :class:`~bot.adapters.discord.DiscordAdapter` at :attr:`FakeDiscord.api_base`
 and :attr:`FakeDiscord.gateway_url`.  A test scripts the gateway
 (:meth:`FakeDiscord.inject_message`, :meth:`FakeDiscord.send_reconnect`,
-``refuse_message_content``), shapes the REST side (:meth:`FakeDiscord.rate_limit`)
-and reads back every REST request in :attr:`FakeDiscord.requests`.
+:meth:`FakeDiscord.close_gateway`, ``refuse_message_content``), shapes the
+REST side (:meth:`FakeDiscord.rate_limit`) and reads back every REST request
+in :attr:`FakeDiscord.requests`.
 
 Not modelled: sharding, zlib compression (frames are sent as text, which
 discord.py accepts), permissions, and anything a chat bot does not touch.
@@ -222,6 +223,13 @@ class FakeDiscord:
         ws = self._ws
         assert ws is not None, "no gateway connection"
         await ws.send_str(json.dumps({"op": 7, "d": None}))
+
+    async def close_gateway(self, code: int) -> None:
+        """Close the gateway connection with ``code`` (4004: authentication failed, ...)."""
+        self._ready.clear()
+        ws = self._ws
+        assert ws is not None, "no gateway connection"
+        await ws.close(code=code, message=b"closed by the fake")
 
     async def wait_for(self, predicate: Callable[[], object], within: float = 5.0) -> None:
         """Wait until ``predicate()`` is truthy; it is re-checked after every REST request."""

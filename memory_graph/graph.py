@@ -26,7 +26,7 @@ from bot.messages import Message, workspace_of
 
 from . import forgetting, maintenance, recall, schema, writing
 from .embedders import Embedder, embedder_from_config
-from .text import TEXT_VERSION, terms
+from .text import TEXT_VERSION, tag, terms
 from .types import (
     ForgetReport,
     MaintenanceReport,
@@ -67,8 +67,11 @@ class MemoryGraph:
         self.ws_of = np.full(1024, -1, dtype=np.int32)
         self.ch_of = np.full(1024, -1, dtype=np.int32)
         self.codes: dict[str, int] = {}
+        self.code_counts: dict[int, int] = {}
         # workspace -> stemmed name term -> author ids / entity rowids carrying that name.
         self.names: dict[str, dict[str, set[str]]] = {}
+        # term -> rows holding it (approximate between opens): recall's cost budget.
+        self.df: dict[str, int] = {}
         self.pending_access: dict[int, float] = {}
         self.pending_counts: dict[int, int] = {}
         self._last_flush = time.monotonic()
@@ -147,8 +150,7 @@ class MemoryGraph:
         )
         async with self.db.execute(sql) as cur:
             async for rowid, ws, ch, typ, author_id, author_name, content in cur:
-                self.ws_of[rowid] = self.code(ws)
-                self.ch_of[rowid] = self.code(ch)
+                self.register(rowid, ws, ch)
                 if author_name:
                     self.add_name(ws, author_name, author_id)
                 if typ == "entity":
@@ -171,6 +173,7 @@ class MemoryGraph:
             except aiosqlite.Error:
                 ok = False
         if ok:
+            await self._load_df()
             return
         log.info("memory.fts_rebuild", reason="missing" if not exists else "stale or corrupt")
         await self.db.execute("DROP TABLE IF EXISTS memory_fts")
@@ -190,6 +193,21 @@ class MemoryGraph:
         )
         await schema.set_meta(self.db, "fts_version", TEXT_VERSION)
         await self.db.execute("COMMIT")
+        await self._load_df()
+
+    async def _load_df(self) -> None:
+        await self.db.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_fts_vocab "
+            "USING fts5vocab(main, memory_fts, 'row')"
+        )
+        async with self.db.execute("SELECT term, doc FROM temp.memory_fts_vocab") as cur:
+            self.df = {str(t): int(n) for t, n in await cur.fetchall()}
+
+    def count_terms(self, *texts: str) -> None:
+        """Note one new row holding the (space-separated) terms of ``texts``."""
+        df = self.df
+        for t in set(" ".join(texts).split()):
+            df[t] = df.get(t, 0) + 1
 
     async def _ensure_vectors(self) -> None:
         identity = self.embedder.identity
@@ -227,13 +245,17 @@ class MemoryGraph:
 
     def register(self, rowid: int, workspace: str, channel: str) -> None:
         self._grow(rowid + 1)
-        self.ws_of[rowid] = self.code(workspace)
-        self.ch_of[rowid] = self.code(channel)
+        for arr, key in ((self.ws_of, workspace), (self.ch_of, channel)):
+            code = arr[rowid] = self.code(key)
+            self.code_counts[code] = self.code_counts.get(code, 0) + 1
 
     def unregister(self, rowid: int) -> None:
         if rowid < len(self.ws_of):
-            self.ws_of[rowid] = -1
-            self.ch_of[rowid] = -1
+            for arr in (self.ws_of, self.ch_of):
+                code = int(arr[rowid])
+                if code >= 0:
+                    self.code_counts[code] -= 1
+                arr[rowid] = -1
         self.vectors.remove(rowid)
         if self.edges.has_node(rowid):
             self.edges.remove_node(rowid)
@@ -243,20 +265,42 @@ class MemoryGraph:
         for t in terms(name)[:4]:
             table.setdefault(t, set()).add(key)
 
-    def scope_filter(self, channel: str) -> tuple[str, Any]:
-        """(FTS column:tag clause, vector filter) for what ``channel`` may see."""
-        from .text import tag
-
+    def _scope(self, channel: str) -> tuple[str, np.ndarray, int]:
         if self.config.scope == "channel":
-            code = self.codes.get(channel, -2)
-            arr = self.ch_of
-            clause = f'ch : "{tag("c", channel)}"'
-        else:
-            ws = workspace_of(channel)
-            code = self.codes.get(ws, -2)
-            arr = self.ws_of
-            clause = f'ws : "{tag("w", ws)}"'
-        return clause, (lambda label: label < len(arr) and arr[label] == code)
+            return f'ch : "{tag("c", channel)}"', self.ch_of, self.codes.get(channel, -2)
+        ws = workspace_of(channel)
+        return f'ws : "{tag("w", ws)}"', self.ws_of, self.codes.get(ws, -2)
+
+    def scope_clause(self, channel: str) -> str:
+        """The FTS5 clause restricting a match to what ``channel`` may see."""
+        return self._scope(channel)[0]
+
+    def vector_search(
+        self, vector: np.ndarray, k: int, channel: str, *, ef: int = 128
+    ) -> tuple[np.ndarray, ...]:
+        """Up to ``k`` (labels, cosines) visible from ``channel``; call from a worker thread.
+
+        A scope holding a fair share of the index is searched unfiltered with a wider
+        k and filtered afterwards (no Python callback per visited node); a small scope,
+        or an unlucky draw, falls back to hnswlib's filtered search.
+        """
+        _, arr, code = self._scope(channel)
+        allowed_n = self.code_counts.get(code, 0)
+        total = len(self.vectors)
+        if allowed_n == 0 or total == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        want = min(k, allowed_n)
+        share = allowed_n / total
+        if share >= 0.05:
+            labels, sims = self.vectors.search(vector, min(total, int(k / share * 1.5) + 8), ef=ef)
+            inside = labels < len(arr)
+            labels, sims = labels[inside], sims[inside]
+            keep = arr[labels] == code
+            if int(keep.sum()) >= want:
+                return labels[keep][:k], sims[keep][:k]
+        return self.vectors.search(
+            vector, k, lambda label: label < len(arr) and arr[label] == code, ef=ef
+        )
 
     def visible(self, channel: str, node_channel: str) -> bool:
         if self.config.scope == "channel":

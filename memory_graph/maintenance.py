@@ -105,9 +105,8 @@ async def _associate(g: MemoryGraph, now: float) -> int:
     def neighbours() -> list[tuple[int, int, float]]:
         out = []
         for rowid, channel, blob in rows:
-            _, allowed = g.scope_filter(channel)
             vec = np.frombuffer(blob, dtype=np.float32)
-            labels, sims = g.vectors.search(vec, _ASSOCIATE_K, allowed)
+            labels, sims = g.vector_search(vec, _ASSOCIATE_K, channel)
             out += [
                 (int(rowid), int(lb), float(s))
                 for lb, s in zip(labels, sims, strict=True)

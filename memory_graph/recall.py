@@ -34,8 +34,11 @@ BM25_WEIGHTS = (1.0, 0.5, 0.2, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
 TEXT_WEIGHT = 0.8
 VECTOR_WEIGHT = 0.2
 PERSON_BOOST = 0.5
-FTS_CANDIDATES = 100
-VECTOR_CANDIDATES = 50
+FTS_CANDIDATES = 60
+VECTOR_CANDIDATES = 20
+#: At most this many postings are scored per query: the rarest query terms are kept,
+#: very common ones (low idf, high cost) dropped once the budget is spent.
+POSTINGS_BUDGET = 2_000
 EXPAND_SEEDS = 10
 EXPAND_SHARE = 0.5
 SUPERSEDED_FACTOR = 0.5
@@ -46,6 +49,7 @@ _ROW_COLUMNS = (
     "rowid, id, type, content, channel, sources, created_at, updated_at, accessed_at, "
     "current_importance, author_id, superseded_by"
 )
+_NODE_COLUMNS = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
 
 
 @dataclass(slots=True)
@@ -90,32 +94,45 @@ async def recall(
     since: float | None,
 ) -> list[RecallHit]:
     check_args(query, limit, types, since)
-    clause, allowed = g.scope_filter(channel)
+    clause = g.scope_clause(channel)
     q_terms = terms(query)
     cands: dict[int, _Cand] = {}
+    search_terms, affordable = _affordable(g.df, q_terms)
 
     def vector_search() -> tuple[np.ndarray, np.ndarray]:
         qv = g.embedder.embed([query])[0]
-        return g.vectors.search(qv, VECTOR_CANDIDATES, allowed)
+        return g.vector_search(qv, VECTOR_CANDIDATES, channel)
 
     vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
     text_scores: dict[int, float] = {}
-    if q_terms:
-        match = f"{clause} AND {{terms near far}} : ({fts_query(q_terms)})"
+    if search_terms:
+        match = f"{clause} AND {{terms near far}} : ({fts_query(search_terms)})"
         if types:
             match += " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        # Ranking every posting of a very common term costs O(postings): when even the
+        # rarest term is that common, score only its newest postings instead.
+        order = "s" if affordable else "rowid DESC"
+        # One round trip: the best postings joined with their nodes.
         sql = (
-            f"SELECT rowid, bm25(memory_fts, {weights}) AS s FROM memory_fts "
-            "WHERE memory_fts MATCH ? ORDER BY s LIMIT ?"
+            f"SELECT f.s, {_NODE_COLUMNS} FROM (SELECT rowid, bm25(memory_fts, {weights}) AS s "
+            f"FROM memory_fts WHERE memory_fts MATCH ? ORDER BY {order} LIMIT ?) AS f "
+            "JOIN memory_nodes n ON n.rowid = f.rowid"
         )
-        async with g.db.execute(sql, (match, FTS_CANDIDATES)) as cur:
-            text_scores = {int(r): -float(s) for r, s in await cur.fetchall()}
+        params: list[Any] = [match, FTS_CANDIDATES * (1 if affordable else 2)]
+        if since is not None:
+            sql += " WHERE n.created_at >= ?"
+            params.append(float(since))
+        async with g.db.execute(sql, params) as cur:
+            for s, *row in await cur.fetchall():
+                text_scores[int(row[0])] = -float(s)
+                cands[int(row[0])] = _Cand(tuple(row))
     labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
     vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s > 0}
-    ids = set(text_scores) | set(vec_scores)
-    for row in await _rows(g, ids, types, since):
+    rows = [c.row for c in cands.values()]
+    rows += await _rows(g, set(vec_scores) - set(cands), types, since)
+    for row in rows:
         c = _Cand(row)
         c.text = text_scores.get(c.rowid, 0.0) / best if best > 0 else 0.0
         c.vec = vec_scores.get(c.rowid, 0.0)
@@ -155,6 +172,20 @@ async def recall(
         async with g.lock:
             await g.flush_access()
     return hits
+
+
+def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool]:
+    """(query terms present in the index, rarest first, within the postings budget;
+    whether ranking all their postings fits the budget)."""
+    present = sorted((df[t], t) for t in set(q_terms) if df.get(t, 0) > 0)
+    keep: list[str] = []
+    spent = 0
+    for n, t in present:
+        if keep and spent + n > POSTINGS_BUDGET:
+            break
+        keep.append(t)
+        spent += n
+    return keep, spent <= POSTINGS_BUDGET
 
 
 async def _rows(

@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS memory_nodes (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS memory_nodes_episode
     ON memory_nodes (channel, platform_id) WHERE platform_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS memory_nodes_hash ON memory_nodes (workspace, content_hash);
+CREATE INDEX IF NOT EXISTS memory_nodes_hash ON memory_nodes (content_hash);
 CREATE INDEX IF NOT EXISTS memory_nodes_author ON memory_nodes (author_id);
 CREATE TABLE IF NOT EXISTS memory_edges (
     src INTEGER NOT NULL REFERENCES memory_nodes(rowid) ON DELETE CASCADE,

@@ -20,8 +20,8 @@ import numpy as np
 _INDEX_FILE = "vectors.hnsw"
 _META_FILE = "vectors.json"
 _M = 16
-_EF_CONSTRUCTION = 100
-_EF_SEARCH = 96
+_EF_CONSTRUCTION = 64
+_EF_SEARCH = 128
 
 
 class VectorIndex:
@@ -102,18 +102,42 @@ class VectorIndex:
         except RuntimeError:
             pass
 
+    def search_many(
+        self, vectors: np.ndarray, k: int, *, ef: int = _EF_SEARCH
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, cosines) of the ``k`` nearest neighbours of each row, -1 padded."""
+        n = len(self)
+        labels = np.full((len(vectors), k), -1, dtype=np.int64)
+        sims = np.zeros((len(vectors), k), dtype=np.float32)
+        if n == 0 or k <= 0 or len(vectors) == 0:
+            return labels, sims
+        kk = min(k, n)
+        self._index.set_ef(max(ef, kk))
+        try:
+            found, dists = self._index.knn_query(vectors, k=kk)
+        except RuntimeError:
+            return labels, sims
+        labels[:, :kk] = found
+        sims[:, :kk] = 1.0 - dists
+        return labels, sims
+
     def search(
         self,
         vector: np.ndarray,
         k: int,
         allowed: Callable[[int], bool] | None = None,
+        *,
+        ef: int = _EF_SEARCH,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Up to ``k`` (labels, cosine similarities), best first, optionally filtered."""
+        """Up to ``k`` (labels, cosine similarities), best first, optionally filtered.
+
+        ``ef`` trades speed for recall; near-duplicate checks can afford a small one.
+        """
         n = len(self)
         if n == 0 or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         k = min(k, n)
-        self._index.set_ef(max(_EF_SEARCH, k))
+        self._index.set_ef(max(ef, k))
         while k > 0:
             try:
                 labels, dists = self._index.knn_query(vector, k=k, num_threads=1, filter=allowed)

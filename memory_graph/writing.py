@@ -29,6 +29,8 @@ _SKIPPED_ROLES = frozenset({Role.SUMMARY, Role.MARKER, Role.SYSTEM})
 #: Neighbouring turns further apart than this are another conversation, not context.
 CONTEXT_GAP_SECONDS = 6 * 3600.0
 _MERGE_BUMP = 0.05
+_DEDUPE_K = 8
+_DEDUPE_EF = 32
 
 
 def fts_tags(ws: str, ch: str, typ: str, content: str, author_name: str) -> tuple[str, ...]:
@@ -151,12 +153,14 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
         exact[h].append((rowid, ch, typ))
 
     def knn() -> list[list[tuple[int, float]]]:
-        out = []
-        for p in plans:
-            _, allowed = g.scope_filter(p.draft.channel)
-            labels, sims = g.vectors.search(p.vector, 8, allowed)
-            out.append([(int(lb), float(s)) for lb, s in zip(labels, sims, strict=True)])
-        return out
+        # Unfiltered and batched: a near-duplicate (cosine >= 0.95) is among the few
+        # nearest neighbours of the whole index; the scope check happens below.
+        vectors = np.stack([p.vector for p in plans]).astype(np.float32)
+        labels, sims = g.vectors.search_many(vectors, _DEDUPE_K, ef=_DEDUPE_EF)
+        return [
+            [(int(lb), float(s)) for lb, s in zip(lrow, srow, strict=True) if lb >= 0]
+            for lrow, srow in zip(labels, sims, strict=True)
+        ]
 
     near = await asyncio.to_thread(knn)
     cand = {lb for hits in near for lb, s in hits if s >= threshold}
@@ -169,6 +173,7 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
             list(cand),
         )
         info = {r: (ch, t, sup) for r, ch, t, sup in rows}
+    batch_twins = _twins(np.stack([p.vector for p in plans]), threshold)
     for i, p in enumerate(plans):
         d = p.draft
         if d.supersedes:
@@ -185,16 +190,27 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
                 p.merge_into = lb
         if p.merge_into:
             continue
-        for j in range(i):  # an earlier item of the same batch
+        for j in batch_twins[i]:  # an earlier item of the same batch
             q = plans[j]
             if (
                 q.draft.memory_type == d.memory_type
                 and not q.draft.supersedes
                 and g.visible(d.channel, q.draft.channel)
-                and float(q.vector @ p.vector) >= threshold
             ):
                 p.merge_into = q.merge_into or -(j + 1)
                 break
+
+
+def _twins(vectors: np.ndarray, threshold: float) -> list[list[int]]:
+    """For each batch item, the earlier items at least ``threshold`` similar to it."""
+    out: list[list[int]] = [[] for _ in range(len(vectors))]
+    for start in range(0, len(vectors), 1024):
+        sims = vectors[start : start + 1024] @ vectors.T
+        for a, b in zip(*np.nonzero(sims >= threshold), strict=True):
+            i = start + int(a)
+            if int(b) < i:
+                out[i].append(int(b))
+    return out
 
 
 async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
@@ -292,7 +308,8 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
         labels = np.array([p.rowid for p in new], dtype=np.int64)
         matrix = np.stack([p.vector for p in new]).astype(np.float32)
         await asyncio.to_thread(g.vectors.add, labels, matrix)
-    for p in new:
+    for p, fts_row in zip(new, fts_rows, strict=True):
+        g.count_terms(fts_row[1])
         g.register(p.rowid, workspace_of(p.draft.channel), p.draft.channel)
         for src, dst, typ, w in p.edges:
             g.edges.add_edge(src, dst, key=typ, weight=w)
@@ -487,7 +504,8 @@ async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message
         g.next_rowid = start_rowid
         raise
     await asyncio.to_thread(g.vectors.add, np.array(rowids, dtype=np.int64), vecs)
-    for m, rowid in zip(new, rowids, strict=True):
+    for m, rowid, fts_row in zip(new, rowids, fts_rows, strict=True):
+        g.count_terms(fts_row[1], fts_row[5], fts_row[6])
         g.register(rowid, ws, channel)
         if m.author_name:
             g.add_name(ws, m.author_name, m.author_id)

@@ -1,0 +1,223 @@
+"""Memory graph speed at scale: batched saves, recall latency, reopen time, ANN quality.
+
+Targets at 100k memories: recall p50 <= 5 ms and p99 <= 20 ms, save >= 2,000/s batched,
+reopen < 2 s, approximate vector search recall@10 >= 0.95 against exact search.
+
+Usage: python benchmarks/memory_speed.py [--sizes 100000,1000000] [--queries 500]
+Memories are synthetic sentences over a Zipf-distributed vocabulary, spread over
+several workspaces.  Writes benchmarks/results/memory_speed.json.  Figures are medians
+of single measurements over many operations; they are a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bot.config import MemoryConfig  # noqa: E402
+from memory_graph import MemoryDraft, MemoryGraph  # noqa: E402
+
+TYPES = ("fact", "preference", "decision", "event", "observation", "goal", "todo")
+SYLLABLES = "ka lo mi ne ru sa te vo zi pa do fe gu hi ja".split()
+
+
+def vocabulary(n: int, rng: np.random.Generator) -> list[str]:
+    words: set[str] = set()
+    while len(words) < n:
+        k = int(rng.integers(2, 5))
+        words.add("".join(rng.choice(SYLLABLES, size=k)))
+    return sorted(words)
+
+
+class Corpus:
+    """Synthetic sentences over a Zipf-distributed vocabulary.
+
+    ``topical`` (the default) draws about 60% of a sentence's words from one of 2,000
+    topics (40 words each), the rest from the whole vocabulary: like real memories,
+    texts about one subject share words.  ``zipf`` draws every word independently, the
+    worst case for approximate search (near-isotropic vectors).
+    """
+
+    def __init__(self, seed: int = 7, vocab_size: int = 30_000, kind: str = "topical") -> None:
+        self.rng = np.random.default_rng(seed)
+        self.vocab = vocabulary(vocab_size, self.rng)
+        ranks = np.arange(1, vocab_size + 1, dtype=np.float64)
+        self.p = (1.0 / ranks) / (1.0 / ranks).sum()
+        self.kind = kind
+        self.topics = np.random.default_rng(1).integers(0, vocab_size, size=(2_000, 40))
+        self._pool = np.empty(0, dtype=np.int64)
+
+    def _words(self, n: int) -> np.ndarray:
+        if len(self._pool) < n:
+            self._pool = self.rng.choice(len(self.vocab), size=200_000, p=self.p)
+        idx, self._pool = self._pool[:n], self._pool[n:]
+        return idx
+
+    def sentence(self, lo: int = 8, hi: int = 20) -> str:
+        n = int(self.rng.integers(lo, hi))
+        idx = self._words(n)
+        if self.kind == "topical":
+            topic = self.topics[int(self.rng.integers(0, len(self.topics)))]
+            own = self.rng.random(n) < 0.6
+            idx = np.where(own, self.rng.choice(topic, size=n), idx)
+        return " ".join(self.vocab[i] for i in idx)
+
+
+def channel_of(i: int, workspaces: int) -> str:
+    return f"discord:{i % workspaces}:{(i // workspaces) % 8}"
+
+
+async def fill(graph: MemoryGraph, corpus: Corpus, n: int, workspaces: int, batch: int) -> float:
+    """Save ``n`` memories in batches; returns memories per second (text generation excluded)."""
+    spent = 0.0
+    for start in range(0, n, batch):
+        items = [
+            MemoryDraft(
+                content=corpus.sentence(),
+                memory_type=TYPES[i % len(TYPES)],
+                channel=channel_of(i, workspaces),
+                sources=(f"m{i}",),
+            )
+            for i in range(start, min(n, start + batch))
+        ]
+        t0 = time.perf_counter()
+        await graph.save_many(items)
+        spent += time.perf_counter() - t0
+        done = min(n, start + batch)
+        if done % (batch * 20) == 0 or done == n:
+            rate = done / spent
+            print(f"\r  saved {done:,} ({rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return n / spent
+
+
+async def latencies(
+    graph: MemoryGraph, corpus: Corpus, queries: int, workspaces: int
+) -> list[float]:
+    out = []
+    for i in range(queries):
+        q = corpus.sentence(3, 7)
+        t0 = time.perf_counter()
+        await graph.recall(q, channel=channel_of(i, workspaces), limit=10)
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
+
+
+async def ann_quality(graph: MemoryGraph, corpus: Corpus, samples: int, workspaces: int) -> float:
+    """Mean overlap of the index's top 10 with exact top 10, within one workspace's scope."""
+    channel = channel_of(0, workspaces)
+    async with graph.db.execute(
+        "SELECT rowid, embedding FROM memory_nodes WHERE workspace = ?", ("discord:0",)
+    ) as cur:
+        rows = await cur.fetchall()
+    labels = np.array([r for r, _ in rows], dtype=np.int64)
+    matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
+    overlaps = []
+    for _ in range(samples):
+        qv = graph.embedder.embed([corpus.sentence(3, 7)])[0]
+        exact = set(labels[np.argsort(-(matrix @ qv))[:10]].tolist())
+        approx, _ = graph.vector_search(qv, 10, channel)
+        overlaps.append(len(exact & set(approx.tolist())) / 10)
+    return float(np.mean(overlaps))
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+async def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="tierbot-memspeed-"))
+    db = work / "tierbot.db"
+    corpus = Corpus(kind=args.corpus)
+    config = MemoryConfig.model_validate({})
+    try:
+        graph = await MemoryGraph.open(db, config)
+        save_rate = await fill(graph, corpus, n, args.workspaces, args.batch)
+        t0 = time.perf_counter()
+        await graph.aclose()
+        close_s = time.perf_counter() - t0
+        reopen = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            graph = await MemoryGraph.open(db, config)
+            reopen.append(time.perf_counter() - t0)
+            if len(reopen) < 3:
+                await graph.aclose()
+        try:
+            await latencies(graph, corpus, 50, args.workspaces)  # warm caches
+            lat = await latencies(graph, corpus, args.queries, args.workspaces)
+            quality = await ann_quality(graph, corpus, 200, args.workspaces)
+        finally:
+            await graph.aclose()
+        lat.sort()
+        return {
+            "memories": n,
+            "corpus": args.corpus,
+            "workspaces": args.workspaces,
+            "save_per_second": round(save_rate),
+            "recall_p50_ms": round(statistics.median(lat), 3),
+            "recall_p99_ms": round(lat[int(0.99 * (len(lat) - 1))], 3),
+            "reopen_seconds_median": round(statistics.median(reopen), 3),
+            "close_seconds": round(close_s, 3),
+            "ann_recall_at_10": round(quality, 4),
+            "db_mb": round(_size_mb(work)),
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sizes", default="100000,1000000", help="comma-separated memory counts")
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--workspaces", type=int, default=4)
+    ap.add_argument("--corpus", choices=["topical", "zipf"], default="topical")
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument(
+        "--max-seconds", type=float, default=1800.0, help="skip larger sizes past this estimate"
+    )
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results: list[dict[str, Any]] = []
+    skipped = []
+    for n in sizes:
+        if results:
+            prev = results[-1]
+            estimate = n / prev["save_per_second"] * 1.3
+            if estimate > args.max_seconds:
+                reason = (
+                    f"estimated {estimate:.0f} s to fill > --max-seconds {args.max_seconds:.0f}"
+                )
+                print(f"skipping {n:,}: {reason}")
+                skipped.append({"memories": n, "reason": reason})
+                continue
+        print(f"{n:,} memories ...", file=sys.stderr)
+        results.append(asyncio.run(run_size(n, args)))
+    cols = ["memories", "save_per_second", "recall_p50_ms", "recall_p99_ms",
+            "reopen_seconds_median", "ann_recall_at_10", "db_mb"]  # fmt: skip
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in results:
+        print("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    out = ROOT / "benchmarks" / "results" / "memory_speed.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"results": results, "skipped": skipped}, indent=2))
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from . import writing
+from . import episodes as episode_index
 from .types import ForgetReport
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ async def forget(g: MemoryGraph, memory_id: str) -> bool:
             await _tombstone(g, "message", sources, time.time())
             await _delete(g, [rowid], [memory_id])
             if row[2] == "episode":
-                await writing.recompute_contexts(g, row[3])
+                await episode_index.recompute_contexts(g, row[3])
             await g.db.execute("COMMIT")
         except BaseException:
             await g.db.execute("ROLLBACK")
@@ -139,7 +139,7 @@ async def forget_author(g: MemoryGraph, author_id: str) -> ForgetReport:
             await _tombstone(g, "message", [pid for _, pid in messages], now)
             await _delete(g, rowids, ids)
             for channel in sorted({ch for _, _, ch, _ in episodes}):
-                await writing.recompute_contexts(g, channel)
+                await episode_index.recompute_contexts(g, channel)
             await g.db.execute("COMMIT")
         except BaseException:
             await g.db.execute("ROLLBACK")

@@ -24,7 +24,7 @@ import structlog
 from bot.config import MemoryConfig
 from bot.messages import Message, workspace_of
 
-from . import forgetting, maintenance, recall, schema, writing
+from . import episodes, forgetting, maintenance, recall, schema, writing
 from .embedders import Embedder, embedder_from_config
 from .text import TEXT_VERSION, tag, terms
 from .types import (
@@ -221,7 +221,7 @@ class MemoryGraph:
         else:
             self.vectors = loaded
             since = loaded.max_label
-        await writing.catch_up_vectors(self, since)
+        await episodes.catch_up_vectors(self, since)
         await schema.set_meta(self.db, "embedder", identity)
         if loaded is None:
             await asyncio.to_thread(self.vectors.save, self.index_dir)
@@ -276,8 +276,8 @@ class MemoryGraph:
         return self._scope(channel)[0]
 
     def vector_search(
-        self, vector: np.ndarray, k: int, channel: str, *, ef: int = 128
-    ) -> tuple[np.ndarray, ...]:
+        self, vector: np.ndarray, k: int, channel: str, *, ef: int = 384
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Up to ``k`` (labels, cosines) visible from ``channel``; call from a worker thread.
 
         A scope holding a fair share of the index is searched unfiltered with a wider
@@ -363,7 +363,7 @@ class MemoryGraph:
         Skips summaries, markers and system messages, messages already indexed
         (idempotent per channel and platform id) and forgotten ones.
         """
-        return await writing.add_episodes(self, messages)
+        return await episodes.add_episodes(self, messages)
 
     async def recall(
         self,

@@ -1,6 +1,6 @@
 """Hybrid recall: BM25 and vector candidates, fused, expanded through the graph, re-ranked.
 
-Relevance = TEXT_WEIGHT * (BM25 / best BM25 of the query) + VECTOR_WEIGHT * cosine,
+Relevance = (1 - w) * (BM25 / best BM25 of the query) + w * cosine, w the embedder's weight,
 where BM25 is FTS5's over a node's own terms plus, for episodes, the terms of the
 neighbouring turns (columns ``near`` and ``far``, down-weighted): a reply such as
 "yes, last week" is found through the question it answers.  Candidates authored by,
@@ -30,9 +30,10 @@ from .types import EDGE_MULTIPLIER, MAX_RECALL_LIMIT, MemoryType, RecallHit
 if TYPE_CHECKING:
     from .graph import MemoryGraph
 
-BM25_WEIGHTS = (1.0, 0.5, 0.2, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
-TEXT_WEIGHT = 0.8
-VECTOR_WEIGHT = 0.2
+BM25_WEIGHTS = (1.0, 0.6, 0.3, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
+#: Share of relevance given to vector similarity when the embedder does not say
+#: (an embedder may set ``recall_weight``: the lexical default sets 0.1, see embedders.py).
+VECTOR_WEIGHT = 0.4
 PERSON_BOOST = 0.5
 FTS_CANDIDATES = 60
 VECTOR_CANDIDATES = 20
@@ -124,13 +125,13 @@ async def recall(
             sql += " WHERE n.created_at >= ?"
             params.append(float(since))
         async with g.db.execute(sql, params) as cur:
-            for s, *row in await cur.fetchall():
-                text_scores[int(row[0])] = -float(s)
-                cands[int(row[0])] = _Cand(tuple(row))
+            for s, *fts_row in await cur.fetchall():
+                text_scores[int(fts_row[0])] = -float(s)
+                cands[int(fts_row[0])] = _Cand(tuple(fts_row))
     labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
     vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s > 0}
-    rows = [c.row for c in cands.values()]
+    rows: list[tuple[Any, ...]] = [c.row for c in cands.values()]
     rows += await _rows(g, set(vec_scores) - set(cands), types, since)
     for row in rows:
         c = _Cand(row)
@@ -144,9 +145,11 @@ async def recall(
     half_life = g.config.decay_half_life_days * 86400.0
     scored = []
     for r, c in cands.items():
-        updated, accessed, imp, sup = c.row[7], c.row[8], c.row[9], c.row[11]
+        updated, imp, sup = c.row[7], c.row[9], c.row[11]
         s = rel[r] * (1.0 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * float(imp))
-        age = max(0.0, now - max(float(updated), float(accessed)))
+        # Recency of the information itself; being recalled only slows its decay
+        # (current_importance), so recall does not feed on its own results.
+        age = max(0.0, now - float(updated))
         s *= 1.0 - RECENCY_SHARE + RECENCY_SHARE * 0.5 ** (age / half_life)
         if sup:
             s *= SUPERSEDED_FACTOR
@@ -215,7 +218,8 @@ def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:
 
 
 def _relevance(g: MemoryGraph, c: _Cand, persons: set[str]) -> float:
-    rel = TEXT_WEIGHT * c.text + VECTOR_WEIGHT * c.vec
+    w = float(getattr(g.embedder, "recall_weight", VECTOR_WEIGHT))
+    rel = (1.0 - w) * c.text + w * c.vec
     if persons and _about(g, c, persons):
         rel *= 1.0 + PERSON_BOOST
     return rel / (1.0 + PERSON_BOOST)

@@ -6,6 +6,9 @@ rebuilt from it.  ``memory_nodes.rowid`` is a node's label in both indexes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import aiosqlite
 
 from bot.errors import StoreError
@@ -101,6 +104,16 @@ async def migrate(db: aiosqlite.Connection) -> None:
             f"memory schema version {row[0]} is newer than this tierbot ({SCHEMA_VERSION}); "
             "upgrade tierbot"
         )
+
+
+async def fetch_all(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    async with db.execute(sql, tuple(params)) as cur:
+        return list(await cur.fetchall())
+
+
+def marks(n: int) -> str:
+    """``n`` SQL placeholders."""
+    return ",".join("?" * n)
 
 
 async def get_meta(db: aiosqlite.Connection, key: str) -> str | None:

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import Stemmer
 
-TEXT_VERSION = "terms-v1"
+TEXT_VERSION = "terms-v2"
 
 _STOP = frozenset(
     """a about above after again against all am an and any are aren't as at be because been
@@ -81,6 +81,19 @@ def fts_query(query_terms: Iterable[str], *, max_terms: int = 24) -> str:
     """An FTS5 OR query over distinct terms (each quoted, so no term is an operator)."""
     uniq = list(dict.fromkeys(t for t in query_terms if t))[:max_terms]
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in uniq)
+
+
+def fts_tags(
+    ws: str, ch: str, typ: str, content: str, author_name: str
+) -> tuple[str, str, str, str]:
+    """(terms, ws tag, channel tag, type tag) of a node's FTS row; episodes index their author."""
+    text = f"{author_name} {content}" if typ == "episode" and author_name else content
+    return term_string(text), tag("w", ws), tag("c", ch), tag("t", typ)
+
+
+def embed_text(typ: str, content: str, author_name: str) -> str:
+    """What a node's vector is computed from; episodes include their author's name."""
+    return f"{author_name}: {content}" if typ == "episode" and author_name else content
 
 
 def content_hash(content: str) -> str:

@@ -19,9 +19,9 @@ import numpy as np
 
 _INDEX_FILE = "vectors.hnsw"
 _META_FILE = "vectors.json"
-_M = 16
+_M = 24
 _EF_CONSTRUCTION = 64
-_EF_SEARCH = 128
+_EF_SEARCH = 384
 
 
 class VectorIndex:

@@ -3,44 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bot.errors import ToolError
-from bot.messages import Message, Role, workspace_of
+from bot.messages import workspace_of
 
 from . import forgetting
-from .text import content_hash, tag, term_string, terms
+from .schema import fetch_all, marks
+from .text import content_hash, fts_tags, terms
 from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
 
 if TYPE_CHECKING:
     from .graph import MemoryGraph
 
-_SKIPPED_ROLES = frozenset({Role.SUMMARY, Role.MARKER, Role.SYSTEM})
-#: Neighbouring turns further apart than this are another conversation, not context.
-CONTEXT_GAP_SECONDS = 6 * 3600.0
 _MERGE_BUMP = 0.05
 _DEDUPE_K = 8
 _DEDUPE_EF = 32
-
-
-def fts_tags(ws: str, ch: str, typ: str, content: str, author_name: str) -> tuple[str, ...]:
-    """(terms, ws tag, channel tag, type tag) of a node's FTS row; episodes index their author."""
-    text = f"{author_name} {content}" if typ == "episode" and author_name else content
-    return term_string(text), tag("w", ws), tag("c", ch), tag("t", typ)
-
-
-def embed_text(typ: str, content: str, author_name: str) -> str:
-    return f"{author_name}: {content}" if typ == "episode" and author_name else content
 
 
 def _fail(argument: str, message: str) -> ToolError:
@@ -84,15 +71,6 @@ class _Plan:
     edges: list[tuple[int, int, str, float]] = field(default_factory=list)
 
 
-async def _fetch(g: MemoryGraph, sql: str, params: Sequence[Any]) -> list[Any]:
-    async with g.db.execute(sql, tuple(params)) as cur:
-        return list(await cur.fetchall())
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
 async def save_many(g: MemoryGraph, items: Sequence[MemoryDraft]) -> list[SaveResult]:
     if not items:
         return []
@@ -101,9 +79,9 @@ async def save_many(g: MemoryGraph, items: Sequence[MemoryDraft]) -> list[SaveRe
     refs = {r for d in items for r in (*d.related_to, *([d.supersedes] if d.supersedes else []))}
     known: dict[str, tuple[int, str, str]] = {}
     if refs:
-        rows = await _fetch(
-            g,
-            f"SELECT id, rowid, channel, type FROM memory_nodes WHERE id IN ({_marks(len(refs))})",
+        rows = await fetch_all(
+            g.db,
+            f"SELECT id, rowid, channel, type FROM memory_nodes WHERE id IN ({marks(len(refs))})",
             list(refs),
         )
         known = {i: (r, ch, t) for i, r, ch, t in rows}
@@ -142,10 +120,10 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
     """Point each plan at an existing (or earlier in-batch) near-duplicate to merge into."""
     threshold = g.config.dedupe_threshold
     hashes = {content_hash(p.draft.content): p for p in plans}
-    rows = await _fetch(
-        g,
+    rows = await fetch_all(
+        g.db,
         "SELECT rowid, content_hash, channel, type FROM memory_nodes WHERE superseded_by IS NULL "
-        f"AND type != 'episode' AND content_hash IN ({_marks(len(hashes))})",
+        f"AND type != 'episode' AND content_hash IN ({marks(len(hashes))})",
         list(hashes),
     )
     exact: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
@@ -166,10 +144,10 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
     cand = {lb for hits in near for lb, s in hits if s >= threshold}
     info: dict[int, tuple[str, str, str | None]] = {}
     if cand:
-        rows = await _fetch(
-            g,
+        rows = await fetch_all(
+            g.db,
             "SELECT rowid, channel, type, superseded_by FROM memory_nodes "
-            f"WHERE rowid IN ({_marks(len(cand))})",
+            f"WHERE rowid IN ({marks(len(cand))})",
             list(cand),
         )
         info = {r: (ch, t, sup) for r, ch, t, sup in rows}
@@ -234,18 +212,18 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
     episodes: dict[tuple[str, str], int] = {}
     for ch, pids in pids_by_channel.items():
         if pids:
-            rows = await _fetch(
-                g,
+            rows = await fetch_all(
+                g.db,
                 "SELECT rowid, platform_id FROM memory_nodes WHERE channel = ? "
-                f"AND platform_id IN ({_marks(len(pids))})",
+                f"AND platform_id IN ({marks(len(pids))})",
                 [ch, *pids],
             )
             episodes.update({(ch, pid): r for r, pid in rows})
     ref_rows: dict[str, int] = {}
     refs = {r for p in plans for r in (*p.draft.related_to, p.draft.supersedes) if r}
     if refs:
-        rows = await _fetch(
-            g, f"SELECT id, rowid FROM memory_nodes WHERE id IN ({_marks(len(refs))})", list(refs)
+        rows = await fetch_all(
+            g.db, f"SELECT id, rowid FROM memory_nodes WHERE id IN ({marks(len(refs))})", list(refs)
         )
         ref_rows = dict(rows)
     node_rows, fts_rows, src_rows, edge_rows, supersede_rows = [], [], [], [], []
@@ -326,14 +304,16 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
 
 
 async def _id_of(g: MemoryGraph, rowid: int) -> str:
-    rows = await _fetch(g, "SELECT id FROM memory_nodes WHERE rowid = ?", [rowid])
+    rows = await fetch_all(g.db, "SELECT id FROM memory_nodes WHERE rowid = ?", [rowid])
     return str(rows[0][0])
 
 
 async def _merge(g: MemoryGraph, p: _Plan, now: float) -> None:
     """Fold ``p`` into its near-duplicate: raise importance, append new sources."""
-    rows = await _fetch(
-        g, "SELECT importance, sources, channel FROM memory_nodes WHERE rowid = ?", [p.merge_into]
+    rows = await fetch_all(
+        g.db,
+        "SELECT importance, sources, channel FROM memory_nodes WHERE rowid = ?",
+        [p.merge_into],
     )
     imp, sources_json, channel = rows[0]
     d = p.draft
@@ -361,219 +341,3 @@ def _mentioned(g: MemoryGraph, ws: str, content: str) -> set[int]:
     return {
         int(key[1:]) for t in set(terms(content)) for key in table.get(t, ()) if key.startswith("#")
     }
-
-
-# --- episodes ----------------------------------------------------------------
-
-
-def episode_id(channel: str, platform_id: str) -> str:
-    digest = hashlib.blake2b(f"{channel}\0{platform_id}".encode(), digest_size=8).hexdigest()
-    return f"ep_{digest}"
-
-
-def _truncate(text: str) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= MAX_CONTENT_BYTES:
-        return text
-    return data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
-
-
-def _contexts(seq: list[tuple[float, list[str]]]) -> list[tuple[str, str]]:
-    """(near, far) term strings for each turn: +-1 turn, and +-2..3 turns, within the gap."""
-    out = []
-    for i, (ts, _) in enumerate(seq):
-        near: list[str] = []
-        far: list[str] = []
-        for off in (-3, -2, -1, 1, 2, 3):
-            j = i + off
-            if 0 <= j < len(seq) and abs(seq[j][0] - ts) <= CONTEXT_GAP_SECONDS:
-                (near if abs(off) == 1 else far).extend(seq[j][1])
-        out.append((" ".join(near), " ".join(far)))
-    return out
-
-
-async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
-    msgs = [m for m in messages if m.role not in _SKIPPED_ROLES and m.text.strip()]
-    if not msgs:
-        return 0
-    authors = {m.author_id for m in msgs if m.author_id}
-    dead_authors, dead_pids = await forgetting.tombstoned(
-        g, authors, {m.platform_id for m in msgs}, with_times=True
-    )
-    msgs = [
-        m
-        for m in msgs
-        if m.platform_id not in dead_pids and not m.ts <= dead_authors.get(m.author_id, -math.inf)
-    ]
-    by_channel: dict[str, list[Message]] = defaultdict(list)
-    for m in msgs:
-        by_channel[m.channel].append(m)
-    added = 0
-    async with g.lock:
-        for channel, group in by_channel.items():
-            added += await _add_channel_episodes(g, channel, group)
-    return added
-
-
-async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message]) -> int:
-    pids = list(dict.fromkeys(m.platform_id for m in msgs))
-    have: set[str] = set()
-    for start in range(0, len(pids), 500):
-        chunk = pids[start : start + 500]
-        rows = await _fetch(
-            g,
-            "SELECT platform_id FROM memory_nodes WHERE channel = ? "
-            f"AND platform_id IN ({_marks(len(chunk))})",
-            [channel, *chunk],
-        )
-        have.update(r[0] for r in rows)
-    fresh: dict[str, Message] = {}
-    for m in sorted(msgs, key=lambda m: (m.ts, m.id)):
-        if m.platform_id not in have and m.platform_id not in fresh:
-            fresh[m.platform_id] = m
-    if not fresh:
-        return 0
-    new = list(fresh.values())
-    prev = await _fetch(
-        g,
-        "SELECT rowid, created_at, content, author_name FROM memory_nodes "
-        "WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC LIMIT 6",
-        [channel],
-    )
-    prev.reverse()
-    seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name in prev]
-    seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
-    contexts = _contexts(seq)
-    texts = [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
-    vecs = await asyncio.to_thread(g.embedder.embed, texts)
-    ws = workspace_of(channel)
-    now = time.time()
-    start_rowid = g.next_rowid
-    node_rows, fts_rows = [], []
-    rowids = []
-    for k, m in enumerate(new):
-        rowid, g.next_rowid = g.next_rowid, g.next_rowid + 1
-        rowids.append(rowid)
-        near, far = contexts[len(prev) + k]
-        text = _truncate(m.text)
-        node_rows.append(
-            (rowid, episode_id(channel, m.platform_id), text, content_hash(text),
-             m.ts, now, now, channel, ws, m.author_id, m.author_name, m.platform_id,
-             json.dumps([m.platform_id]), near, far, vecs[k].tobytes(), g.embedder.identity)
-        )  # fmt: skip
-        fts_rows.append((rowid, *fts_tags(ws, channel, "episode", text, m.author_name), near, far))
-    ctx_rows = [(*contexts[k], prev[k][0]) for k in range(max(0, len(prev) - 3), len(prev))]
-    derived = []
-    for part in chunked(list(fresh), 500):
-        chunk = list(part)
-        derived += await _fetch(
-            g,
-            "SELECT node, platform_id FROM memory_sources WHERE channel = ? "
-            f"AND platform_id IN ({_marks(len(chunk))})",
-            [channel, *chunk],
-        )
-    rowid_of = {m.platform_id: r for m, r in zip(new, rowids, strict=True)}
-    edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in derived]
-    try:
-        await g.db.execute("BEGIN IMMEDIATE")
-        await g.db.executemany(
-            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
-            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
-            "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
-            "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?)",
-            node_rows,
-        )
-        await g.db.executemany(
-            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            fts_rows,
-        )
-        await g.db.executemany(
-            "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", ctx_rows
-        )
-        await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", ctx_rows)
-        await g.db.executemany(
-            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            edges,
-        )
-        await g.db.execute("COMMIT")
-    except BaseException:
-        await g.db.execute("ROLLBACK")
-        g.next_rowid = start_rowid
-        raise
-    await asyncio.to_thread(g.vectors.add, np.array(rowids, dtype=np.int64), vecs)
-    for m, rowid, fts_row in zip(new, rowids, fts_rows, strict=True):
-        g.count_terms(fts_row[1], fts_row[5], fts_row[6])
-        g.register(rowid, ws, channel)
-        if m.author_name:
-            g.add_name(ws, m.author_name, m.author_id)
-    for src, dst, typ, w, _ in edges:
-        g.edges.add_edge(src, dst, key=typ, weight=w)
-    return len(new)
-
-
-async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
-    """Add to the vector index every node with rowid > ``since``, re-embedding stale rows."""
-    identity = g.embedder.identity
-    last = since
-    while True:
-        rows = await _fetch(
-            g,
-            "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "
-            "WHERE rowid > ? ORDER BY rowid LIMIT 20000",
-            [last],
-        )
-        if not rows:
-            return
-        last = rows[-1][0]
-        stale = [r for r in rows if r[2] != identity or r[1] is None]
-        fresh_vecs: dict[int, np.ndarray] = {}
-        if stale:
-            texts = [embed_text(t, c, n) for _, _, _, t, c, n in stale]
-            mat = await asyncio.to_thread(g.embedder.embed, texts)
-            fresh_vecs = {r[0]: v for r, v in zip(stale, mat, strict=True)}
-            await g.db.executemany(
-                "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
-                [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
-            )
-        labels = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = np.stack([fresh_vecs[r[0]] if r[0] in fresh_vecs else _vec(r[1]) for r in rows])
-        await asyncio.to_thread(g.vectors.add, labels, matrix)
-
-
-def _vec(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
-
-
-def chunked(seq: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
-    """Consecutive slices of ``seq`` of at most ``n`` items."""
-    for i in range(0, len(seq), n):
-        yield seq[i : i + n]
-
-
-async def recompute_contexts(g: MemoryGraph, channel: str) -> int:
-    """Recompute every episode's neighbour context in ``channel`` (after deletions).
-
-    A forgotten message must not live on inside its neighbours' ``near``/``far``
-    columns; only rows whose context changed are rewritten.  Runs inside the
-    caller's transaction.
-    """
-    rows = await _fetch(
-        g,
-        "SELECT rowid, created_at, content, author_name, near_text, far_text FROM memory_nodes "
-        "WHERE channel = ? AND type = 'episode' ORDER BY rowid",
-        [channel],
-    )
-    seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name, _, _ in rows]
-    changed = [
-        (near, far, row[0])
-        for row, (near, far) in zip(rows, _contexts(seq), strict=True)
-        if (near, far) != (row[4], row[5])
-    ]
-    await g.db.executemany(
-        "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changed
-    )
-    await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changed)
-    return len(changed)

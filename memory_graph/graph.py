@@ -389,7 +389,8 @@ class MemoryGraph:
         if row is None:
             return None
         node = _node_dict(row)
-        node["edges"] = [e async for e in self._edges_sql("WHERE s.id = ? OR d.id = ?", memory_id)]
+        where = "WHERE s.id = ? OR d.id = ?"
+        node["edges"] = [e async for e in self._edges_sql(where, (memory_id, memory_id))]
         return node
 
     async def forget(self, memory_id: str) -> bool:
@@ -423,18 +424,17 @@ class MemoryGraph:
         ) as cur:
             async for row in cur:
                 yield {"kind": "node", **_node_dict(row)}
-        async for edge in self._edges_sql(""):
+        async for edge in self._edges_sql("", ()):
             yield {"kind": "edge", **edge}
 
-    async def _edges_sql(self, where: str, *ids: str) -> AsyncIterator[dict[str, Any]]:
+    async def _edges_sql(
+        self, where: str, params: tuple[str, ...]
+    ) -> AsyncIterator[dict[str, Any]]:
         sql = (
             "SELECT s.id, d.id, e.type, e.weight, e.created_at FROM memory_edges e "
             "JOIN memory_nodes s ON s.rowid = e.src JOIN memory_nodes d ON d.rowid = e.dst "
             f"{where} ORDER BY e.rowid"
         )
-        params = tuple(x for i in ids for x in (i,)) if ids else ()
-        if where and len(ids) == 1:
-            params = (ids[0], ids[0])
         async with self.db.execute(sql, params) as cur:
             async for src, dst, typ, weight, created in cur:
                 yield {"src": src, "dst": dst, "type": typ, "weight": weight, "created_at": created}

@@ -171,7 +171,8 @@ async def recall(
                 author_id=c.row[10],
             )
         )
-    if g.note_access([c.rowid for _, _, c in scored[:limit]], now):
+    if g.note_access([c.rowid for _, _, c in scored[:limit]], now) and not g.lock.locked():
+        # Never wait behind a writer for bookkeeping: the next recall flushes instead.
         async with g.lock:
             await g.flush_access()
     return hits

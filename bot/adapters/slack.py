@@ -391,21 +391,19 @@ class SlackAdapter:
         cached = self._names.get(user)
         if cached is not None:
             return str(cached)
-        name = user
-        if self._client is not None:
-            try:
-                info = (await self._client.users_info(user=user)).get("user") or {}
-                profile = info.get("profile") or {}
-                name = (
-                    profile.get("display_name")
-                    or profile.get("real_name")
-                    or info.get("name")
-                    or user
-                )
-            except SlackApiError as exc:
-                self._log.warning(
-                    "slack.users_info_failed", user=user, error=_error(exc)
-                )
+        if self._client is None:
+            return user
+        try:
+            info = (await self._client.users_info(user=user)).get("user") or {}
+        except Exception as exc:
+            # A name is nice to have: never lose the message over it.  Slack's own
+            # answer (missing_scope, user_not_found) is remembered; a network error is not.
+            self._log.warning("slack.users_info_failed", user=user, error=_error(exc))
+            if isinstance(exc, SlackApiError):
+                self._names.put(user, user)
+            return user
+        profile = info.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or info.get("name") or user
         self._names.put(user, name)
         return str(name)
 

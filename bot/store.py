@@ -173,6 +173,9 @@ class Store:
         except (OSError, aiosqlite.Error) as exc:
             await self.aclose()
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+        except BaseException:
+            await self.aclose()
+            raise
         self._writer = asyncio.create_task(self._write_loop(), name="store-writer")
 
     async def _migrate(self) -> None:

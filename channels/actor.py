@@ -27,7 +27,7 @@ from bot.adapters.base import Outbound
 from bot.config import ChannelSettings, Config, RespondMode
 from bot.errors import ContextOverflowError, LLMError, ToolError
 from bot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
-from bot.messages import Message, Role
+from bot.messages import Message, Role, State
 from bot.retry import Backoff
 from bot.store import ChannelState, CompactionRecord, Store
 from bot.tokens import TokenCounter
@@ -105,6 +105,8 @@ class ChannelActor:
         self.peak_usage = 0.0
         self.last_active = time.monotonic()
         self.in_turn = False
+        self.busy = False
+        self._fixed_key: tuple[str, tuple[str, ...]] | None = None
         self._mailbox: asyncio.Queue[Any] = asyncio.Queue()
         self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
         self._task: asyncio.Task[None] | None = None
@@ -142,11 +144,8 @@ class ChannelActor:
         return self._task is not None and self._task.done()
 
     def idle(self) -> bool:
-        return (
-            self._mailbox.empty()
-            and not self.in_turn
-            and self.compactor.running is None
-        )
+        """Nothing queued, nothing being handled, no compaction in flight."""
+        return self._mailbox.empty() and not self.busy and self.compactor.running is None
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -166,9 +165,15 @@ class ChannelActor:
 
     async def _run(self, pending: tuple[Message, ...]) -> None:
         if pending:
-            await self._respond_if_due(list(pending))
+            self.busy = True
+            try:
+                await self._respond_if_due(list(pending))
+            except Exception:
+                self.log.exception("channel.turn_failed")
+            self.busy = False
         while True:
             batch = [await self._mailbox.get()]
+            self.busy = True
             while not self._mailbox.empty():
                 batch.append(self._mailbox.get_nowait())
             incoming: list[Message] = []
@@ -197,6 +202,7 @@ class ChannelActor:
                 except Exception:
                     self.log.exception("channel.turn_failed")
             self.last_active = time.monotonic()
+            self.busy = False
             if stop:
                 return
 
@@ -224,9 +230,14 @@ class ChannelActor:
         return self.ctx.usage(self.settings.context_window)
 
     def _refresh_fixed(self) -> None:
+        """Count the system prompt and tool schemas; recounted only when they change."""
         s = self.settings
         tools = self._tools()
+        key = (s.system_prompt, tuple(t.name for t in tools))
+        if key == self._fixed_key:
+            return
         schema = json.dumps([t.__dict__ for t in tools]) if tools else ""
+        self._fixed_key = key
         self.ctx.set_fixed(
             self.deps.counter.count_message(s.system_prompt) + self.deps.counter.count(schema)
         )
@@ -242,7 +253,10 @@ class ChannelActor:
         usage = self.usage
         self.peak_usage = max(self.peak_usage, usage)
         s = self.settings
-        plan = self.compactor.check(self.ctx.items, usage, s.context_window, s.compaction)
+        plan = self.compactor.check(
+            self.ctx.items, usage, s.context_window, s.compaction,
+            markers=self.ctx.marker_count, summary_tokens=self.ctx.summary_tokens,
+        )  # fmt: skip
         if plan is None:
             return
         if plan.kind is Kind.EMERGENCY:
@@ -456,8 +470,8 @@ class ChannelActor:
             await self._failed(plan, "noop", "the summary is not smaller", started, memories)
             return
         cover_ids = {m.id for m in plan.covered}
-        if plan.kind is Kind.RESCUE:
-            cover_ids |= {int(i) for i in (plan.marker.meta.get("set_aside", []) if plan.marker else [])}
+        if plan.kind is Kind.RESCUE and plan.marker is not None:
+            cover_ids |= {int(i) for i in plan.marker.meta.get("set_aside", [])}
         updates: list[Message] = []
         for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
             aside = [int(i) for i in mk.meta.get("set_aside", [])]
@@ -472,13 +486,14 @@ class ChannelActor:
                 mk.with_(text=fresh.text, tokens=fresh.tokens, meta=fresh.meta,
                          pos=max(m.pos for m in plan.covered) + 1e-3)
             )  # fmt: skip
+        summary, cover_ids = self._fit(plan, summary, cover_ids, updates)
         self.compactor.finished(plan, "ok")
         placed = await self.deps.store.swap(
             self.key, sorted(cover_ids), summary, state=self._state(), updates=updates
         )
         for u in updates:
             self.ctx.update(u)
-        self.ctx.replace(cover_ids, placed)
+        self.ctx.replace(cover_ids, placed if summary.state is State.LIVE else None)
         await self.deps.store.record_compaction(
             self._record(plan, "ok", started, before, self.ctx.total, tokens_before, memories)
         )
@@ -498,6 +513,36 @@ class ChannelActor:
             )
             await self.deps.deliver(Outbound(self.key, note))
         await self._check()
+
+    def _fit(
+        self, plan: Plan, summary: Message, cover_ids: set[int], updates: list[Message]
+    ) -> tuple[Message, set[int]]:
+        """Keep a summary live only if it shrinks the context or fits under the background
+        threshold.
+
+        A summary of messages an emergency already set aside (a rescue, or a worker
+        overtaken by a truncation) adds tokens; when that would push usage to the
+        background threshold it is stored archived (linked, searchable) instead and
+        the marker stays, reworded, so summarizing never pushes usage back up.
+        """
+        s = self.settings
+        live = {m.id: m for m in self.ctx.items}
+        leaving = sum(live[i].tokens for i in cover_ids if i in live)
+        projected = self.ctx.total - leaving + summary.tokens
+        grows = summary.tokens > leaving
+        if not grows or projected < s.compaction.background_threshold * s.context_window:
+            return summary, cover_ids
+        marker = plan.marker
+        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live:
+            n = len(marker.meta.get("set_aside", []))
+            text = (
+                f"[{n} earlier messages were set aside and summarized; the summary is archived "
+                "and their content can be recalled from memory.]"
+            )
+            updates.append(marker.with_(text=text, tokens=self.deps.counter.count_message(text),
+                                        meta={"summarized": n}))  # fmt: skip
+            cover_ids = cover_ids - {marker.id}
+        return summary.with_(state=State.ARCHIVED), cover_ids
 
     def _summary(self, plan: Plan, text: str) -> Message:
         covered = plan.covered
@@ -524,7 +569,7 @@ class ChannelActor:
         await self.deps.store.record_compaction(record)
         await self._save_state()
         self.log.warning("compaction.failed", tier=plan.kind.value, reason=reason)
-        await self._check()
+        # No immediate re-check: the retry waits for a later trigger (and the backoff).
 
     def _record(
         self,

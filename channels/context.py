@@ -21,6 +21,11 @@ class LiveContext:
         self._items: list[Message] = sorted(messages, key=lambda m: (m.pos, m.id))
         self._keys: list[tuple[float, int]] = [(m.pos, m.id) for m in self._items]
         self.message_tokens = sum(m.tokens for m in self._items)
+        # Running counts of summaries and markers, so the compactor's per-message check
+        # never scans the history.
+        self.summary_tokens = sum(m.tokens for m in self._items if m.role is Role.SUMMARY)
+        self.summary_count = sum(1 for m in self._items if m.role is Role.SUMMARY)
+        self.marker_count = sum(1 for m in self._items if m.role is Role.MARKER)
         self.fixed_tokens = fixed_tokens
         self._reported: int | None = None
         self._total_at_report = 0
@@ -64,7 +69,15 @@ class LiveContext:
             i = bisect.bisect_left(self._keys, key)
             self._items.insert(i, msg)
             self._keys.insert(i, key)
-        self.message_tokens += msg.tokens
+        self._count(msg, 1)
+
+    def _count(self, msg: Message, sign: int) -> None:
+        self.message_tokens += sign * msg.tokens
+        if msg.role is Role.SUMMARY:
+            self.summary_tokens += sign * msg.tokens
+            self.summary_count += sign
+        elif msg.role is Role.MARKER:
+            self.marker_count += sign
 
     def set_fixed(self, tokens: int) -> None:
         self.fixed_tokens = tokens
@@ -82,7 +95,8 @@ class LiveContext:
         if removed:
             self._items = [m for m in self._items if m.id not in remove]
             self._keys = [(m.pos, m.id) for m in self._items]
-            self.message_tokens -= sum(m.tokens for m in removed)
+            for m in removed:
+                self._count(m, -1)
         if replacement is not None:
             self.append(replacement)
         self._reported = None

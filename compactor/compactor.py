@@ -87,8 +87,15 @@ class Compactor:
         window: int,
         config: CompactionConfig,
         now: float | None = None,
+        *,
+        markers: int | None = None,
+        summary_tokens: int | None = None,
     ) -> Plan | None:
-        """The next compaction to run for this context, or None."""
+        """The next compaction to run for this context, or None.
+
+        ``markers`` and ``summary_tokens`` are the context's running counts; given,
+        they spare the scan of ``items`` on the common path (nothing to do).
+        """
         now = time.monotonic() if now is None else now
         tier = choose_tier(usage, config)
         if tier is Tier.EMERGENCY:
@@ -110,9 +117,14 @@ class Compactor:
             if covered and ids not in self.failed_sets:
                 kind = Kind.AGGRESSIVE if tier is Tier.AGGRESSIVE else Kind.BACKGROUND
                 return Plan(kind, tuple(covered), usage)
-        marker = next((m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None)
-        if marker is not None and frozenset({marker.id}) not in self.failed_sets:
-            return Plan(Kind.RESCUE, (marker,), usage, marker=marker)
+        if markers is None or markers > 0:
+            marker = next(
+                (m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None
+            )
+            if marker is not None and frozenset({marker.id}) not in self.failed_sets:
+                return Plan(Kind.RESCUE, (marker,), usage, marker=marker)
+        if summary_tokens is not None and summary_tokens <= config.summary_share * window:
+            return None
         summaries = [m for m in items if m.role is Role.SUMMARY]
         if len(summaries) >= 2 and sum(m.tokens for m in summaries) > config.summary_share * window:
             oldest = summaries[: max(2, len(summaries) // 2)]

@@ -87,7 +87,8 @@ def _entries(messages: Sequence[Message]) -> list[TranscriptEntry]:
     out = []
     for m in messages:
         if m.role is Role.SUMMARY:
-            out.append(TranscriptEntry(f"summary {m.id}", "summary", m.text))
+            body = m.text.split("\n", 1)[1] if m.text.startswith("[Summary") else m.text
+            out.append(TranscriptEntry(f"summary-{m.id}", "summary", body))
         elif m.role is Role.MARKER:
             continue
         else:

@@ -1,0 +1,130 @@
+"""config.toml validation, key-path errors, environment overrides and channel overrides."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.config import Config, load_config, validate_config
+from bot.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "config.toml"
+    p.write_text(text)
+    return p
+
+
+def test_shipped_config_documents_every_default() -> None:
+    """The root config.toml is valid and states exactly the built-in defaults."""
+    shipped = load_config(ROOT / "config.toml", environ={})
+    assert shipped.model_dump() == Config().model_dump()
+    data = tomllib.loads((ROOT / "config.toml").read_text())
+
+    def keys(d: dict, prefix: str = "") -> set[str]:
+        out = set()
+        for k, v in d.items():
+            out |= keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k}
+        return out
+
+    expected = keys(Config().model_dump(exclude={"channels"}))
+    assert expected <= keys(data), f"undocumented keys: {sorted(expected - keys(data))}"
+
+
+def test_misordered_thresholds_name_the_key_and_both_values(tmp_path: Path) -> None:
+    """An aggressive threshold below background is rejected with the key path and values."""
+    p = write(tmp_path, "[defaults.compaction]\naggressive_threshold = 0.75\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(p, environ={})
+    assert str(err.value) == (
+        f"{p}: defaults.compaction.aggressive_threshold: must be > background_threshold (0.80), "
+        "got 0.75"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[defaults]\ncontext_windw = 1000\n", "defaults.context_windw: unknown key"),
+        ('[defaults]\ncontext_window = "big"\n', "defaults.context_window: input should be"),
+        ("[defaults.compaction]\nbackground_fraction = 1.5\n", "background_fraction"),
+        ('[llm]\nprovider = "gpt"\n', "llm.provider"),
+        ("[[channels]]\nmatch = 'x:*'\n[channels.compaction]\nemergency_threshold = 0.5\n",
+         "channels[0].compaction.emergency_threshold: must be > aggressive_threshold"),
+        ("[defaults\n", "invalid TOML"),
+    ],
+)
+def test_config_check_exits_2_with_one_line_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, needle: str
+) -> None:
+    """`tierbot config check` on a broken file exits 2 and names the offending key."""
+    p = write(tmp_path, text)
+    assert main(["config", "check", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err
+    assert str(p) in err
+    assert len(err.splitlines()) == 1
+
+
+def test_config_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A valid file prints ok and exits 0."""
+    assert main(["config", "check", str(ROOT / "config.toml")]) == 0
+    assert capsys.readouterr().out.strip() == "ok"
+
+
+def test_environment_overrides_any_key(tmp_path: Path) -> None:
+    """TIERBOT__SECTION__KEY overrides the file, parsed as a TOML value."""
+    p = write(tmp_path, "[llm]\nprovider = 'offline'\n")
+    cfg = load_config(
+        p,
+        environ={
+            "TIERBOT__LLM__PROVIDER": "openai",
+            "TIERBOT__DEFAULTS__COMPACTION__BACKGROUND_THRESHOLD": "0.7",
+            "TIERBOT__ADAPTERS__DISCORD__ADMINS": '["42"]',
+        },
+    )
+    assert cfg.llm.provider == "openai"
+    assert cfg.defaults.compaction.background_threshold == 0.7
+    assert cfg.adapters.discord.admins == ["42"]
+
+
+def test_bad_environment_override_names_the_variable(tmp_path: Path) -> None:
+    """A bad override is reported with its key path and the variable that set it."""
+    with pytest.raises(ConfigError) as err:
+        load_config(None, environ={"TIERBOT__DEFAULTS__CONTEXT_WINDOW": "tiny"})
+    assert "defaults.context_window" in str(err.value)
+    assert "TIERBOT__DEFAULTS__CONTEXT_WINDOW" in str(err.value)
+
+
+def test_most_specific_channel_override_wins() -> None:
+    """Overrides apply by pattern; the most specific match wins over a broader one."""
+    cfg = validate_config(
+        {
+            "channels": [
+                {"match": "slack:T1:C9", "context_window": 4000},
+                {"match": "slack:*", "context_window": 8000, "respond": "mention",
+                 "compaction": {"background_threshold": 0.7}},
+            ]
+        },
+        "test",
+    )
+    exact = cfg.for_channel("slack:T1:C9")
+    assert exact.context_window == 4000
+    assert exact.compaction.background_threshold == 0.7
+    assert cfg.for_channel("slack:T1:C1").context_window == 8000
+    assert cfg.for_channel("discord:1:2").context_window == 32000
+    assert cfg.respond_for("slack:T1:C9") == "mention"
+    assert cfg.respond_for("discord:1:2") == "mention"  # the Discord adapter's default
+    assert cfg.respond_for("console:local") == "always"
+
+
+def test_secrets_are_named_not_stored() -> None:
+    """Credentials are configured as environment variable names only."""
+    cfg = Config()
+    assert cfg.adapters.discord.token_env == "DISCORD_TOKEN"
+    assert not hasattr(cfg.llm, "api_key")

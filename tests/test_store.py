@@ -1,0 +1,99 @@
+"""The SQLite store: durable appends, duplicates, atomic swaps, migrations, group commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.errors import StoreError
+from bot.messages import Message, Role, State
+from bot.store import ChannelState, Store
+
+
+def msg(pid: str, text: str = "hi", channel: str = "c", role: Role = Role.USER) -> Message:
+    return Message(channel=channel, platform_id=pid, role=role, text=text, tokens=3, ts=1.0)
+
+
+async def test_duplicate_platform_id_is_ignored_per_channel(tmp_path: Path) -> None:
+    """A redelivered platform id on the same channel is ignored; other channels may reuse it."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        first = await store.append(msg("p1"))
+        again = await store.append(msg("p1", "changed"))
+        other = await store.append(msg("p1", channel="d"))
+        assert first is not None and first.id > 0
+        assert again is None
+        assert other is not None
+        texts = [m.text async for m in store.export("c")]
+        assert texts == ["hi"]
+
+
+async def test_appends_survive_reopen_in_order(tmp_path: Path) -> None:
+    """What append acknowledged is there after closing and reopening, in order."""
+    path = tmp_path / "s.db"
+    async with await Store.open(path) as store:
+        await store.append_many([msg(f"p{i}", f"t{i}") for i in range(50)])
+    async with await Store.open(path) as store:
+        live = await store.load_live("c")
+        assert [m.text for m in live] == [f"t{i}" for i in range(50)]
+        nxt = await store.append(msg("new"))
+        assert nxt is not None and nxt.id > live[-1].id
+
+
+async def test_swap_archives_and_links_in_one_step(tmp_path: Path) -> None:
+    """A swap archives the covered messages, places the summary first and links them."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        stored = [m for m in await store.append_many([msg(f"p{i}") for i in range(6)]) if m]
+        covered = [m.id for m in stored[:3]]
+        summary = msg("sum", "summary", role=Role.SUMMARY).with_(pos=stored[0].pos)
+        placed = await store.swap("c", covered, summary, state=ChannelState(handled_upto=6))
+        assert placed is not None
+        live = await store.load_live("c")
+        assert [m.platform_id for m in live] == ["sum", "p3", "p4", "p5"]
+        assert await store.covered_by(placed.id) == covered
+        exported = [(m.platform_id, m.state) async for m in store.export("c")]
+        assert exported[:3] == [(f"p{i}", State.ARCHIVED) for i in range(3)]
+        assert (await store.channel_state("c")).handled_upto == 6
+
+
+async def test_failed_op_does_not_poison_the_batch(tmp_path: Path) -> None:
+    """One failing write is rolled back alone; writes batched with it still commit."""
+    async with await Store.open(tmp_path / "s.db") as store:
+
+        async def bad(db):
+            await db.execute("INSERT INTO nope VALUES (1)")
+
+        results = await asyncio.gather(
+            store.append(msg("a")), store.write(bad), store.append(msg("b")),
+            return_exceptions=True,
+        )  # fmt: skip
+        assert isinstance(results[1], Exception)
+        assert [m.platform_id async for m in store.export("c")] == ["a", "b"]
+
+
+async def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
+    """Many channels appending at once are committed in far fewer transactions."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await asyncio.gather(*(store.append(msg("x", channel=f"ch{i}")) for i in range(300)))
+        assert store.commits < 100
+        assert len(await store.channel_keys()) == 300
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A database from a newer tierbot is refused with an upgrade hint, not corrupted."""
+    path = tmp_path / "s.db"
+    async with await Store.open(path):
+        pass
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO schema_version VALUES (99)")
+    with pytest.raises(StoreError, match="upgrade tierbot"):
+        await Store.open(path)
+
+
+async def test_wal_mode(tmp_path: Path) -> None:
+    """The store runs in WAL mode so readers never block the writer."""
+    async with await Store.open(tmp_path / "s.db"):
+        with sqlite3.connect(tmp_path / "s.db") as db:
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

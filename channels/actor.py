@@ -314,6 +314,7 @@ class ChannelActor:
 
     async def _turn(self, users: list[Message]) -> None:
         last = users[-1]
+        started = time.monotonic()
         handle = None
         if self.deps.progress is not None:
             handle = await self.deps.progress(self.key, last.platform_id)
@@ -321,6 +322,12 @@ class ChannelActor:
             text = await self._complete()
             reply = await self._append(self._new(Role.ASSISTANT, text, reply_to=last.platform_id))
             await self.deps.deliver(Outbound(self.key, reply.text, reply_to=last.platform_id))
+            self.log.info(
+                "turn.completed",
+                messages=len(users),
+                duration=round(time.monotonic() - started, 4),
+                usage=round(self.usage, 4),
+            )
         finally:
             if handle is not None:
                 await handle.done()

@@ -206,6 +206,7 @@ def main() -> int:
                 continue
         print(f"{n:,} memories ...", file=sys.stderr)
         results.append(asyncio.run(run_size(n, args)))
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     cols = ["memories", "save_per_second", "recall_p50_ms", "recall_p99_ms",
             "reopen_seconds_median", "ann_recall_at_10", "db_mb"]  # fmt: skip
     print("| " + " | ".join(cols) + " |")

@@ -63,19 +63,16 @@ async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
     if not msgs:
         return 0
     authors = {m.author_id for m in msgs if m.author_id}
-    dead_authors, dead_pids = await forgetting.tombstoned(
-        g, authors, {m.platform_id for m in msgs}, with_times=True
-    )
-    msgs = [
-        m
-        for m in msgs
-        if m.platform_id not in dead_pids and not m.ts <= dead_authors.get(m.author_id, -math.inf)
-    ]
-    by_channel: dict[str, list[Message]] = defaultdict(list)
-    for m in msgs:
-        by_channel[m.channel].append(m)
     added = 0
-    async with g.lock:
+    async with g.lock:  # tombstones checked under the lock forget() takes
+        dead_authors, dead_pids = await forgetting.tombstoned(
+            g, authors, {m.platform_id for m in msgs}, with_times=True
+        )
+        by_channel: dict[str, list[Message]] = defaultdict(list)
+        for m in msgs:
+            forgotten_at = dead_authors.get(m.author_id, -math.inf)
+            if m.platform_id not in dead_pids and m.ts > forgotten_at:
+                by_channel[m.channel].append(m)
         for channel, group in by_channel.items():
             added += await _add_channel_episodes(g, channel, group)
     return added

@@ -132,7 +132,7 @@ async def recall(
     best = max(text_scores.values(), default=0.0)
     vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s > 0}
     rows: list[tuple[Any, ...]] = [c.row for c in cands.values()]
-    rows += await _rows(g, set(vec_scores) - set(cands), types, since)
+    rows += await _rows(g, _vector_only(g, text_scores, best, vec_scores, limit), types, since)
     for row in rows:
         c = _Cand(row)
         c.text = text_scores.get(c.rowid, 0.0) / best if best > 0 else 0.0
@@ -176,6 +176,22 @@ async def recall(
         async with g.lock:
             await g.flush_access()
     return hits
+
+
+def _vector_only(
+    g: MemoryGraph, text: dict[int, float], best: float, vec: dict[int, float], limit: int
+) -> set[int]:
+    """Vector candidates without a text match that could still reach the top ``limit``.
+
+    A vector-only candidate scores at most ``w * cosine``; a text candidate at least its
+    text share with every factor at its worst.  Skipping the hopeless ones saves a
+    round trip on most queries when the embedder's weight is small.
+    """
+    w = float(getattr(g.embedder, "recall_weight", VECTOR_WEIGHT))
+    floor = (1 - IMPORTANCE_SHARE) * (1 - RECENCY_SHARE) * SUPERSEDED_FACTOR / (1 + PERSON_BOOST)
+    sure = sorted(((1 - w) * s / best * floor for s in text.values()), reverse=True) if best else []
+    bar = sure[limit - 1] if len(sure) >= limit else 0.0
+    return {r for r, s in vec.items() if r not in text and w * s > bar}
 
 
 def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool]:

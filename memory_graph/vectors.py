@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,13 +28,15 @@ _EF_SEARCH = 384
 class VectorIndex:
     """An hnswlib inner-product index whose labels are ``memory_nodes.rowid``.
 
-    Not thread-safe for concurrent writes: the graph serialises mutations.
+    Thread-safe: hnswlib's ``add_items`` may not run alongside ``knn_query`` (nor may
+    ``set_ef`` change under a running query), so every operation holds one lock.
     """
 
     def __init__(self, dim: int, identity: str, *, capacity: int = 1024) -> None:
         self.dim = dim
         self.identity = identity
         self.max_label = 0
+        self._lock = threading.Lock()
         self._index = hnswlib.Index(space="ip", dim=dim)
         self._index.init_index(
             max_elements=max(capacity, 1024), ef_construction=_EF_CONSTRUCTION, M=_M
@@ -56,6 +59,7 @@ class VectorIndex:
             self = cls.__new__(cls)
             self.dim, self.identity = dim, identity
             self.max_label = int(meta["max_label"])
+            self._lock = threading.Lock()
             self._index = hnswlib.Index(space="ip", dim=dim)
             self._index.load_index(str(path), max_elements=int(meta["capacity"]))
             self._index.set_ef(_EF_SEARCH)
@@ -69,14 +73,16 @@ class VectorIndex:
         """Write the index then its metadata, each atomically (tmp file + rename)."""
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / (_INDEX_FILE + ".tmp")
-        self._index.save_index(str(tmp))
+        with self._lock:
+            self._index.save_index(str(tmp))
+            count, capacity = len(self), int(self._index.get_max_elements())
         size = tmp.stat().st_size
         os.replace(tmp, directory / _INDEX_FILE)
         meta = {
             "identity": self.identity,
             "dim": self.dim,
-            "count": len(self),
-            "capacity": int(self._index.get_max_elements()),
+            "count": count,
+            "capacity": capacity,
             "max_label": self.max_label,
             "bytes": size,
         }
@@ -88,19 +94,21 @@ class VectorIndex:
         """Insert or replace vectors; grows capacity geometrically."""
         if len(labels) == 0:
             return
-        need = len(self) + len(labels)
-        cap = int(self._index.get_max_elements())
-        if need > cap:
-            self._index.resize_index(max(need, cap * 2))
-        self._index.add_items(vectors, labels, replace_deleted=False)
-        self.max_label = max(self.max_label, int(labels.max()))
+        with self._lock:
+            need = len(self) + len(labels)
+            cap = int(self._index.get_max_elements())
+            if need > cap:
+                self._index.resize_index(max(need, cap * 2))
+            self._index.add_items(vectors, labels, replace_deleted=False)
+            self.max_label = max(self.max_label, int(labels.max()))
 
     def remove(self, label: int) -> None:
         """Hide ``label`` from searches (no-op when absent)."""
-        try:
-            self._index.mark_deleted(label)
-        except RuntimeError:
-            pass
+        with self._lock:
+            try:
+                self._index.mark_deleted(label)
+            except RuntimeError:
+                pass
 
     def search_many(
         self, vectors: np.ndarray, k: int, *, ef: int = _EF_SEARCH
@@ -112,9 +120,10 @@ class VectorIndex:
         if n == 0 or k <= 0 or len(vectors) == 0:
             return labels, sims
         kk = min(k, n)
-        self._index.set_ef(max(ef, kk))
         try:
-            found, dists = self._index.knn_query(vectors, k=kk)
+            with self._lock:
+                self._index.set_ef(max(ef, kk))
+                found, dists = self._index.knn_query(vectors, k=kk)
         except RuntimeError:
             return labels, sims
         labels[:, :kk] = found
@@ -137,10 +146,13 @@ class VectorIndex:
         if n == 0 or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         k = min(k, n)
-        self._index.set_ef(max(ef, k))
         while k > 0:
             try:
-                labels, dists = self._index.knn_query(vector, k=k, num_threads=1, filter=allowed)
+                with self._lock:
+                    self._index.set_ef(max(ef, k))
+                    labels, dists = self._index.knn_query(
+                        vector, k=k, num_threads=1, filter=allowed
+                    )
                 return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
             except RuntimeError:
                 # Fewer than k allowed (or reachable) elements: ask for fewer.

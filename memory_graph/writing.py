@@ -76,44 +76,54 @@ async def save_many(g: MemoryGraph, items: Sequence[MemoryDraft]) -> list[SaveRe
         return []
     for d in items:
         validate_draft(d)
+    vecs = await asyncio.to_thread(g.embedder.embed, [d.content for d in items])
+    async with g.lock:
+        # Checked under the write lock: a forget() cannot slip in between the tombstone
+        # check and the write, and a referenced memory cannot vanish before its edge lands.
+        await _check_references(g, items)
+        plans = await _live_plans(g, items, vecs)
+        await _dedupe(g, plans)
+        return await _write(g, plans)
+
+
+async def _check_references(g: MemoryGraph, items: Sequence[MemoryDraft]) -> None:
     refs = {r for d in items for r in (*d.related_to, *([d.supersedes] if d.supersedes else []))}
-    known: dict[str, tuple[int, str, str]] = {}
-    if refs:
-        rows = await fetch_all(
-            g.db,
-            f"SELECT id, rowid, channel, type FROM memory_nodes WHERE id IN ({marks(len(refs))})",
-            list(refs),
-        )
-        known = {i: (r, ch, t) for i, r, ch, t in rows}
+    if not refs:
+        return
+    rows = await fetch_all(
+        g.db,
+        f"SELECT id, rowid, channel, type FROM memory_nodes WHERE id IN ({marks(len(refs))})",
+        list(refs),
+    )
+    known = {i: (r, ch, t) for i, r, ch, t in rows}
     for d in items:
-        for arg, ids in (("related_to", d.related_to), ("supersedes", [d.supersedes] or [])):
-            for ref in ids:
-                if ref is None:
-                    continue
-                hit = known.get(ref)
-                if hit is None or not g.visible(d.channel, hit[1]):
-                    raise _fail(arg, f"no memory with id {ref!r}")
-                if arg == "supersedes" and hit[2] == "episode":
-                    raise _fail(
-                        arg, f"{ref!r} is an archived message; only memories can be superseded"
-                    )
+        checks = [("related_to", r) for r in d.related_to]
+        if d.supersedes:
+            checks.append(("supersedes", d.supersedes))
+        for arg, ref in checks:
+            hit = known.get(ref)
+            if hit is None or not g.visible(d.channel, hit[1]):
+                raise _fail(arg, f"no memory with id {ref!r}")
+            if arg == "supersedes" and hit[2] == "episode":
+                raise _fail(arg, f"{ref!r} is an archived message; only memories can be superseded")
+
+
+async def _live_plans(
+    g: MemoryGraph, items: Sequence[MemoryDraft], vecs: np.ndarray
+) -> list[_Plan]:
+    """Plans for the drafts, forgotten sources dropped; refuses drafts that were forgotten."""
     dead_authors, dead_pids = await forgetting.tombstoned(
         g, {d.author_id for d in items if d.author_id}, {s for d in items for s in d.sources}
     )
     plans = []
-    for d in items:
+    for d, vec in zip(items, vecs, strict=True):
         if d.author_id in dead_authors:
             raise _fail("author_id", f"author {d.author_id!r} was forgotten; nothing is saved")
         live = [s for s in dict.fromkeys(d.sources) if s not in dead_pids]
         if d.sources and not live:
             raise _fail("sources", "every source message was forgotten; nothing is saved")
-        plans.append(_Plan(draft=d, vector=np.empty(0), sources=live))
-    vecs = await asyncio.to_thread(g.embedder.embed, [d.content for d in items])
-    for p, v in zip(plans, vecs, strict=True):
-        p.vector = v
-    async with g.lock:
-        await _dedupe(g, plans)
-        return await _write(g, plans)
+        plans.append(_Plan(draft=d, vector=vec, sources=live))
+    return plans
 
 
 async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
@@ -249,6 +259,14 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
         ]
         p.edges += [(p.rowid, e, "mentions", 1.0) for e in _mentioned(g, ws, d.content)]
         edge_rows += [(*e, now) for e in p.edges]
+    # The vector index is filled while SQLite writes (both release the GIL).  Should the
+    # transaction fail, the labels hold vectors of rows that do not exist: invisible to
+    # searches (unregistered) and overwritten when the labels are handed out again.
+    adding = None
+    if new:
+        labels = np.array([p.rowid for p in new], dtype=np.int64)
+        matrix = np.stack([p.vector for p in new]).astype(np.float32)
+        adding = asyncio.ensure_future(asyncio.to_thread(g.vectors.add, labels, matrix))
     try:
         await g.db.execute("BEGIN IMMEDIATE")
         await g.db.executemany(
@@ -282,10 +300,9 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
         await g.db.execute("ROLLBACK")
         g.next_rowid = start_rowid
         raise
-    if new:
-        labels = np.array([p.rowid for p in new], dtype=np.int64)
-        matrix = np.stack([p.vector for p in new]).astype(np.float32)
-        await asyncio.to_thread(g.vectors.add, labels, matrix)
+    finally:
+        if adding is not None:
+            await adding
     for p, fts_row in zip(new, fts_rows, strict=True):
         g.count_terms(fts_row[1])
         g.register(p.rowid, workspace_of(p.draft.channel), p.draft.channel)

@@ -62,7 +62,7 @@ class HashingEmbedder:
 
     recall_weight = 0.1
 
-    def __init__(self, dim: int = 256, pair_weight: float = 0.5) -> None:
+    def __init__(self, dim: int = 128, pair_weight: float = 0.5) -> None:
         if dim < 16:
             raise ValueError("dim must be at least 16")
         self._dim = dim

@@ -21,7 +21,7 @@ import numpy as np
 _INDEX_FILE = "vectors.hnsw"
 _META_FILE = "vectors.json"
 _M = 24
-_EF_CONSTRUCTION = 64
+_EF_CONSTRUCTION = 48
 _EF_SEARCH = 384
 
 

@@ -34,7 +34,8 @@ class Embedder(Protocol):
     vector index stores it and is rebuilt (every node re-embedded) when it changes.
     ``embed`` is synchronous and may be slow: the graph calls it in a worker thread.
     An embedder may also carry ``recall_weight`` (0..1), the share of vector
-    similarity in recall's relevance (default 0.4).
+    similarity in recall's relevance (default 0.4), and ``min_similarity``, the
+    cosine below which its hits are noise (default 0.2).
     """
 
     @property

@@ -34,6 +34,8 @@ BM25_WEIGHTS = (1.0, 0.6, 0.3, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
 #: Share of relevance given to vector similarity when the embedder does not say
 #: (an embedder may set ``recall_weight``: the lexical default sets 0.1, see embedders.py).
 VECTOR_WEIGHT = 0.4
+#: Cosine below which a vector hit is noise (an embedder may set ``min_similarity``).
+MIN_SIMILARITY = 0.2
 PERSON_BOOST = 0.5
 FTS_CANDIDATES = 60
 VECTOR_CANDIDATES = 20
@@ -130,7 +132,8 @@ async def recall(
                 cands[int(fts_row[0])] = _Cand(tuple(fts_row))
     labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
-    vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s > 0}
+    floor = float(getattr(g.embedder, "min_similarity", MIN_SIMILARITY))
+    vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s >= floor}
     rows: list[tuple[Any, ...]] = [c.row for c in cands.values()]
     rows += await _rows(g, _vector_only(g, text_scores, best, vec_scores, limit), types, since)
     for row in rows:

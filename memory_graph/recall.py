@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bot.errors import ToolError
+from bot.messages import workspace_of
 
 from .text import fts_query, tag, terms
 from .types import EDGE_MULTIPLIER, MAX_RECALL_LIMIT, MemoryType, RecallHit
@@ -231,8 +232,6 @@ async def _rows(
 
 def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:
     """Author ids and ``#rowid`` entity keys whose names the query mentions."""
-    from bot.messages import workspace_of
-
     table = g.names.get(workspace_of(channel), {})
     return {key for t in q_terms for key in table.get(t, ())}
 

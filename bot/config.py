@@ -54,6 +54,16 @@ class CompactionConfig(_Model):
     max_summary_tokens: int = Field(512, ge=32, le=32_000)
     summary_share: float = Field(0.25, gt=0.0, lt=1.0)
     notice: bool = False
+    # Branches and task workers (branches/, workers/task.py).
+    max_overflow_retries: int = Field(default=2, ge=0, le=10)
+    max_concurrent_branches: int = Field(default=5, ge=0, le=100)
+    branch_max_turns: int = Field(default=6, ge=1, le=100)
+    branch_timeout_seconds: float = Field(default=120.0, gt=0)
+    turns_per_segment: int = Field(default=25, ge=1, le=1000)
+    max_segments: int = Field(default=10, ge=1, le=1000)
+    segment_compact_threshold: float = Field(default=0.70, gt=0.0, lt=1.0)
+    max_concurrent_workers: int = Field(default=3, ge=0, le=100)
+    worker_timeout_seconds: float = Field(default=600.0, gt=0)
 
 
 _THRESHOLD_ORDER = (
@@ -90,6 +100,15 @@ class CompactionOverride(_Model):
     max_summary_tokens: int | None = Field(None, ge=32, le=32_000)
     summary_share: float | None = Field(None, gt=0.0, lt=1.0)
     notice: bool | None = None
+    max_overflow_retries: int | None = Field(default=None, ge=0, le=10)
+    max_concurrent_branches: int | None = Field(default=None, ge=0, le=100)
+    branch_max_turns: int | None = Field(default=None, ge=1, le=100)
+    branch_timeout_seconds: float | None = Field(default=None, gt=0)
+    turns_per_segment: int | None = Field(default=None, ge=1, le=1000)
+    max_segments: int | None = Field(default=None, ge=1, le=1000)
+    segment_compact_threshold: float | None = Field(default=None, gt=0.0, lt=1.0)
+    max_concurrent_workers: int | None = Field(default=None, ge=0, le=100)
+    worker_timeout_seconds: float | None = Field(default=None, gt=0)
 
 
 class DefaultsConfig(_Model):
@@ -210,6 +229,8 @@ class WorkersConfig(_Model):
     compaction_timeout_seconds: float = Field(120.0, gt=0)
     retry_base_seconds: float = Field(5.0, ge=0)
     retry_max_seconds: float = Field(300.0, gt=0)
+    branch_concurrency: int = Field(default=16, ge=1, le=10_000)
+    task_worker_concurrency: int = Field(default=4, ge=1, le=10_000)
 
 
 class MemoryConfig(_Model):

@@ -83,6 +83,37 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX compactions_channel ON compactions (channel, started);
     """,
+    # 2: branches and task workers (workers/task.py): one row per run, and every message a
+    # run produced, including the ones its own compaction later dropped (dropped_by > 0).
+    """
+    CREATE TABLE tasks (
+        id INTEGER PRIMARY KEY,
+        channel TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        task TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created REAL NOT NULL,
+        finished REAL,
+        result TEXT NOT NULL DEFAULT '',
+        error TEXT NOT NULL DEFAULT '',
+        stats TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX tasks_channel ON tasks (channel, created);
+    CREATE TABLE task_messages (
+        id INTEGER PRIMARY KEY,
+        task_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        segment INTEGER NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'message',
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        tool_calls TEXT NOT NULL DEFAULT '[]',
+        tool_call_id TEXT NOT NULL DEFAULT '',
+        dropped_by INTEGER NOT NULL DEFAULT 0,
+        ts REAL NOT NULL,
+        UNIQUE (task_id, seq)
+    );
+    """,
 )
 
 _COLUMNS = "id, channel, platform_id, role, author_id, author_name, text, ts, tokens, state, pos, meta"

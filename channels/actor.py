@@ -18,7 +18,7 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import structlog
@@ -31,9 +31,11 @@ from bot.messages import Message, Role, State
 from bot.retry import Backoff
 from bot.store import ChannelState, CompactionRecord, Store
 from bot.tokens import TokenCounter
+from branches import Delegation
 from channels.context import LiveContext
 from compactor import Compactor, Kind, Plan
 from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
+from workers.task import TaskOutcome, TaskPool
 
 log = structlog.get_logger("tierbot.channel")
 
@@ -69,6 +71,7 @@ class ChannelDeps:
     respond_mode: Callable[[str], RespondMode]
     memory: MemoryAccess | None = None
     progress: Callable[[str, str | None], Awaitable[ProgressHandle | None]] | None = None
+    tasks: TaskPool = field(default_factory=TaskPool)  # process-wide branch/worker slots, tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,11 @@ class _WorkerDone:
     plan: Plan
     outcome: CompactionOutcome | None
     error: BaseException | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Delegated:
+    outcome: TaskOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +119,11 @@ class ChannelActor:
         self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self.delegation = Delegation(
+            key, config=deps.config, llm=deps.llm, counter=deps.counter, store=deps.store,
+            pool=deps.tasks, recall=deps.memory, writer=deps.worker.memory,
+            on_done=lambda outcome: self._mailbox.put_nowait(_Delegated(outcome)),
+        )  # fmt: skip
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -138,6 +151,13 @@ class ChannelActor:
         self._stopped = True
         await self._mailbox.put(_STOP)
         await self._task
+        # Branches and workers die with the channel; their end is recorded for the next start.
+        ended = await self.delegation.aclose()
+        while not self._mailbox.empty():
+            item = self._mailbox.get_nowait()
+            ended += [item.outcome] if isinstance(item, _Delegated) else []
+        for outcome in ended:
+            await self._record_outcome(outcome, live=False)
 
     @property
     def done(self) -> bool:
@@ -145,7 +165,12 @@ class ChannelActor:
 
     def idle(self) -> bool:
         """Nothing queued, nothing being handled, no compaction in flight."""
-        return self._mailbox.empty() and not self.busy and self.compactor.running is None
+        return (
+            self._mailbox.empty()
+            and not self.busy
+            and self.compactor.running is None
+            and not self.delegation.running
+        )
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -177,6 +202,7 @@ class ChannelActor:
             while not self._mailbox.empty():
                 batch.append(self._mailbox.get_nowait())
             incoming: list[Message] = []
+            woken: list[str | None] = []
             stop = False
             for item in batch:
                 try:
@@ -189,6 +215,9 @@ class ChannelActor:
                         incoming.extend(item.messages)
                     elif isinstance(item, _WorkerDone):
                         await self._apply(item)
+                    elif isinstance(item, _Delegated):
+                        if await self._record_outcome(item.outcome, live=True):
+                            woken.append(item.outcome.origin)
                     elif isinstance(item, _Call):
                         try:
                             item.future.set_result(await item.fn(self))
@@ -199,6 +228,11 @@ class ChannelActor:
             if incoming:
                 try:
                     await self._respond_if_due(incoming)
+                except Exception:
+                    self.log.exception("channel.turn_failed")
+            if woken and not any(m.role is Role.USER for m in incoming):
+                try:
+                    await self._wake(woken[-1])
                 except Exception:
                     self.log.exception("channel.turn_failed")
             self.last_active = time.monotonic()
@@ -236,7 +270,7 @@ class ChannelActor:
         key = (s.system_prompt, tuple(t.name for t in tools))
         if key == self._fixed_key:
             return
-        schema = json.dumps([t.__dict__ for t in tools]) if tools else ""
+        schema = json.dumps([asdict(t) for t in tools]) if tools else ""
         self._fixed_key = key
         self.ctx.set_fixed(
             self.deps.counter.count_message(s.system_prompt) + self.deps.counter.count(schema)
@@ -293,7 +327,10 @@ class ChannelActor:
     # -- a turn -----------------------------------------------------------------------------
 
     def _tools(self) -> list[ToolSpec]:
-        return [self.deps.memory.recall_tool()] if self.deps.memory is not None else []
+        memory = [self.deps.memory.recall_tool()] if self.deps.memory is not None else []
+        # A listen-only channel never calls its model: it could not delegate anything.
+        listening = self.deps.respond_mode(self.key) == "listen"
+        return memory + ([] if listening else self.delegation.tools())
 
     def build_prompt(self) -> list[ChatMessage]:
         """The provider-neutral request for the current live context."""
@@ -368,6 +405,11 @@ class ChannelActor:
             await self._append(self._new(Role.TOOL_RESULT, result, call_id=c.id, tool=c.name))
 
     async def _tool(self, call: ToolCall) -> str:
+        if self.delegation.handles(call.name):
+            origin = next((m for m in reversed(self.ctx.items) if m.role is Role.USER), None)
+            return await self.delegation.start(
+                call, self.build_prompt(), origin=origin.platform_id if origin else None
+            )
         memory = self.deps.memory
         if call.name == "memory_recall" and memory is not None:
             try:
@@ -375,6 +417,46 @@ class ChannelActor:
             except ToolError as exc:
                 return json.dumps({"error": str(exc)})
         return json.dumps({"error": f"unknown tool {call.name!r}"})
+
+    # -- branches and workers -----------------------------------------------------------------
+
+    async def _record_outcome(self, outcome: TaskOutcome, *, live: bool) -> bool:
+        """Put a finished branch or worker into the history; True if a turn should follow.
+
+        A branch's conclusion (or failure) enters as a tool call/result pair the
+        model reads in its next turn; a worker's result is posted to the channel.
+        ``live=False`` (the actor has stopped) writes to the store only.
+        """
+        if outcome.kind == "branch":
+            call = {"id": outcome.id, "name": "branch_result", "arguments": {"id": outcome.id}}
+            entries = [self._new(Role.TOOL_CALL, f"branch_result({outcome.id})", calls=[call]),
+                       self._new(Role.TOOL_RESULT, outcome.as_tool_result(), call_id=outcome.id,
+                                 tool="branch_result")]  # fmt: skip
+        else:
+            entries = [self._new(Role.ASSISTANT, outcome.report(), reply_to=outcome.origin,
+                                 worker=outcome.id, status=outcome.status)]  # fmt: skip
+        for entry in entries:
+            if live:
+                await self._append(entry)
+            else:
+                await self.deps.store.append(entry)
+        if outcome.kind == "worker" and live:
+            await self.deps.deliver(Outbound(self.key, outcome.report(), reply_to=outcome.origin))
+        return live and outcome.kind == "branch" and outcome.status != "cancelled"
+
+    async def _wake(self, origin: str | None) -> None:
+        """A branch came back while nobody was talking: answer the message that started it."""
+        if self.deps.respond_mode(self.key) == "listen":
+            return
+        users = [m for m in self.ctx.items if m.role is Role.USER]
+        asked = next((m for m in reversed(users) if m.platform_id == origin), None)
+        if asked is None and not users:
+            return
+        self.in_turn = True
+        try:
+            await self._turn([asked or users[-1]])
+        finally:
+            self.in_turn = False
 
     # -- compaction ---------------------------------------------------------------------------
 
@@ -624,6 +706,7 @@ class ChannelActor:
             "compaction_running": self.compactor.running.kind.value
             if self.compactor.running
             else None,
+            "background": self.delegation.status(),
             "thresholds": {
                 "background": s.compaction.background_threshold,
                 "aggressive": s.compaction.aggressive_threshold,

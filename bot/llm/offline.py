@@ -13,6 +13,12 @@ What it does:
   names or identifiers, kept in chronological order within ``max_tokens``; and
   when ``memory_save`` is offered it calls it with rule-based typed memories
   (identity, preference, decision, goal, todo, event, fact).
+* **chat** with a ``branch`` tool: when neither the context nor memory covers a
+  question, it branches (``branch(task=question)``), says it is looking further
+  back, and answers from the branch's conclusion when it comes back.
+* **branch** and **worker** search first (``memory_recall`` and
+  ``conversation_search``, whichever is offered, with the task as the query),
+  then conclude with the best match.
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ _QUESTION_START = re.compile(
 )
 _GREETING = re.compile(r"^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|evening))\b", re.I)
 _MEMORY_TAG = re.compile(r"<memory\b[^>]*>(.*?)</memory>", re.S)
+# The notes workers.task adds to a branch's or worker's context: never the task itself.
+_NOTE = re.compile(r"^(Older context has been compacted|You have used all your tool turns)")
+_SEARCH_TOOLS = ("memory_recall", "conversation_search")
+_HOLDING = "Let me look further back for that; I'll answer in a moment."
 _IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
 
 # (memory type, default importance, pattern); first match wins, most specific first.
@@ -221,6 +231,8 @@ class OfflineProvider:
         tool_names = {t.name for t in tools}
         if purpose == "summary":
             result = await asyncio.to_thread(self._summarize, messages, tool_names, max_tokens)
+        elif purpose in ("branch", "worker"):
+            result = await asyncio.to_thread(self._delegate, messages, tool_names, max_tokens)
         else:
             result = await asyncio.to_thread(self._chat, messages, tool_names, max_tokens)
         text, calls = result
@@ -288,10 +300,16 @@ class OfflineProvider:
         if score < 0.34 and "memory_recall" in tools and not tool_results:
             call = ToolCall("recall-0", "memory_recall", {"query": question.content, "limit": 5})
             return "", [call]
+        started, concluded = _delegated(tool_results)
+        if (best is None or score < 0.2) and not concluded:
+            if "branch" in tools and not started:
+                return "", [ToolCall("branch-0", "branch", {"task": question.content})]
+            if started:
+                return _HOLDING, []
         if best is None or score < 0.2:
             return "I don't know yet: nothing I can see or remember covers that.", []
         source, text = best
-        reply = f"{source} «{text}»"
+        reply = f"{source} «{text}»" if source else text
         return self.counter.truncate(reply, max_tokens), []
 
     @staticmethod
@@ -304,8 +322,12 @@ class OfflineProvider:
                 hits = json.loads(m.content)
             except json.JSONDecodeError:
                 continue
+            if isinstance(hits, dict) and hits.get("conclusion"):
+                out.append(("", str(hits["conclusion"])))  # a branch's, already attributed
             for h in hits if isinstance(hits, list) else []:
-                if isinstance(h, dict) and h.get("content"):
+                if isinstance(h, dict) and h.get("content") and h.get("author"):
+                    out.append((f"Earlier, {h['author']} said:", str(h["content"])))
+                elif isinstance(h, dict) and h.get("content"):
                     out.append(("I remember:", str(h["content"])))
         for m in history:
             if m.role == "user":
@@ -330,3 +352,41 @@ class OfflineProvider:
         # Later evidence wins ties: it is the most recent thing said about the topic.
         i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), k))
         return pool[i], scores[i]
+
+    # -- branch and worker ---------------------------------------------------------
+
+    def _delegate(
+        self, messages: Sequence[ChatMessage], tools: set[str], max_tokens: int
+    ) -> tuple[str, list[ToolCall]]:
+        """Search with the task as the query, then conclude with the best match."""
+        task_at = max(
+            (i for i, m in enumerate(messages) if m.role == "user" and not _NOTE.match(m.content)),
+            default=-1,
+        )
+        if task_at < 0:
+            return "There was no task to work on.", []
+        task = messages[task_at].content
+        results = [m for m in messages[task_at + 1 :] if m.role == "tool"]
+        search = [name for name in _SEARCH_TOOLS if name in tools]
+        if search and not results:
+            args = {"query": task, "limit": 5}
+            return "", [ToolCall(f"search-{i}", n, dict(args)) for i, n in enumerate(search)]
+        best, score = self._best(task, self._candidates(messages[:task_at], results))
+        if best is None or score < 0.2:
+            return "Nothing I could find covers that.", []
+        source, text = best
+        return self.counter.truncate(f"{source} «{text}»" if source else text, max_tokens), []
+
+
+def _delegated(tool_results: Sequence[ChatMessage]) -> tuple[bool, bool]:
+    """Whether a branch was started in this turn, and whether one has come back."""
+    started = concluded = False
+    for m in tool_results:
+        try:
+            body = json.loads(m.content)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(body, dict):
+            started |= str(body.get("started", "")).startswith("branch-")
+            concluded |= "branch" in body
+    return started, concluded

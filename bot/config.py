@@ -252,6 +252,19 @@ class MemoryConfig(_Model):
     maintenance_interval_seconds: float = Field(3600.0, gt=0)
 
 
+class OpsConfig(_Model):
+    """``[ops]``: the local HTTP endpoint serving /health, /metrics and /status.
+
+    Off by default.  /status names channels and recent failures, so keep
+    ``host`` on the loopback interface unless the port is firewalled.
+    """
+
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=8686, ge=0, le=65535)
+    metrics_top_channels: int = Field(default=50, ge=0, le=10_000)
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelSettings:
     """The effective settings of one channel, overrides applied."""
@@ -273,6 +286,7 @@ class Config(_Model):
     adapters: AdaptersConfig = AdaptersConfig()
     workers: WorkersConfig = WorkersConfig()
     memory: MemoryConfig = MemoryConfig()
+    ops: OpsConfig = OpsConfig()
     channels: list[ChannelOverride] = []
 
     _source: str = PrivateAttr(default="<defaults>")

@@ -23,6 +23,7 @@ from bot.config import Config, RespondMode
 from bot.llm.base import LLMProvider
 from bot.llm.factory import make_provider
 from bot.messages import InboundMessage
+from bot.metrics import MeteredMemory, MeteredProvider, Metrics
 from bot.store import Store
 from bot.tokens import TokenCounter, encoding_for_model, get_counter
 from channels import ChannelDeps, ChannelRegistry
@@ -60,6 +61,7 @@ class Runtime(Dispatcher):
         self.pool: WorkerPool
         self.registry: ChannelRegistry
         self.memory: Any = None
+        self.metrics = Metrics(self)
         self._closed = False
 
     # -- lifecycle -------------------------------------------------------------------
@@ -69,9 +71,18 @@ class Runtime(Dispatcher):
         return self._config
 
     def set_config(self, config: Config) -> None:
-        """Swap in a new validated config; channels read it at their next check."""
+        """Swap in a new validated config; channels read it at their next check.
+
+        Running adapters get their new section (allow-lists, admins, respond
+        mode are read per message); keys only read at start need a restart.
+        """
         self._config = config
         self.pool.set_concurrency(config.workers.compaction_concurrency)
+        self.registry.deps.worker.timeout = config.workers.compaction_timeout_seconds
+        for name, adapter in self.adapters.items():
+            section = getattr(config.adapters, name, None)
+            if section is not None and hasattr(adapter, "config"):
+                adapter.config = section  # type: ignore[attr-defined]
 
     async def __aenter__(self) -> Runtime:
         cfg = self._config
@@ -84,6 +95,7 @@ class Runtime(Dispatcher):
         )
         if self._llm is None:
             self._llm = make_provider(cfg.llm, self.counter, self._environ)
+        self._llm = MeteredProvider(self._llm, self.metrics)
         self.memory = await self._open_memory()
         self.pool = WorkerPool(cfg.workers.compaction_concurrency)
         self.pool.start()
@@ -102,11 +114,15 @@ class Runtime(Dispatcher):
             worker=worker,
             deliver=self.deliver,
             respond_mode=self.respond_mode,
-            memory=self.memory.access() if self.memory is not None else None,
+            memory=MeteredMemory(self.memory.access(), self.metrics)
+            if self.memory is not None
+            else None,
             progress=self._progress,
         )
         self.registry = ChannelRegistry(deps)
         self.registry.start_sweeper()
+        self.metrics.watch_pool("compaction", self.pool)
+        self.metrics.attach()
         log.info("runtime.started", provider=self._llm.name, store=str(cfg.storage_path()))
         return self
 
@@ -145,6 +161,7 @@ class Runtime(Dispatcher):
         if self._llm is not None:
             await self._llm.aclose()
         await self.store.aclose()
+        self.metrics.detach()
         log.info("runtime.stopped")
 
     # -- adapters --------------------------------------------------------------------
@@ -167,11 +184,14 @@ class Runtime(Dispatcher):
         adapter = self._adapter_for(out.channel)
         if adapter is None:
             self.outbox.sent.append(out)
+            self.metrics.message_out(out.channel)
             return
         try:
             await adapter.send(out)
         except Exception as exc:
             log.error("reply.delivery_failed", channel=out.channel, error=str(exc))
+            return
+        self.metrics.message_out(out.channel)
 
     async def _progress(self, channel: str, message_id: str | None) -> Any:
         adapter = self._adapter_for(channel)
@@ -189,7 +209,10 @@ class Runtime(Dispatcher):
     # -- Dispatcher --------------------------------------------------------------------
 
     async def submit(self, message: InboundMessage) -> Delivery:
-        return await self.registry.submit(message)
+        delivery = await self.registry.submit(message)
+        if delivery.accepted:
+            self.metrics.message_in(message.channel)
+        return delivery
 
     async def command(self, message: InboundMessage, *, is_admin: bool) -> str | None:
         return await run_command(self, message, is_admin=is_admin)

@@ -172,6 +172,11 @@ class ChannelActor:
             and not self.delegation.running
         )
 
+    @property
+    def mailbox_depth(self) -> int:
+        """Items waiting in the mailbox (message batches, worker results, commands)."""
+        return self._mailbox.qsize()
+
     # -- inputs ------------------------------------------------------------------------
 
     async def put(self, messages: Sequence[Message]) -> None:

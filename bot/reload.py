@@ -1,0 +1,290 @@
+"""Live reload of config.toml: watch the file, validate in full, apply what can apply live.
+
+:class:`ConfigWatcher` polls the file's content hash every ``interval``
+seconds (a ``touch`` is not a change), waits until it stops changing
+(``debounce``), and reloads; SIGHUP (:meth:`ConfigWatcher.request_reload`)
+takes the same path at once.  A reload:
+
+1. loads and validates the whole file exactly like startup; an invalid edit
+   is rejected (``config.rejected`` with the ConfigError text naming every key
+   path) and the last good config keeps running;
+2. diffs it against the running config, key path by key path, and splits the
+   changes into *live* keys (:data:`LIVE_KEYS`) and keys that need a restart;
+3. builds the effective config: the new file, with every restart-required key
+   kept at its running value, and hands it to ``runtime.set_config``; channels
+   pick it up at their next check, per-channel overrides are resolved once for
+   the new config object;
+4. logs ``config.reloaded`` (live keys), ``config.restart_required`` (keys that
+   wait for a restart, compared with what is running, so reverting an edit
+   clears them) or ``config.unchanged``.
+
+A key not matched by :data:`LIVE_KEYS` needs a restart: a new setting is
+reported as such until the code reading it reads ``runtime.config`` at each
+use and is listed here (and in docs/operations.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import hashlib
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+from pydantic import BaseModel
+
+from bot.config import Config, load_config
+from bot.errors import ConfigError
+from bot.logging import set_log_level
+
+if TYPE_CHECKING:
+    from bot.runtime import Runtime
+
+log = structlog.get_logger("tierbot.reload")
+
+LIVE_KEYS: tuple[str, ...] = (
+    "defaults.*",  # context windows, prompts, respond, reply caps, every compaction and
+    # branch/worker threshold and fraction (read by channels at each check)
+    "channels",  # [[channels]] overrides, resolved once per new config
+    "workers.*",  # pool sizes and timeouts, compaction retry backoff
+    "adapters.*.respond",
+    "adapters.*.allowed_*",  # allow-lists and admin lists are read per message
+    "adapters.*.admins",
+    "adapters.console.user",
+    "logging.level",
+    "ops.metrics_top_channels",
+)
+"""Key-path patterns that apply to a running bot; everything else needs a restart."""
+
+Outcome = Literal["applied", "unchanged", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadResult:
+    """What one reload did: applied live keys, keys waiting for a restart, or the error."""
+
+    outcome: Outcome
+    live: tuple[str, ...] = ()
+    restart_required: tuple[str, ...] = ()
+    error: str = ""
+    at: float = 0.0
+    trigger: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "live": list(self.live),
+            "restart_required": list(self.restart_required),
+            "error": self.error,
+            "at": self.at,
+            "trigger": self.trigger,
+        }
+
+
+def is_live(path: str) -> bool:
+    """Whether a change to key ``path`` applies without a restart."""
+    return any(fnmatch.fnmatchcase(path, pattern) for pattern in LIVE_KEYS)
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, path + "."))
+        else:
+            out[path] = value  # lists (allow-lists, [[channels]]) compare as one value
+    return out
+
+
+def changed_keys(old: Config, new: Config) -> list[str]:
+    """Key paths whose value differs between ``old`` and ``new``, sorted."""
+    a, b = _flatten(old.model_dump()), _flatten(new.model_dump())
+    return sorted(k for k in a.keys() | b.keys() if a.get(k, _MISSING) != b.get(k, _MISSING))
+
+
+_MISSING = object()
+
+
+def _keep(model: BaseModel, running: BaseModel, parts: list[str]) -> BaseModel:
+    """``model`` with the value at ``parts`` taken from ``running`` (no revalidation)."""
+    head = parts[0]
+    if len(parts) == 1:
+        return model.model_copy(update={head: getattr(running, head)})
+    child = _keep(getattr(model, head), getattr(running, head), parts[1:])
+    return model.model_copy(update={head: child})
+
+
+def effective_config(new: Config, running: Config, restart_keys: list[str]) -> Config:
+    """``new`` with every key in ``restart_keys`` kept at its ``running`` value."""
+    out: BaseModel = new
+    for key in restart_keys:
+        out = _keep(out, running, key.split("."))
+    assert isinstance(out, Config)
+    return out
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+class ConfigWatcher:
+    """Reloads ``path`` into ``runtime`` when it changes or on SIGHUP; an async context manager.
+
+    Never raises out of a reload: a bad edit is logged and reported in
+    :attr:`last`, and the running config stays.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        path: str | os.PathLike[str],
+        *,
+        interval: float = 1.0,
+        debounce: float = 0.5,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.path = Path(path)
+        self.interval = interval
+        self.debounce = debounce
+        self._environ = environ
+        self.last: ReloadResult | None = None
+        self.last_applied: ReloadResult | None = None
+        self.restart_required: tuple[str, ...] = ()
+        self._digest = _digest(self.path)
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._forced = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ConfigWatcher:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def start(self) -> None:
+        """Start watching (idempotent)."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._watch(), name="config-watcher")
+
+    async def aclose(self) -> None:
+        """Stop watching; a reload in progress finishes first. Safe to call twice."""
+        task, self._task = self._task, None
+        if task is not None:
+            async with self._lock:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def request_reload(self) -> None:
+        """Reload as soon as possible, changed or not (the SIGHUP handler)."""
+        self._forced = True
+        self._wake.set()
+
+    async def _watch(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            if self._forced:
+                self._forced = False
+                await self.reload("signal")
+                continue
+            # A hash, not the mtime: coarse mtimes miss a quick same-size edit, and a
+            # touch without a change is no reload.  The file is small.
+            digest = _digest(self.path)
+            if digest == self._digest:
+                continue
+            # Let the editor finish: reload once the content holds still.
+            while True:
+                await asyncio.sleep(self.debounce)
+                now = _digest(self.path)
+                if now == digest:
+                    break
+                digest = now
+            if digest != self._digest:
+                await self.reload("file")
+
+    async def reload(self, trigger: str = "manual") -> ReloadResult:
+        """Validate the file and apply what applies live; see the module docstring."""
+        async with self._lock:
+            result = self._reload(trigger)
+        self.last = result
+        if result.outcome == "applied":
+            self.last_applied = result
+        return result
+
+    def _reload(self, trigger: str) -> ReloadResult:
+        metrics = self.runtime.metrics
+        now = time.time()
+        self._digest = _digest(self.path)
+        try:
+            new = load_config(self.path, self._environ)
+        except ConfigError as exc:
+            metrics.config_reloads.labels("rejected").inc()
+            log.error(
+                "config.rejected",
+                path=str(self.path),
+                trigger=trigger,
+                keys=[p.path for p in exc.problems],
+                error=str(exc),
+                hint="the last good config keeps running; fix the file and save it again",
+            )
+            return ReloadResult(
+                "rejected",
+                restart_required=self.restart_required,
+                error=str(exc),
+                at=now,
+                trigger=trigger,
+            )
+        running = self.runtime.config
+        changes = changed_keys(running, new)
+        live = tuple(k for k in changes if is_live(k))
+        restart = tuple(k for k in changes if not is_live(k))
+        if restart != self.restart_required and restart:
+            log.warning(
+                "config.restart_required",
+                path=str(self.path),
+                keys=list(restart),
+                hint="these keys keep their running values until tierbot restarts",
+            )
+        self.restart_required = restart
+        metrics.config_restart_pending.set(len(restart))
+        if not live:
+            metrics.config_reloads.labels("unchanged").inc()
+            log.info(
+                "config.unchanged",
+                path=str(self.path),
+                trigger=trigger,
+                restart_required=list(restart),
+            )
+            return ReloadResult("unchanged", (), restart, at=now, trigger=trigger)
+        effective = effective_config(new, running, list(restart)) if restart else new
+        self.runtime.set_config(effective)
+        if "logging.level" in live:
+            set_log_level(effective.logging.level)
+        metrics.config_reloads.labels("applied").inc()
+        metrics.config_reloaded_at.set(now)
+        log.info(
+            "config.reloaded",
+            path=str(self.path),
+            trigger=trigger,
+            keys=list(live),
+            restart_required=list(restart),
+        )
+        return ReloadResult("applied", live, restart, at=now, trigger=trigger)

@@ -96,13 +96,14 @@ class FakeDiscord:
     # --- lifecycle ---------------------------------------------------------
 
     async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1."""
+        """Listen on a free port of 127.0.0.1; after :meth:`close`, on the same port again,
+        so a connected client can find the server back (an outage and its end)."""
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         self.port = self._runner.addresses[0][1]
 
     async def close(self) -> None:

@@ -49,11 +49,13 @@ def _setup_logging(cfg: Config, args: argparse.Namespace, log_file: Path | None 
 
 async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool) -> int:
     from bot.adapters.console import ConsoleAdapter
+    from bot.ops import OperatorSeat
     from bot.runtime import Runtime, install_signal_handlers
 
     stop = asyncio.Event()
-    install_signal_handlers(stop)
-    async with Runtime(cfg) as rt:
+    # The seat watches config.toml (SIGHUP reloads it too) and serves [ops] when enabled.
+    async with Runtime(cfg) as rt, OperatorSeat(rt, serve=not console_only) as seat:
+        install_signal_handlers(stop, reload=seat.request_reload)
         waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
         console = None
         if console_only or cfg.adapters.console.enabled:
@@ -290,6 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_memory_commands(sub, common)
+    from bot.cli_ops import add_ops_commands
+
+    add_ops_commands(sub, common)
     return parser
 
 

@@ -1,0 +1,293 @@
+"""The operator's HTTP endpoint: ``/health``, ``/metrics`` and ``/status`` of one runtime.
+
+* ``/health``: 200 when the store takes a write and every expected adapter is
+  connected, else 503; the JSON body names each check and what is failing.
+* ``/metrics``: the runtime's Prometheus registry (:mod:`bot.metrics`).
+* ``/status``: a JSON snapshot for ``tierbot status``: channels by usage with
+  their thresholds, running compactions, worker pools, adapters, recent
+  failures and the config reload state.
+
+Off unless ``[ops] enabled = true``; binds ``127.0.0.1`` by default.
+:class:`OperatorSeat` is what ``tierbot run`` wraps a runtime in: the config
+watcher (SIGHUP included) and, when enabled, this server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from bot.reload import ConfigWatcher
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from bot.runtime import Runtime
+
+log = structlog.get_logger("tierbot.ops")
+
+STATUS_CHANNELS = 50
+STORE_PROBE_SECONDS = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The outcome of the health checks: each check's state and the failing ones."""
+
+    ready: bool
+    checks: dict[str, str] = field(default_factory=dict)
+    failing: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": "ok" if self.ready else "unhealthy",
+            "checks": self.checks,
+            "failing": list(self.failing),
+        }
+
+
+async def _noop(db: aiosqlite.Connection) -> None:
+    return None
+
+
+async def store_check(rt: Runtime, within: float = STORE_PROBE_SECONDS) -> str:
+    """``ok``, or why the store cannot take a write (a transaction round trip + file access)."""
+    path = rt.store.path
+    for p in (path, path.parent):
+        if p.exists() and not os.access(p, os.W_OK):
+            return f"not writable: {p}"
+    try:
+        await asyncio.wait_for(rt.store.write(_noop), within)
+    except TimeoutError:
+        return f"a write did not commit within {within:g} s"
+    except Exception as exc:
+        return f"cannot write: {exc}"
+    return "ok"
+
+
+def expected_adapters(rt: Runtime) -> list[str]:
+    """Adapters health waits for: the platform adapters the config enables, plus any started."""
+    names = set(rt.adapters)
+    for name in ("discord", "slack"):
+        section = getattr(rt.config.adapters, name, None)
+        if section is not None and section.enabled:
+            names.add(name)
+    return sorted(names)
+
+
+async def check_health(rt: Runtime, adapters: Iterable[str] | None = None) -> Health:
+    """Run every check; ``adapters`` overrides :func:`expected_adapters`."""
+    checks = {"store": await store_check(rt)}
+    for name in expected_adapters(rt) if adapters is None else adapters:
+        adapter = rt.adapters.get(name)
+        if adapter is None:
+            checks[f"adapter:{name}"] = "not started"
+        else:
+            checks[f"adapter:{name}"] = "ok" if adapter.connected() else "not connected"
+    failing = tuple(f"{k}: {v}" for k, v in checks.items() if v != "ok")
+    return Health(not failing, checks, failing)
+
+
+def status_snapshot(
+    rt: Runtime, watcher: ConfigWatcher | None = None, limit: int = STATUS_CHANNELS
+) -> dict[str, Any]:
+    """What ``/status`` serves: the fullest ``limit`` live channels and everything running."""
+    actors = sorted(rt.registry.actors.values(), key=lambda a: a.usage, reverse=True)
+    channels = []
+    for a in actors[:limit]:
+        snap = a.snapshot()
+        snap["mailbox"] = a.mailbox_depth
+        channels.append(snap)
+    running = [
+        {"channel": a.key, "tier": a.compactor.running.kind.value}
+        for a in actors
+        if a.compactor.running is not None
+    ]
+    cfg = rt.config
+    config: dict[str, Any] = {"source": cfg.source, "watching": watcher is not None}
+    if watcher is not None:
+        config["last_reload"] = watcher.last.to_json() if watcher.last else None
+        config["last_applied"] = watcher.last_applied.to_json() if watcher.last_applied else None
+        config["restart_required"] = list(watcher.restart_required)
+    return {
+        "time": time.time(),
+        "uptime_seconds": round(time.time() - rt.metrics.started, 3),
+        "channels_live": len(actors),
+        "channels": channels,
+        "compactions_running": running,
+        "pools": rt.metrics.pool_counts(),
+        "adapters": {name: {"connected": a.connected()} for name, a in rt.adapters.items()},
+        "messages": {
+            "stored": rt.registry.messages_in,
+            "duplicates": rt.registry.duplicates,
+        },
+        "recent_failures": list(rt.metrics.recent_failures)[-20:],
+        "config": config,
+    }
+
+
+class OpsServer:
+    """Serves /health, /metrics and /status of ``runtime``; an async context manager.
+
+    ``port = 0`` picks a free port (see :attr:`url`).  ``adapters`` names the
+    adapters /health waits for (default: :func:`expected_adapters`).
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8686,
+        watcher: ConfigWatcher | None = None,
+        adapters: Iterable[str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.host = host
+        self.port = port
+        self.watcher = watcher
+        self.adapters = list(adapters) if adapters is not None else None
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{_client_host(self.host)}:{self.port}"
+
+    async def start(self) -> None:
+        """Listen on ``host:port``; raises OSError when the port is taken."""
+        app = web.Application()
+        app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/status", self._status)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self.port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        if not _is_loopback(self.host):
+            log.warning(
+                "ops.exposed",
+                host=self.host,
+                port=self.port,
+                hint="/status names channels: firewall this port",
+            )
+        log.info("ops.started", url=self.url)
+
+    async def aclose(self) -> None:
+        """Stop serving. Safe to call twice."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> OpsServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def _health(self, request: web.Request) -> web.Response:
+        health = await check_health(self.runtime, self.adapters)
+        return web.json_response(health.to_json(), status=200 if health.ready else 503)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self.runtime.metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _status(self, request: web.Request) -> web.Response:
+        try:
+            limit = int(request.query.get("limit", STATUS_CHANNELS))
+        except ValueError:
+            return web.json_response({"error": "limit must be an integer"}, status=400)
+        snap = status_snapshot(self.runtime, self.watcher, max(0, limit))
+        snap["health"] = (await check_health(self.runtime, self.adapters)).to_json()
+        return web.json_response(snap)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _client_host(host: str) -> str:
+    """Where a local client reaches a server bound to ``host``."""
+    return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+
+
+def ops_url(host: str, port: int) -> str:
+    """The URL ``tierbot status`` uses for an ``[ops]`` host and port."""
+    return f"http://{_client_host(host)}:{port}"
+
+
+class OperatorSeat:
+    """Config watching (plus SIGHUP) and the ops server around one runtime, for ``tierbot run``.
+
+    The watcher runs when the config came from a file; the server when
+    ``[ops] enabled`` and ``serve`` are true.  A server that cannot bind is
+    logged and skipped: the bot keeps answering without it.
+    """
+
+    def __init__(self, runtime: Runtime, *, serve: bool = True, interval: float = 1.0) -> None:
+        self.runtime = runtime
+        source = Path(runtime.config.source)
+        self.watcher = (
+            ConfigWatcher(runtime, source, interval=interval) if source.is_file() else None
+        )
+        self.server: OpsServer | None = None
+        self._serve = serve
+
+    async def __aenter__(self) -> OperatorSeat:
+        if self.watcher is not None:
+            self.watcher.start()
+        ops = self.runtime.config.ops
+        if self._serve and ops.enabled:
+            server = OpsServer(self.runtime, host=ops.host, port=ops.port, watcher=self.watcher)
+            try:
+                await server.start()
+            except OSError as exc:
+                log.error(
+                    "ops.start_failed",
+                    host=ops.host,
+                    port=ops.port,
+                    error=str(exc),
+                    hint="another process holds the port; change [ops] port",
+                )
+            else:
+                self.server = server
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.server is not None:
+            await self.server.aclose()
+        if self.watcher is not None:
+            await self.watcher.aclose()
+
+    def request_reload(self) -> None:
+        """The SIGHUP handler: reload the config file now."""
+        if self.watcher is None:
+            log.warning("config.reload_skipped", reason="no config file: running on defaults")
+            return
+        self.watcher.request_reload()

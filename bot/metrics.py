@@ -9,9 +9,8 @@ Three feeds, none of which makes a turn wait:
   An event belongs to this runtime when its bound ``channel`` is one of its actors.
   It also counts branches and task workers (``branch.concluded``, ``worker.failed``
   ...) and context overflows they meet.
-* **wrappers**: :class:`MeteredProvider` times and counts every LLM call and logs
-  ``llm.call``; :class:`MeteredMemory` counts memory recalls; the runtime counts
-  messages in and out.
+* **wrappers** (:mod:`bot.metered`): every LLM call is timed and counted, memory
+  recalls are counted; the runtime counts messages in and out.
 * **scrape time**: gauges read from the channel registry, the worker pools and
   the adapters while ``/metrics`` is served, on the event loop (no locking).
 
@@ -25,10 +24,9 @@ metric.
 from __future__ import annotations
 
 import heapq
-import json
 import time
 from collections import deque
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -36,13 +34,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bot.errors import LLMError, ToolError
-from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolSpec
 from bot.logging import add_event_sink, remove_event_sink
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
-    from channels import MemoryAccess
 
 log = structlog.get_logger("tierbot.metrics")
 
@@ -453,103 +448,3 @@ class _ScrapeCollector(Collector):
             for attr, family in families.items():
                 family.add_metric([name], float(counts[attr]))
         yield from families.values()
-
-
-class MeteredProvider:
-    """An :class:`~bot.llm.base.LLMProvider` that counts and times the calls of another.
-
-    Logs ``llm.call`` (provider, purpose, tokens, duration; debug when it
-    succeeds, warning with the error kind when it fails).  Errors pass through
-    unchanged; other attributes of the wrapped provider stay reachable.
-    """
-
-    def __init__(self, inner: LLMProvider, metrics: Metrics) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self._m = metrics
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        max_tokens: int = 1024,
-        purpose: Purpose = "chat",
-    ) -> Completion:
-        started = time.monotonic()
-        m, provider = self._m, self.name
-        try:
-            result = await self.inner.complete(messages, tools, max_tokens, purpose)
-        except Exception as exc:
-            kind = type(exc).__name__
-            duration = time.monotonic() - started
-            m.llm_calls.labels(provider, purpose, "error").inc()
-            m.llm_errors.labels(provider, kind).inc()
-            m.llm_seconds.labels(provider, purpose).observe(duration)
-            log.warning(
-                "llm.call",
-                provider=provider,
-                purpose=purpose,
-                duration=round(duration, 4),
-                error=kind,
-                status=exc.status if isinstance(exc, LLMError) else None,
-            )
-            raise
-        duration = time.monotonic() - started
-        usage = result.usage
-        tokens_in = usage.input_tokens if usage is not None else 0
-        tokens_out = usage.output_tokens if usage is not None else 0
-        m.llm_calls.labels(provider, purpose, "ok").inc()
-        m.llm_seconds.labels(provider, purpose).observe(duration)
-        if tokens_in:
-            m.llm_tokens.labels(provider, purpose, "input").inc(tokens_in)
-        if tokens_out:
-            m.llm_tokens.labels(provider, purpose, "output").inc(tokens_out)
-        log.debug(
-            "llm.call",
-            provider=provider,
-            purpose=purpose,
-            input_tokens=tokens_in,
-            output_tokens=tokens_out,
-            duration=round(duration, 4),
-            error=None,
-        )
-        return result
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-class MeteredMemory:
-    """A channel's memory access that counts recalls and the memories they return."""
-
-    def __init__(self, inner: MemoryAccess, metrics: Metrics) -> None:
-        self.inner = inner
-        self._m = metrics
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def recall_tool(self) -> ToolSpec:
-        return self.inner.recall_tool()
-
-    async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str:
-        try:
-            result = await self.inner.recall_from_tool(arguments, channel=channel)
-        except Exception as exc:
-            outcome = "invalid" if isinstance(exc, ToolError) else "error"
-            self._m.memory_recalls.labels(outcome).inc()
-            raise
-        self._m.memory_recalls.labels("ok").inc()
-        try:
-            hits = json.loads(result)
-        except ValueError:
-            hits = None
-        if isinstance(hits, list):
-            self._m.memories_recalled.inc(len(hits))
-        return result
-
-    async def count(self, channel: str) -> int:
-        return await self.inner.count(channel)

@@ -23,7 +23,8 @@ from bot.config import Config, RespondMode
 from bot.llm.base import LLMProvider
 from bot.llm.factory import make_provider
 from bot.messages import InboundMessage
-from bot.metrics import MeteredMemory, MeteredProvider, Metrics
+from bot.metered import MeteredMemory, MeteredProvider
+from bot.metrics import Metrics
 from bot.store import Store
 from bot.tokens import TokenCounter, encoding_for_model, get_counter
 from channels import ChannelDeps, ChannelRegistry

@@ -89,5 +89,11 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     if name == "/forget":
         if rt.memory is None:
             return "Memory is disabled in config.toml ([memory] enabled = false)."
-        return await rt.memory.forget_command(arg, channel=msg.channel)
+        text, touched = await rt.memory.forget_command(arg, channel=msg.channel)
+        if touched and not rt.config.memory.keep_messages_on_forget:
+            deleted = await rt.store.delete_messages(touched)
+            # Channels holding those messages reload their context from the store.
+            await rt.registry.evict_idle(0.0)
+            text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
+        return text
     return f"Unknown command {name}. " + json.dumps("/help") + " lists them."

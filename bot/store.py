@@ -485,6 +485,25 @@ class Store:
         result: Message | None = await self.write(op)
         return result
 
+    async def delete_messages(self, pairs: Sequence[tuple[str, str]]) -> int:
+        """Delete user messages by (channel, platform id): only forgetting a user does this."""
+
+        async def op(db: aiosqlite.Connection) -> int:
+            n = 0
+            for channel, pid in pairs:
+                cur = await db.execute(
+                    "DELETE FROM messages WHERE channel=? AND platform_id=? AND role='user'",
+                    (channel, pid),
+                )
+                n += cur.rowcount
+            await db.execute(
+                "DELETE FROM summary_members WHERE message_id NOT IN (SELECT id FROM messages)"
+            )
+            return n
+
+        deleted: int = await self.write(op)
+        return deleted
+
     async def record_compaction(self, record: CompactionRecord) -> None:
         await self.write(lambda db: _insert_record(db, record))
 

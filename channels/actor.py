@@ -194,13 +194,16 @@ class ChannelActor:
     # -- the loop ------------------------------------------------------------------------
 
     async def _run(self, pending: tuple[Message, ...]) -> None:
-        if pending:
-            self.busy = True
-            try:
+        self.busy = True
+        try:
+            # A restart may find more history than fits (messages stored just before a
+            # crash, or a smaller window in a new config): check before anything else.
+            await self._check()
+            if pending:
                 await self._respond_if_due(list(pending))
-            except Exception:
-                self.log.exception("channel.turn_failed")
-            self.busy = False
+        except Exception:
+            self.log.exception("channel.resume_failed")
+        self.busy = False
         while True:
             batch = [await self._mailbox.get()]
             self.busy = True

@@ -1,0 +1,160 @@
+"""The memory graph as channels and compaction workers use it.
+
+:class:`MemoryService` owns the :class:`~memory_graph.MemoryGraph` of a runtime
+and hands out the two narrow views the rest of the code needs: a
+:class:`~workers.MemoryWriter` for compaction workers (memory_save with
+provenance, episodes) and a :class:`~channels.actor.MemoryAccess` for channel
+turns (memory_recall).  It also runs periodic maintenance and the ``/memory``
+and ``/forget`` commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import structlog
+
+from bot.config import Config
+from bot.errors import ToolError
+from bot.llm.base import ToolSpec
+from bot.messages import Message, Role
+from memory_graph import MemoryGraph, memory_tools, run_memory_tool
+from workers import infer_sources
+
+log = structlog.get_logger("tierbot.memory")
+
+
+def _save_spec_with_sources() -> ToolSpec:
+    """memory_save as compaction workers offer it: with ``source_ids`` to cite messages."""
+    save = memory_tools()[0]
+    params = json.loads(json.dumps(save.parameters))
+    params["properties"]["source_ids"] = {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "The [ids] of the transcript messages this memory comes from.",
+    }
+    return replace(save, parameters=params)
+
+
+class _Writer:
+    """memory_save for compaction workers: sources checked against what the job covers."""
+
+    def __init__(self, graph: MemoryGraph) -> None:
+        self.graph = graph
+        self._spec = _save_spec_with_sources()
+
+    def save_tool(self) -> ToolSpec:
+        return self._spec
+
+    async def save_from_tool(
+        self, arguments: dict[str, Any], *, channel: str, covered: Sequence[Message]
+    ) -> str:
+        args = dict(arguments)
+        cited = args.pop("source_ids", None)
+        if cited is not None and (
+            not isinstance(cited, list) or not all(isinstance(c, str) for c in cited)
+        ):
+            raise ToolError("source_ids: must be a list of strings", tool="memory_save",
+                            argument="source_ids")  # fmt: skip
+        by_id = {m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT)}
+        sources = [c for c in cited or [] if c in by_id]
+        if not sources:
+            sources = infer_sources(str(args.get("content", "")), covered)
+        authors = [by_id[s].author_id for s in sources if s in by_id]
+        if sources and await self.graph.is_forgotten(platform_ids=sources):
+            return json.dumps({"skipped": "its source messages were forgotten"})
+        if authors and await self.graph.is_forgotten(author_id=authors[0]):
+            return json.dumps({"skipped": "its author asked to be forgotten"})
+        return await run_memory_tool(
+            self.graph, "memory_save", args, channel=channel,
+            author_id=authors[0] if authors else "", sources=sources,
+        )  # fmt: skip
+
+    async def add_episodes(self, messages: Sequence[Message]) -> int:
+        return await self.graph.add_episodes(messages)
+
+
+class _Access:
+    """memory_recall for channel turns."""
+
+    def __init__(self, graph: MemoryGraph) -> None:
+        self.graph = graph
+        self._spec = memory_tools()[1]
+
+    def recall_tool(self) -> ToolSpec:
+        return self._spec
+
+    async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str:
+        return await run_memory_tool(self.graph, "memory_recall", arguments, channel=channel)
+
+    async def count(self, channel: str) -> int:
+        return await self.graph.count(channel)
+
+
+class MemoryService:
+    """One runtime's memory graph, its views, and its maintenance loop."""
+
+    def __init__(self, graph: MemoryGraph, config: Config) -> None:
+        self.graph = graph
+        self.config = config
+        self._writer = _Writer(graph)
+        self._access = _Access(graph)
+        self._maintenance: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, config: Config) -> MemoryService:
+        graph = await MemoryGraph.open(config.storage_path(), config.memory)
+        service = cls(graph, config)
+        service._maintenance = asyncio.create_task(service._maintain(), name="memory-maintenance")
+        return service
+
+    def writer(self) -> _Writer:
+        return self._writer
+
+    def access(self) -> _Access:
+        return self._access
+
+    async def count(self, channel: str) -> int:
+        return await self.graph.count(channel)
+
+    async def search(self, query: str, *, channel: str, limit: int = 5) -> list[dict[str, Any]]:
+        return [h.to_json() for h in await self.graph.recall(query, channel=channel, limit=limit)]
+
+    async def forget_command(
+        self, arg: str, *, channel: str
+    ) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """``/forget ID`` or ``/forget --author USER``; returns the reply and the
+        (channel, platform id) messages the forgetting touched."""
+        parts = arg.split()
+        if len(parts) == 2 and parts[0] == "--author":
+            report = await self.graph.forget_author(parts[1])
+            text = (
+                f"Forgot {report.memories_deleted} memories and {report.episodes_deleted} "
+                f"archived episodes derived from {parts[1]}'s messages."
+            )
+            return text, report.messages
+        if len(parts) == 1:
+            ok = await self.graph.forget(parts[0])
+            return (f"Forgot memory {parts[0]}." if ok else f"No memory with id {parts[0]}."), ()
+        return "Usage: /forget MEMORY_ID  or  /forget --author USER_ID", ()
+
+    async def _maintain(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.memory.maintenance_interval_seconds)
+            try:
+                report = await self.graph.maintenance()
+                log.info("memory.maintenance", report=report.to_json())
+            except Exception:
+                log.exception("memory.maintenance_failed")
+
+    async def aclose(self) -> None:
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        await self.graph.aclose()

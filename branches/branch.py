@@ -69,9 +69,12 @@ async def run_branch(
     dropped = ctx.preflight(limits.preflight_threshold, window, limits.max_reply_tokens)
     if dropped:
         handle.stats["preflight_dropped"] = dropped
-        bound.info(
+        after = ctx.usage(window)
+        # Below the threshold unless the last turn, the prompt and the tools alone exceed it.
+        fits = after < limits.preflight_threshold
+        (bound.info if fits else bound.warning)(
             "branch.compacted", dropped=dropped, usage_before=round(before, 3),
-            usage_after=round(ctx.usage(window), 3), threshold=limits.preflight_threshold,
+            usage_after=round(after, 3), threshold=limits.preflight_threshold, fits=fits,
         )  # fmt: skip
     record = _Recorder(transcript)
     await record(ctx.own[-1:], "task")

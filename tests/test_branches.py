@@ -278,3 +278,19 @@ async def test_offline_recall_branch_answers_from_a_long_archived_message(make_c
         assert rt.outbox.sent[1].reply_to == "q"
         runs = await read_runs(rt.store, CH)
         assert [(r["kind"], r["status"]) for r in runs] == [("branch", "concluded")]
+
+
+async def test_regression_tool_schemas_of_slots_dataclasses_are_counted(make_config) -> None:
+    """Offering tools no longer crashes the fixed-token count (ToolSpec has no __dict__); the
+    branch and spawn_worker schemas are counted, and a listen-only channel offers neither."""
+    cfg = settings(respond="always")
+    cfg["channels"] = [{"match": "quiet:*", "respond": "listen"}]
+    async with Runtime(make_config(cfg), llm=ScriptedLLM()) as rt:
+        talking = await rt.registry.actor(CH)
+        quiet = await rt.registry.actor("quiet:1")
+        counter = get_counter()
+        assert [t.name for t in talking._tools()] == ["branch", "spawn_worker"]
+        assert talking.ctx.fixed_tokens == counter.count_message("sys") + request_tokens(
+            counter, [], talking._tools()
+        )
+        assert quiet._tools() == [] and quiet.ctx.fixed_tokens == counter.count_message("sys")

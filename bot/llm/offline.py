@@ -13,9 +13,10 @@ What it does:
   names or identifiers, kept in chronological order within ``max_tokens``; and
   when ``memory_save`` is offered it calls it with rule-based typed memories
   (identity, preference, decision, goal, todo, event, fact).
-* **chat** with a ``branch`` tool: when neither the context nor memory covers a
-  question, it branches (``branch(task=question)``), says it is looking further
-  back, and answers from the branch's conclusion when it comes back.
+* **chat** with a ``branch`` tool: when the context does not cover a question,
+  it recalls in a branch instead (``branch(task=question)``), says it is
+  looking further back, and answers from the branch's conclusion when it comes
+  back; the channel keeps answering meanwhile.
 * **branch** and **worker** search first (``memory_recall`` and
   ``conversation_search``, whichever is offered, with the task as the query),
   then conclude with the best match.
@@ -297,15 +298,16 @@ class OfflineProvider:
         tool_results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
         candidates = self._candidates(messages[:turn_start], tool_results)
         best, score = self._best(question.content, candidates)
-        if score < 0.34 and "memory_recall" in tools and not tool_results:
-            call = ToolCall("recall-0", "memory_recall", {"query": question.content, "limit": 5})
-            return "", [call]
         started, concluded = _delegated(tool_results)
-        if (best is None or score < 0.2) and not concluded:
-            if "branch" in tools and not started:
+        if score < 0.34 and not concluded:
+            asked = any(c.name == "branch" for m in messages[last_user:] for c in m.tool_calls)
+            if "branch" in tools and not asked:
                 return "", [ToolCall("branch-0", "branch", {"task": question.content})]
             if started:
                 return _HOLDING, []
+        if score < 0.34 and "memory_recall" in tools and not tool_results:
+            call = ToolCall("recall-0", "memory_recall", {"query": question.content, "limit": 5})
+            return "", [call]
         if best is None or score < 0.2:
             return "I don't know yet: nothing I can see or remember covers that.", []
         source, text = best

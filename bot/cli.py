@@ -24,6 +24,7 @@ from bot.messages import InboundMessage, State
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPLAY_CHUNK = 64
+COMPACTION_KEYS = ("background", "aggressive", "emergency", "meta", "failed")
 
 
 class UsageError(TierbotError):
@@ -39,7 +40,7 @@ def _setup_logging(cfg: Config, args: argparse.Namespace, log_file: Path | None 
     fmt = args.log_format or cfg.logging.format
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        configure_logging(level, "json" if fmt == "auto" else fmt, open(log_file, "a"))  # noqa: SIM115
+        configure_logging(level, "json" if fmt == "auto" else fmt, open(log_file, "a"))
     else:
         configure_logging(level, fmt)
 
@@ -194,8 +195,7 @@ async def replay(
         "context_window": snap["context_window"],
         "peak_usage": round(snap["peak_usage"], 4),
         "final_usage": round(snap["usage"], 4),
-        "compactions": {k: comp.get(k, 0) for k in ("background", "aggressive", "emergency",
-                                                   "meta", "failed")},  # fmt: skip
+        "compactions": {k: comp.get(k, 0) for k in COMPACTION_KEYS},
         "archived_messages": archived,
         "memories": memories,
         "seconds": round(time.monotonic() - started, 3),

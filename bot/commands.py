@@ -29,7 +29,7 @@ MUTATING = {"/compact", "/forget"}
 def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> str:
     """A text bar of ``usage`` with each threshold marked ``|``."""
     marks = {min(width - 1, int(t * width)) for t in thresholds.values()}
-    filled = min(width, int(round(usage * width)))
+    filled = min(width, round(usage * width))
     cells = ["|" if i in marks else ("#" if i < filled else ".") for i in range(width)]
     return f"[{''.join(cells)}] {usage * 100:5.1f}%"
 
@@ -44,7 +44,8 @@ def render_status(snap: dict[str, Any], memories: int | None) -> str:
         f" tokens; thresholds: {marks})",
         f"live messages {snap['live_messages']}, summaries {snap['summaries']}, "
         f"peak usage {snap['peak_usage'] * 100:.1f}%",
-        "compactions: " + ", ".join(f"{k} {v}" for k, v in c.items())
+        "compactions: "
+        + ", ".join(f"{k} {v}" for k, v in c.items())
         + (f" (running: {snap['compaction_running']})" if snap["compaction_running"] else ""),
     ]
     if memories is not None:

@@ -12,6 +12,7 @@ message.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import tomllib
 from collections.abc import Mapping
@@ -77,7 +78,7 @@ _THRESHOLD_ORDER = (
 def compaction_problems(prefix: str, c: CompactionConfig) -> list[ConfigProblem]:
     """Check 0 < pre-flight < background < aggressive < emergency < 1."""
     problems = []
-    for lower, upper in zip(_THRESHOLD_ORDER, _THRESHOLD_ORDER[1:], strict=False):
+    for lower, upper in itertools.pairwise(_THRESHOLD_ORDER):
         lo, hi = getattr(c, lower), getattr(c, upper)
         if not hi > lo:
             problems.append(
@@ -208,7 +209,7 @@ class SlackAdapterConfig(_Model):
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
     respond: RespondMode = "mention"
     host: str = "0.0.0.0"
-    port: int = Field(3000, ge=0, le=65535)
+    port: int = Field(default=3000, ge=0, le=65535)
     path: str = "/slack/events"
     allowed_teams: list[str] = []
     allowed_channels: list[str] = []
@@ -301,6 +302,15 @@ class Config(_Model):
         """The database path; a relative path is relative to the config file's folder."""
         p = Path(self.storage.path).expanduser()
         return p if p.is_absolute() else self._base_dir / p
+
+    def respond_for(self, key: str) -> RespondMode:
+        """Respond mode of ``key``: a [[channels]] override, else its adapter's, else defaults."""
+        for ov in reversed(_matching(self.channels, key)):
+            if ov.respond is not None:
+                return ov.respond
+        adapter = getattr(self.adapters, key.split(":", 1)[0], None)
+        mode: RespondMode | None = getattr(adapter, "respond", None)
+        return mode or self.defaults.respond
 
     def for_channel(self, key: str) -> ChannelSettings:
         """Effective settings for ``key``; overrides sorted so the most specific wins."""

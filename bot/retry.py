@@ -57,6 +57,8 @@ async def retry_call(
             if attempt >= retries:
                 raise
             wait = backoff.delay(attempt)
-            log.warning("retry.transient", what=what, attempt=attempt + 1, wait=wait, error=str(exc))
+            log.warning(
+                "retry.transient", what=what, attempt=attempt + 1, wait=wait, error=str(exc)
+            )
         attempt += 1
         await sleep(wait)

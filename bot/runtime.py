@@ -142,8 +142,9 @@ class Runtime(Dispatcher):
     ) -> None:
         await self.aclose()
 
-    async def aclose(self, timeout: float = 10.0) -> None:
-        """Stop adapters, drain channels (bounded by ``timeout``), then workers and store."""
+    async def aclose(self, drain_seconds: float = 10.0) -> None:
+        """Stop adapters, drain channels (for at most ``drain_seconds``), then workers and
+        the store. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
@@ -153,9 +154,9 @@ class Runtime(Dispatcher):
             except Exception as exc:
                 log.warning("adapter.stop_failed", adapter=name, error=str(exc))
         try:
-            await asyncio.wait_for(self.registry.aclose(), timeout)
+            await asyncio.wait_for(self.registry.aclose(), drain_seconds)
         except TimeoutError:
-            log.warning("runtime.drain_timeout", seconds=timeout)
+            log.warning("runtime.drain_timeout", seconds=drain_seconds)
         await self.pool.aclose()
         if self.memory is not None:
             await self.memory.aclose()

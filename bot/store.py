@@ -116,7 +116,9 @@ _MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
-_COLUMNS = "id, channel, platform_id, role, author_id, author_name, text, ts, tokens, state, pos, meta"
+_COLUMNS = (
+    "id, channel, platform_id, role, author_id, author_name, text, ts, tokens, state, pos, meta"
+)
 
 
 def _row_to_message(row: Sequence[Any]) -> Message:
@@ -334,8 +336,7 @@ class Store:
             out: list[Message | None] = []
             for m in assigned:
                 cur = await db.execute(
-                    f"INSERT OR IGNORE INTO messages ({_COLUMNS}) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR IGNORE INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         m.id,
                         m.channel,

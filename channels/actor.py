@@ -504,7 +504,6 @@ class ChannelActor:
 
     def _launch(self, plan: Plan) -> None:
         """Hand ``plan`` to the worker pool; its result comes back through the mailbox."""
-        s = self.settings
         self.compactor.started(plan)
         self.log.info(
             "compaction.triggered",
@@ -563,7 +562,8 @@ class ChannelActor:
         live = self.ctx.ids()
         cover = [m for m in plan.covered if m.id in live]
         summary = self._summary(plan, outcome.summary)
-        if plan.kind is not Kind.RESCUE and cover and summary.tokens >= sum(m.tokens for m in cover):
+        frees = sum(m.tokens for m in cover) - summary.tokens
+        if plan.kind is not Kind.RESCUE and cover and frees <= 0:
             await self._failed(plan, "noop", "the summary is not smaller", started, memories)
             return
         cover_ids = {m.id for m in plan.covered}

@@ -78,15 +78,19 @@ class ChannelRegistry:
             async with lock:
                 # Rehydrate before storing: the actor must not load these from the store too.
                 actor = await self.actor(key)
-                msgs = [to_message(inbounds[i], counter.count_message(inbounds[i].text)) for i in idxs]
+                msgs = [
+                    to_message(inbounds[i], counter.count_message(inbounds[i].text)) for i in idxs
+                ]
                 stored = await self.deps.store.append_many(msgs)
                 fresh = [m for m in stored if m is not None]
-                for i, m in zip(idxs, stored, strict=True):
-                    results[i] = Delivery(True) if m is not None else Delivery(False, "duplicate")
+                for i, row in zip(idxs, stored, strict=True):
+                    results[i] = Delivery(True) if row is not None else Delivery(False, "duplicate")
                 self.messages_in += len(fresh)
                 self.duplicates += len(stored) - len(fresh)
                 if len(fresh) < len(stored):
-                    log.info("message.duplicate_ignored", channel=key, count=len(stored) - len(fresh))
+                    log.info(
+                        "message.duplicate_ignored", channel=key, count=len(stored) - len(fresh)
+                    )
                 if fresh:
                     await actor.put(fresh)
         return results
@@ -94,8 +98,10 @@ class ChannelRegistry:
     # -- background work -------------------------------------------------------------
 
     def idle(self) -> bool:
-        return all(a.idle() for a in self.actors.values()) and self.deps.pool.running == 0 and (
-            self.deps.pool.queued == 0
+        return (
+            all(a.idle() for a in self.actors.values())
+            and self.deps.pool.running == 0
+            and (self.deps.pool.queued == 0)
         )
 
     async def drain(self, poll: float = 0.01) -> None:

@@ -133,7 +133,9 @@ class Compactor:
                 return Plan(Kind.META, tuple(oldest), usage, level=level)
         return None
 
-    def forced(self, items: Sequence[Message], usage: float, config: CompactionConfig) -> Plan | None:
+    def forced(
+        self, items: Sequence[Message], usage: float, config: CompactionConfig
+    ) -> Plan | None:
         """A background plan now (the ``/compact`` command), ignoring thresholds and guard."""
         if self.running is not None:
             return None

@@ -31,7 +31,7 @@ def inbound(
     )
 
 
-async def wait_for(predicate, timeout: float = 5.0) -> None:
+async def wait_for(predicate, timeout: float = 5.0) -> None:  # noqa: ASYNC109
     """Poll ``predicate`` until true; fail the test after ``timeout`` seconds."""
     deadline = asyncio.get_running_loop().time() + timeout
     while not predicate():

@@ -366,9 +366,7 @@ async def test_persistent_failures_still_keep_the_channel_under_its_window(make_
 
 
 @pytest.mark.slow
-async def test_replay_of_2000_messages_into_a_twentieth_window(
-    make_config, tmp_path: Path
-) -> None:
+async def test_replay_of_2000_messages_into_a_twentieth_window(make_config, tmp_path: Path) -> None:
     """2,000 messages into a window 1/20 of the transcript: ends below the background
     threshold, never reaches 1.0, and every message is exported exactly once."""
     from bot.tokens import get_counter

@@ -54,8 +54,10 @@ def test_misordered_thresholds_name_the_key_and_both_values(tmp_path: Path) -> N
         ('[defaults]\ncontext_window = "big"\n', "defaults.context_window: input should be"),
         ("[defaults.compaction]\nbackground_fraction = 1.5\n", "background_fraction"),
         ('[llm]\nprovider = "gpt"\n', "llm.provider"),
-        ("[[channels]]\nmatch = 'x:*'\n[channels.compaction]\nemergency_threshold = 0.5\n",
-         "channels[0].compaction.emergency_threshold: must be > aggressive_threshold"),
+        (
+            "[[channels]]\nmatch = 'x:*'\n[channels.compaction]\nemergency_threshold = 0.5\n",
+            "channels[0].compaction.emergency_threshold: must be > aggressive_threshold",
+        ),
         ("[defaults\n", "invalid TOML"),
     ],
 )
@@ -107,8 +109,12 @@ def test_most_specific_channel_override_wins() -> None:
         {
             "channels": [
                 {"match": "slack:T1:C9", "context_window": 4000},
-                {"match": "slack:*", "context_window": 8000, "respond": "mention",
-                 "compaction": {"background_threshold": 0.7}},
+                {
+                    "match": "slack:*",
+                    "context_window": 8000,
+                    "respond": "mention",
+                    "compaction": {"background_threshold": 0.7},
+                },
             ]
         },
         "test",

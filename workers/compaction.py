@@ -164,7 +164,9 @@ class CompactionWorker:
             text = completion.text or text
             if not completion.tool_calls or not tools:
                 break
-            convo.append(ChatMessage("assistant", completion.text, tool_calls=completion.tool_calls))
+            convo.append(
+                ChatMessage("assistant", completion.text, tool_calls=completion.tool_calls)
+            )
             for call in completion.tool_calls:
                 result = await self._tool(call.name, call.arguments, job)
                 saved += result.startswith("{") and '"id"' in result

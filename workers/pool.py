@@ -87,7 +87,8 @@ class WorkerPool:
     def cancel_channel(self, channel: str) -> int:
         """Drop queued jobs of ``channel`` (running ones finish); return how many."""
         n = 0
-        for entry in list(self._queue._queue):  # noqa: SLF001 - PriorityQueue exposes no iterator
+        # PriorityQueue exposes no iterator; its heap is the documented-in-source _queue.
+        for entry in list(self._queue._queue):  # type: ignore[attr-defined]
             if entry.channel == channel and not entry.cancelled:
                 entry.cancelled = True
                 n += 1

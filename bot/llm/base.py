@@ -47,9 +47,7 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,9 @@ from bot.llm.base import LLMProvider
 from bot.tokens import TokenCounter
 
 
-def make_provider(config: LLMConfig, counter: TokenCounter, environ: Mapping[str, str]) -> LLMProvider:
+def make_provider(
+    config: LLMConfig, counter: TokenCounter, environ: Mapping[str, str]
+) -> LLMProvider:
     """The provider ``config.provider`` names; real SDKs are imported only when chosen."""
     if config.provider == "openai":
         from bot.llm.openai_provider import OpenAIProvider

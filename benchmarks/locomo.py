@@ -10,8 +10,10 @@ Modes:
                  context_window = 2048, so the compactor archives nearly everything and
                  feeds the memory graph itself
 
-Usage: python benchmarks/locomo.py PATH_TO_LOCOMO_JSON [--mode direct|replay]
-Writes benchmarks/results/locomo-<mode>.json.  The data set is read in place, never copied.
+Usage: python -m benchmarks.locomo PATH_TO_LOCOMO_JSON [--mode direct|replay] [--quick]
+Writes benchmarks/results/locomo.json (rows named after the mode; per-conversation and
+per-category figures in meta).  The data set is read in place, never copied.
+--quick runs the first conversation only.
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import Row, machine_meta, print_table, row, write_results  # noqa: E402
+
 KS = (1, 5, 10, 20)
+TARGET_R10 = ">= 0.80"
 CATEGORIES = (1, 2, 3, 4)
 
 
@@ -168,8 +174,11 @@ def main() -> int:
     ap.add_argument("--mode", choices=["direct", "replay"], default="direct")
     ap.add_argument("--context-window", type=int, default=2048)
     ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
+    ap.add_argument("--quick", action="store_true", help="the first conversation only")
     args = ap.parse_args()
     data = json.loads(args.path.read_text())
+    if args.quick:
+        data = data[:1]
     work = Path(tempfile.mkdtemp(prefix="tierbot-locomo-"))
     cfg_path = write_config(work, args.context_window)
     scores: dict[str, list[float]] = defaultdict(list)
@@ -205,27 +214,27 @@ def main() -> int:
             **({"pipeline": pipeline} if pipeline else {}),
         }
     summary = {k: round(sum(v) / len(v), 4) for k, v in sorted(scores.items())}
-    figures = {
-        "mode": args.mode,
-        "context_window": args.context_window,
-        "questions": len(scores["R@1"]),
-        "recall": {f"R@{k}": summary[f"R@{k}"] for k in KS},
-        "by_category": {
+    rows: list[Row] = [
+        row(f"{args.mode} R@{k}", summary[f"R@{k}"], "recall", TARGET_R10 if k == 10 else "")
+        for k in KS
+    ]
+    rows += [row(f"{args.mode} cat{c} R@10", summary[f"cat{c}/R@10"], "recall") for c in CATEGORIES]
+    meta = machine_meta(
+        mode=args.mode,
+        context_window=args.context_window,
+        questions=len(scores["R@1"]),
+        conversations=per_conv,
+        by_category={
             f"cat{c}": {f"R@{k}": summary.get(f"cat{c}/R@{k}") for k in KS} for c in CATEGORIES
         },
-        "conversations": per_conv,
-        "seconds": round(time.monotonic() - started, 1),
-    }
-    print(f"LoCoMo evidence recall, mode={args.mode}, {figures['questions']} questions")
-    print("| scope | R@1 | R@5 | R@10 | R@20 |\n|---|---|---|---|---|")
-    print("| all | " + " | ".join(f"{summary[f'R@{k}']:.3f}" for k in KS) + " |")
-    for c in CATEGORIES:
-        print(f"| cat {c} | " + " | ".join(f"{summary[f'cat{c}/R@{k}']:.3f}" for k in KS) + " |")
+        seconds=round(time.monotonic() - started, 1),
+    )
+    title = f"LoCoMo evidence recall, mode={args.mode}, {len(scores['R@1'])} questions"
+    print_table(title, rows)
+    print("\n| conversation | R@1 | R@5 | R@10 | R@20 |\n|---|---|---|---|---|")
     for sid, conv in per_conv.items():
         print(f"| {sid} | " + " | ".join(f"{conv[f'R@{k}']:.3f}" for k in KS) + " |")
-    out = ROOT / "benchmarks" / "results" / f"locomo-{args.mode}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(figures, indent=2))
+    out = write_results("locomo", rows, meta)
     print(f"wrote {out.relative_to(ROOT)}" + (f"; work folder {work}" if args.keep else ""))
     if not args.keep:
         for p in sorted(work.rglob("*"), reverse=True):

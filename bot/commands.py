@@ -50,6 +50,10 @@ def render_status(snap: dict[str, Any], memories: int | None) -> str:
     ]
     if memories is not None:
         lines.append(f"memories {memories}")
+    for run in snap.get("background", []):
+        lines.append(
+            f"{run['kind']} {run['id']} {run['status']} {run['seconds']:.0f}s: {run['task'][:60]}"
+        )
     return "\n".join(lines)
 
 

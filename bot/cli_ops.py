@@ -172,7 +172,7 @@ def render_status_view(snap: dict[str, Any], url: str, width: int = 30) -> str:
         + (", ".join(f"{r['channel']} ({r['tier']})" for r in running) or "none")
     )
     failures = snap.get("recent_failures") or []
-    lines.append("recent failures: " + ("none" if not failures else ""))
+    lines.append("recent failures:" + ("" if failures else " none"))
     for f in failures[-10:]:
         what = f.get("tier") or ""
         lines.append(

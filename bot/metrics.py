@@ -24,6 +24,7 @@ metric.
 from __future__ import annotations
 
 import heapq
+import sys
 import time
 from collections import deque
 from collections.abc import Iterator, MutableMapping
@@ -342,7 +343,12 @@ class Metrics:
             self._failure(ev, tier=kind, reason=str(ev.get("error") or ""))
 
     def _on_problem(self, ev: MutableMapping[str, Any]) -> None:
-        self._failure(ev, reason=str(ev.get("error") or ev.get("kind") or ev.get("exc_info", "")))
+        reason = ev.get("error") or ev.get("kind")
+        if not reason and ev.get("exc_info"):
+            # log.exception runs inside the except block: name the exception itself.
+            exc = sys.exc_info()[1]
+            reason = f"{type(exc).__name__}: {exc}" if exc is not None else "exception"
+        self._failure(ev, reason=str(reason or ""))
 
     def _on_delivery_failed(self, ev: MutableMapping[str, Any]) -> None:
         self.delivery_failures.labels(adapter_of(str(ev.get("channel")))).inc()

@@ -59,6 +59,7 @@ LIVE_KEYS: tuple[str, ...] = (
     "adapters.*.admins",
     "adapters.console.user",
     "logging.level",
+    "memory.keep_messages_on_forget",  # read by each /forget
     "ops.metrics_top_channels",
 )
 """Key-path patterns that apply to a running bot; everything else needs a restart."""

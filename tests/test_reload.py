@@ -259,6 +259,7 @@ async def test_log_level_edit_applies_to_loggers_bound_before_it(
         ("adapters.discord.token_env", False),
         ("adapters.slack.port", False),
         ("memory.embedder", False),
+        ("memory.keep_messages_on_forget", True),
         ("logging.format", False),
         ("ops.port", False),
         ("some_future_section.key", False),

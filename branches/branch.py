@@ -18,13 +18,8 @@ import structlog
 from bot.llm.base import ChatMessage, LLMProvider
 from bot.tokens import TokenCounter
 from branches.context import BranchContext
-from workers.task import (
-    TaskFailed,
-    TaskHandle,
-    Transcript,
-    complete_with_overflow_retry,
-    unique_call_ids,
-)
+from workers.supervisor import TaskFailed, TaskHandle, Transcript
+from workers.task import complete_with_overflow_retry, unique_call_ids
 from workers.tools import ToolRegistry
 
 log = structlog.get_logger("tierbot.branches")
@@ -59,7 +54,7 @@ async def run_branch(
 ) -> str:
     """Run the branch of ``handle`` over a copy of ``channel_prompt``; return its conclusion.
 
-    Raises :class:`~workers.task.TaskFailed` when it cannot conclude.
+    Raises :class:`~workers.supervisor.TaskFailed` when it cannot conclude.
     """
     bound = log.bind(branch=handle.id)
     specs = tools.specs()

@@ -5,7 +5,7 @@ a run when the channel's model calls one (returning at once with
 ``{"started": "branch-3"}``), and reports each run's end through ``on_done``,
 which the actor turns into a mailbox item: the actor stays the only writer of
 its history.  Limits, timeouts and cancellation are the supervisor's
-(:class:`~workers.task.Supervisor`); every run is a row in SQLite and a worker's
+(:class:`~workers.supervisor.Supervisor`); every run is a row in SQLite and a worker's
 whole transcript is kept there too.
 """
 
@@ -21,16 +21,15 @@ from bot.store import Store
 from bot.tokens import TokenCounter
 from branches.branch import BranchLimits, run_branch
 from workers.compaction import MemoryWriter
-from workers.task import (
+from workers.supervisor import (
     Supervisor,
     TaskFailed,
     TaskHandle,
     TaskOutcome,
     TaskPool,
-    TaskWorker,
     Transcript,
-    WorkerLimits,
 )
+from workers.task import TaskWorker, WorkerLimits
 from workers.tools import Recaller, ToolRegistry, builtin_tools
 
 _TASK = {
@@ -115,7 +114,7 @@ class Delegation:
         """Fork ``channel_prompt`` (the channel's request as it stands) to work on ``task``.
 
         Also what the runtime calls to branch on its own.  Raises
-        :class:`~workers.task.LimitReached` at ``max_concurrent_branches``.
+        :class:`~workers.supervisor.LimitReached` at ``max_concurrent_branches``.
         """
         cfg = self.config()
         s = cfg.for_channel(self.channel)

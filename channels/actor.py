@@ -35,7 +35,7 @@ from branches import Delegation
 from channels.context import LiveContext
 from compactor import Compactor, Kind, Plan
 from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
-from workers.task import TaskOutcome, TaskPool
+from workers.supervisor import TaskOutcome, TaskPool
 
 log = structlog.get_logger("tierbot.channel")
 

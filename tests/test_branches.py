@@ -20,7 +20,8 @@ from bot.tokens import get_counter
 from branches import request_tokens
 from channels import ChannelActor
 from tests.helpers import inbound, wait_for
-from workers.task import CONTINUE_NOTE, read_runs
+from workers.supervisor import read_runs
+from workers.task import CONTINUE_NOTE
 from workers.tools import builtin_tools
 
 CH = "test:1"

@@ -18,7 +18,7 @@ from bot.store import Store
 from bot.tokens import get_counter
 from branches import request_tokens
 from tests.helpers import inbound, wait_for
-from workers.task import TaskPool, read_runs, read_transcript
+from workers.supervisor import TaskPool, read_runs, read_transcript
 from workers.tools import ToolRegistry, builtin_tools, evaluate
 
 CH = "test:1"

@@ -1,4 +1,4 @@
-"""Background workers: compaction workers (summaries and memories) and the shared pool."""
+"""Background workers: compaction workers, task workers, their supervision and the pools."""
 
 from workers.compaction import (
     CompactionJob,
@@ -8,12 +8,23 @@ from workers.compaction import (
     infer_sources,
 )
 from workers.pool import WorkerPool
+from workers.supervisor import LimitReached, Supervisor, TaskFailed, TaskOutcome, TaskPool
+from workers.task import TaskWorker, WorkerLimits
+from workers.tools import ToolRegistry
 
 __all__ = [
     "CompactionJob",
     "CompactionOutcome",
     "CompactionWorker",
+    "LimitReached",
     "MemoryWriter",
+    "Supervisor",
+    "TaskFailed",
+    "TaskOutcome",
+    "TaskPool",
+    "TaskWorker",
+    "ToolRegistry",
+    "WorkerLimits",
     "WorkerPool",
     "infer_sources",
 ]

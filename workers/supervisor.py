@@ -1,0 +1,408 @@
+"""Supervision of branches and task workers: limits, timeouts, cancellation, records.
+
+* :class:`TaskPool`, one per runtime: process-wide slots per kind and the
+  operator's tool registry;
+* :class:`Supervisor`, one per channel: per-channel limits, wall-clock
+  timeouts, cancellation, status, and a row per run in SQLite;
+* :class:`Transcript`: every message a run produced, in SQLite, including what
+  its compaction later dropped from its context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import aiosqlite
+import structlog
+
+from bot.errors import TierbotError
+from bot.llm.base import ChatMessage
+from bot.store import Store
+from workers.tools import ToolRegistry
+
+log = structlog.get_logger("tierbot.workers.supervisor")
+
+Kind = Literal["branch", "worker"]
+Status = Literal["queued", "running", "concluded", "failed", "cancelled"]
+
+
+class TaskFailed(TierbotError):
+    """A branch or worker cannot finish; the message says why and is shown to the channel."""
+
+
+class LimitReached(TaskFailed):
+    """The channel already runs as many branches (or workers) as its config allows."""
+
+
+# -- process-wide pool -------------------------------------------------------------------------
+
+
+class TaskPool:
+    """Process-wide slots for branches and workers, and the operator's tool registry.
+
+    One per runtime.  ``tools`` is where an operator or a plugin registers
+    worker tools (plain async callables with a JSON schema).  A run past the
+    process-wide limit waits for a slot (status ``queued``) instead of failing.
+    """
+
+    def __init__(self, tools: ToolRegistry | None = None) -> None:
+        self.tools = tools if tools is not None else ToolRegistry()
+        self.running: Counter[str] = Counter()
+        self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
+
+    async def acquire(self, kind: str, limit: int) -> None:
+        if self.running[kind] < limit and not self._waiters.get(kind):
+            self.running[kind] += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(kind, deque()).append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release(kind)  # the slot was handed over as we were cancelled
+            else:
+                self._waiters[kind].remove(fut)
+            raise
+
+    def release(self, kind: str) -> None:
+        """Free a slot: hand it to the oldest waiter, if any."""
+        waiters = self._waiters.get(kind)
+        while waiters:
+            fut = waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self.running[kind] -= 1
+
+
+# -- records -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """How a branch or worker ended: its result or the reason it did not conclude."""
+
+    id: str
+    kind: Kind
+    task: str
+    status: Status
+    result: str = ""
+    error: str = ""
+    origin: str | None = None
+    duration: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "concluded"
+
+    def as_tool_result(self) -> str:
+        """The outcome as the channel's model reads it."""
+        body: dict[str, Any] = {self.kind: self.id, "task": self.task}
+        if self.ok:
+            body["conclusion" if self.kind == "branch" else "result"] = self.result
+        else:
+            body[self.status] = self.error or self.status
+        return json.dumps(body, ensure_ascii=False)
+
+    def report(self) -> str:
+        """The outcome as people in the channel read it."""
+        if self.ok:
+            return self.result
+        return f"({self.id} {self.status}: {self.error or self.status}; task: {self.task})"
+
+
+@dataclass
+class TaskHandle:
+    """A run's live status (what ``/status`` shows); mutated only by its own run."""
+
+    id: str
+    row: int
+    kind: Kind
+    task: str
+    origin: str | None
+    status: Status = "queued"
+    created: float = field(default_factory=time.monotonic)
+    started: float | None = None
+    detail: str = ""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def view(self) -> dict[str, Any]:
+        now = time.monotonic()
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "status": self.status,
+            "task": self.task,
+            "seconds": round(now - (self.started or self.created), 1),
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptRow:
+    seq: int
+    segment: int
+    kind: str
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    dropped_by: int
+
+
+class Transcript:
+    """Every message one run produced, appended to SQLite as it happens.
+
+    Dropping a message from the run's context marks its row (``dropped_by`` =
+    the number of the compaction that dropped it); rows are never deleted.
+    """
+
+    def __init__(self, store: Store, row: int) -> None:
+        self.store = store
+        self.row = row
+        self._seq = 0
+
+    async def add(
+        self, segment: int, messages: Sequence[ChatMessage], kind: str = "message"
+    ) -> list[int]:
+        """Record ``messages``; return their sequence numbers."""
+        seqs = list(range(self._seq + 1, self._seq + 1 + len(messages)))
+        self._seq += len(messages)
+        rows = [
+            (self.row, s, segment, kind, m.role, m.content,
+             json.dumps([asdict(c) for c in m.tool_calls]), m.tool_call_id or "", time.time())
+            for s, m in zip(seqs, messages, strict=True)
+        ]  # fmt: skip
+
+        async def op(db: aiosqlite.Connection) -> None:
+            await db.executemany(
+                "INSERT INTO task_messages (task_id, seq, segment, kind, role, content, "
+                "tool_calls, tool_call_id, ts) VALUES (?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+
+        if rows:
+            await self.store.write(op)
+        return seqs
+
+    async def dropped(self, seqs: Sequence[int], compaction: int) -> None:
+        async def op(db: aiosqlite.Connection) -> None:
+            await db.executemany(
+                "UPDATE task_messages SET dropped_by=? WHERE task_id=? AND seq=?",
+                [(compaction, self.row, s) for s in seqs],
+            )
+
+        if seqs:
+            await self.store.write(op)
+
+
+async def create_run(store: Store, channel: str, kind: str, task: str) -> int:
+    """Insert a run's row; its id names the run (``worker-12``) across restarts."""
+
+    async def op(db: aiosqlite.Connection) -> int:
+        cur = await db.execute(
+            "INSERT INTO tasks (channel, kind, task, status, created) VALUES (?,?,?,?,?)",
+            (channel, kind, task, "queued", time.time()),
+        )
+        return int(cur.lastrowid or 0)
+
+    row: int = await store.write(op)
+    return row
+
+
+async def finish_run(store: Store, row: int, outcome: TaskOutcome) -> None:
+    async def op(db: aiosqlite.Connection) -> None:
+        await db.execute(
+            "UPDATE tasks SET status=?, finished=?, result=?, error=?, stats=? WHERE id=?",
+            (outcome.status, time.time(), outcome.result, outcome.error,
+             json.dumps(outcome.stats, default=str), row),
+        )  # fmt: skip
+
+    await store.write(op)
+
+
+async def read_runs(store: Store, channel: str) -> list[dict[str, Any]]:
+    """Every run of ``channel``, oldest first (read through the writer: sees every commit)."""
+
+    async def op(db: aiosqlite.Connection) -> list[dict[str, Any]]:
+        async with db.execute(
+            "SELECT id, kind, task, status, result, error, stats FROM tasks WHERE channel=? "
+            "ORDER BY id",
+            (channel,),
+        ) as cur:
+            rows = await cur.fetchall()
+        keys = ("row", "kind", "task", "status", "result", "error", "stats")
+        return [dict(zip(keys, r, strict=True)) | {"stats": json.loads(r[6])} for r in rows]
+
+    result: list[dict[str, Any]] = await store.write(op)
+    return result
+
+
+async def read_transcript(store: Store, row: int) -> list[TranscriptRow]:
+    """The full transcript of run ``row``, in order, dropped messages included."""
+
+    async def op(db: aiosqlite.Connection) -> list[TranscriptRow]:
+        async with db.execute(
+            "SELECT seq, segment, kind, role, content, tool_calls, tool_call_id, dropped_by "
+            "FROM task_messages WHERE task_id=? ORDER BY seq",
+            (row,),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [
+            TranscriptRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows
+        ]
+
+    result: list[TranscriptRow] = await store.write(op)
+    return result
+
+
+# -- per-channel supervision -------------------------------------------------------------------
+
+Run = Callable[[TaskHandle], Awaitable[str]]
+
+
+class Supervisor:
+    """Starts, limits, times out, cancels and records one channel's branches and workers.
+
+    ``on_done(outcome)`` is called once per run that ends on its own
+    (concluded, failed, timed out); runs cancelled by :meth:`aclose` are
+    returned by it instead.
+    """
+
+    def __init__(
+        self, channel: str, store: Store, pool: TaskPool, on_done: Callable[[TaskOutcome], None]
+    ) -> None:
+        self.channel = channel
+        self.store = store
+        self.pool = pool
+        self.on_done = on_done
+        self.handles: dict[str, TaskHandle] = {}
+        self._tasks: dict[str, asyncio.Task[TaskOutcome]] = {}
+        self._closing = False
+        self.log = log.bind(channel=channel)
+
+    def active(self, kind: Kind | None = None) -> int:
+        return sum(1 for h in self.handles.values() if kind is None or h.kind == kind)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks)
+
+    def status(self) -> list[dict[str, Any]]:
+        return [h.view() for h in self.handles.values()]
+
+    async def start(
+        self,
+        kind: Kind,
+        task: str,
+        run: Run,
+        *,
+        limit: int,
+        pool_limit: int,
+        time_limit: float,
+        origin: str | None = None,
+    ) -> TaskHandle:
+        """Record and start a run; raises :class:`LimitReached` at the per-channel limit."""
+        if self._closing:
+            raise TaskFailed(f"channel {self.channel} is shutting down")
+        if self.active(kind) >= limit:
+            plural = "branches" if kind == "branch" else "workers"
+            raise LimitReached(
+                f"{self.active(kind)} {plural} already run in this channel, the limit "
+                f"(max_concurrent_{plural}); wait for one to finish"
+            )
+        row = await create_run(self.store, self.channel, kind, task)
+        handle = TaskHandle(f"{kind}-{row}", row, kind, task, origin)
+        self.handles[handle.id] = handle
+        self._tasks[handle.id] = asyncio.create_task(
+            self._drive(handle, run, pool_limit, time_limit), name=f"{handle.id}:{self.channel}"
+        )
+        return handle
+
+    async def _drive(
+        self, h: TaskHandle, run: Run, pool_limit: int, time_limit: float
+    ) -> TaskOutcome:
+        bound = self.log.bind(**{h.kind: h.id})
+        status: Status = "failed"
+        result = error = ""
+        clock: asyncio.Timeout | None = None
+        try:
+            await self.pool.acquire(h.kind, pool_limit)
+            try:
+                h.status, h.started = "running", time.monotonic()
+                bound.info(f"{h.kind}.started", task=h.task[:200])
+                clock = asyncio.timeout(time_limit)
+                async with clock:
+                    result = await run(h)
+                status = "concluded"
+            finally:
+                self.pool.release(h.kind)
+        except TimeoutError as exc:
+            expired = clock is not None and clock.expired()
+            if not expired:
+                bound.exception(f"{h.kind}.crashed")
+            error = f"timed out after {time_limit:g} s" if expired else f"TimeoutError: {exc}"
+        except TaskFailed as exc:
+            error = str(exc)
+        except asyncio.CancelledError:
+            status, error = "cancelled", "the channel stopped"
+            outcome = self._outcome(h, status, result, error)
+            await self._settle(h, outcome, bound)
+            raise
+        except Exception as exc:  # a bug in a run must not take the channel down
+            bound.exception(f"{h.kind}.crashed")
+            error = f"{type(exc).__name__}: {exc}"
+        outcome = self._outcome(h, status, result, error)
+        await self._settle(h, outcome, bound)
+        if not self._closing:
+            try:
+                self.on_done(outcome)
+            except Exception:
+                bound.exception(f"{h.kind}.done_callback_failed")
+        return outcome
+
+    def _outcome(self, h: TaskHandle, status: Status, result: str, error: str) -> TaskOutcome:
+        duration = time.monotonic() - (h.started or h.created)
+        h.status = status
+        return TaskOutcome(h.id, h.kind, h.task, status, result, error, h.origin,
+                           round(duration, 3), dict(h.stats))  # fmt: skip
+
+    async def _settle(self, h: TaskHandle, outcome: TaskOutcome, bound: Any) -> None:
+        self.handles.pop(h.id, None)
+        self._tasks.pop(h.id, None)
+        event = {"concluded": "concluded", "cancelled": "cancelled"}.get(outcome.status, "failed")
+        level = "info" if outcome.status == "concluded" else "warning"
+        getattr(bound, level)(
+            f"{h.kind}.{event}", duration=outcome.duration, error=outcome.error or None,
+            **outcome.stats,
+        )  # fmt: skip
+        try:
+            await finish_run(self.store, h.row, outcome)
+        except Exception as exc:  # the store may already be closing at shutdown
+            bound.warning(f"{h.kind}.record_failed", error=str(exc))
+
+    async def aclose(self) -> list[TaskOutcome]:
+        """Cancel every run and wait for it; return how each ended (cancelled, or concluded
+        if it finished first: ``on_done`` is no longer called).  Safe to call twice."""
+        self._closing = True
+        pairs = [(self.handles[k], t) for k, t in list(self._tasks.items()) if k in self.handles]
+        for _, t in pairs:
+            t.cancel()
+        ended = await asyncio.gather(*(t for _, t in pairs), return_exceptions=True)
+        return [
+            e if isinstance(e, TaskOutcome) else
+            TaskOutcome(h.id, h.kind, h.task, "cancelled", "", "the channel stopped", h.origin,
+                        stats=dict(h.stats))
+            for (h, _), e in zip(pairs, ended, strict=True)
+        ]  # fmt: skip
+
+
+# -- the overflow retry, shared with branches -------------------------------------------------

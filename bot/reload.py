@@ -184,11 +184,10 @@ class ConfigWatcher:
             self._task = asyncio.create_task(self._watch(), name="config-watcher")
 
     async def aclose(self) -> None:
-        """Stop watching; a reload in progress finishes first. Safe to call twice."""
+        """Stop watching. Safe to call twice; a reload never stops halfway (it does not await)."""
         task, self._task = self._task, None
         if task is not None:
-            async with self._lock:
-                task.cancel()
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
@@ -224,7 +223,17 @@ class ConfigWatcher:
     async def reload(self, trigger: str = "manual") -> ReloadResult:
         """Validate the file and apply what applies live; see the module docstring."""
         async with self._lock:
-            result = self._reload(trigger)
+            try:
+                result = self._reload(trigger)
+            except Exception as exc:  # a bug here must not stop the watcher or the bot
+                log.exception("config.reload_failed", path=str(self.path), trigger=trigger)
+                result = ReloadResult(
+                    "rejected",
+                    restart_required=self.restart_required,
+                    error=f"reload failed: {exc!r}",
+                    at=time.time(),
+                    trigger=trigger,
+                )
         self.last = result
         if result.outcome == "applied":
             self.last_applied = result

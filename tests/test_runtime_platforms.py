@@ -1,0 +1,69 @@
+"""The runtime serving Discord and Slack at once through the real adapters and fakes."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.adapters.discord import DiscordAdapter
+from bot.adapters.fakes import FakeDiscord, FakeSlack
+from bot.adapters.slack import SlackAdapter
+from bot.config import DiscordAdapterConfig, SlackAdapterConfig
+from bot.llm.scripted import ScriptedLLM
+from bot.runtime import Runtime
+
+pytestmark = pytest.mark.slow
+
+GUILD, CHANNEL, TEAM, SLACK_CHANNEL, DM = "111", "1001", "T1", "C100", "D200"
+
+
+def discord(fake: FakeDiscord, token: str) -> DiscordAdapter:
+    cfg = DiscordAdapterConfig(enabled=True, api_base=fake.api_base, gateway_url=fake.gateway_url)
+    return DiscordAdapter(cfg, environ={"DISCORD_TOKEN": token}, guild_ready_timeout=0.05,
+                          ready_timeout=5.0)  # fmt: skip
+
+
+def slack(fake: FakeSlack) -> SlackAdapter:
+    cfg = SlackAdapterConfig(enabled=True, api_base_url=fake.api_base_url)
+    env = {"SLACK_BOT_TOKEN": fake.bot_token, "SLACK_APP_TOKEN": fake.app_token,
+           "SLACK_SIGNING_SECRET": "s3cret"}  # fmt: skip
+    return SlackAdapter(cfg, environ=env, ping_interval=1.0, connect_timeout=5.0)
+
+
+async def test_one_process_answers_discord_and_slack_and_keeps_histories_apart(
+    make_config,
+) -> None:
+    """A Discord mention and a Slack DM are stored, answered on their own platform, and land
+    in two separate channels."""
+    llm = ScriptedLLM(chat_reply="hello from tierbot")
+    async with FakeDiscord() as fd, FakeSlack(team_id=TEAM) as fs:
+        fd.add_guild(GUILD, "home", {CHANNEL: "general"})
+        fs.users.update({"U100": "alice"})
+        async with Runtime(make_config(), llm=llm) as rt:
+            assert await rt.start_adapter(discord(fd, fd.token))
+            assert await rt.start_adapter(slack(fs))
+            await fd.inject_message(CHANNEL, f"<@{fd.bot_id}> hi there", guild_id=GUILD,
+                                    mentions=[fd.bot_user])  # fmt: skip
+            await fs.send_event(fs.message(DM, "hi in private", channel_type="im"))
+            await fd.wait_for(lambda: fd.posted(CHANNEL))
+            await fs.wait_for(lambda: fs.posted(DM))
+            await rt.drain()
+            assert fd.posted(CHANNEL) == ["hello from tierbot"]
+            assert [p["text"] for p in fs.posted(DM)] == ["hello from tierbot"]
+            keys = set(rt.registry.actors)
+            assert keys == {f"discord:{GUILD}:{CHANNEL}", f"slack:{TEAM}:{DM}"}
+            for key in keys:
+                roles = [m.role.value async for m in rt.store.export(key)]
+                assert roles == ["user", "assistant"]
+
+
+async def test_an_adapter_that_cannot_start_does_not_stop_the_others(make_config) -> None:
+    """A bad Discord token is reported, and Slack keeps serving in the same process."""
+    async with FakeDiscord() as fd, FakeSlack(team_id=TEAM) as fs:
+        fs.users.update({"U100": "alice"})
+        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply="still here")) as rt:
+            assert not await rt.start_adapter(discord(fd, "wrong-token"))
+            assert await rt.start_adapter(slack(fs))
+            assert set(rt.adapters) == {"slack"}
+            await fs.send_event(fs.message(DM, "anyone?", channel_type="im"))
+            await fs.wait_for(lambda: fs.posted(DM))
+            assert [p["text"] for p in fs.posted(DM)] == ["still here"]

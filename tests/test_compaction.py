@@ -325,6 +325,7 @@ async def test_timeout_is_a_failure_not_a_hang(make_config) -> None:
         actor = await fill(rt, 0.80)
         live = len(actor.ctx)
         await wait_for(lambda: actor.compactor.counters["failed"] == 1)
+        await rt.drain()
         assert actor.compactor.running is None
         assert len(actor.ctx) == live
         assert "timed out" in (await rt.store.compactions(CH))[0].reason

@@ -356,9 +356,7 @@ def _parse_env_value(raw: str) -> Any:
         return raw
 
 
-def apply_env_overrides(
-    data: dict[str, Any], environ: Mapping[str, str]
-) -> dict[str, str]:
+def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
     """Apply ``TIERBOT__SECTION__KEY=value`` overrides in place; return path -> variable."""
     applied: dict[str, str] = {}
     for name in sorted(environ):

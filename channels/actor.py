@@ -721,4 +721,3 @@ class ChannelActor:
                 "emergency": s.compaction.emergency_threshold,
             },
         }
-

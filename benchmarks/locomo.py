@@ -176,6 +176,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")
     args = ap.parse_args()
+    from bot.logging import configure_logging
+
+    configure_logging("warning")  # direct mode opens the graph in this process
     data = json.loads(args.path.read_text())
     if args.quick:
         data = data[:1]

@@ -25,6 +25,7 @@ import numpy as np
 from bot.errors import ToolError
 from bot.messages import workspace_of
 
+from .dates import find_windows
 from .text import fts_query, tag, terms
 from .types import EDGE_MULTIPLIER, MAX_RECALL_LIMIT, MemoryType, RecallHit
 
@@ -38,6 +39,8 @@ VECTOR_WEIGHT = 0.4
 #: Cosine below which a vector hit is noise (an embedder may set ``min_similarity``).
 MIN_SIMILARITY = 0.2
 PERSON_BOOST = 0.5
+DATE_BOOST = 1.0
+DATE_CANDIDATES = 30
 FTS_CANDIDATES = 60
 VECTOR_CANDIDATES = 20
 #: At most this many postings are scored per query: the rarest query terms are kept,
@@ -99,7 +102,8 @@ async def recall(
 ) -> list[RecallHit]:
     check_args(query, limit, types, since)
     clause = g.scope_clause(channel)
-    q_terms = terms(query)
+    windows, text_query = find_windows(query)
+    q_terms = terms(text_query)
     cands: dict[int, _Cand] = {}
     search_terms, affordable = _affordable(g.df, q_terms)
 
@@ -113,24 +117,15 @@ async def recall(
         match = f"{clause} AND {{terms near far}} : ({fts_query(search_terms)})"
         if types:
             match += " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         # Ranking every posting of a very common term costs O(postings): when even the
         # rarest term is that common, score only its newest postings instead.
         order = "s" if affordable else "rowid DESC"
-        # One round trip: the best postings joined with their nodes.
-        sql = (
-            f"SELECT f.s, {_NODE_COLUMNS} FROM (SELECT rowid, bm25(memory_fts, {weights}) AS s "
-            f"FROM memory_fts WHERE memory_fts MATCH ? ORDER BY {order} LIMIT ?) AS f "
-            "JOIN memory_nodes n ON n.rowid = f.rowid"
-        )
-        params: list[Any] = [match, FTS_CANDIDATES * (1 if affordable else 2)]
-        if since is not None:
-            sql += " WHERE n.created_at >= ?"
-            params.append(float(since))
-        async with g.db.execute(sql, params) as cur:
-            for s, *fts_row in await cur.fetchall():
-                text_scores[int(fts_row[0])] = -float(s)
-                cands[int(fts_row[0])] = _Cand(tuple(fts_row))
+        limit_fts = FTS_CANDIDATES * (1 if affordable else 2)
+        await _text_candidates(g, match, order, limit_fts, since, None, text_scores, cands)
+        if windows:  # the best matches inside the dates the query names, too
+            await _text_candidates(
+                g, match, "rowid DESC", POSTINGS_BUDGET, since, windows, text_scores, cands
+            )
     labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
     floor = float(getattr(g.embedder, "min_similarity", MIN_SIMILARITY))
@@ -144,6 +139,10 @@ async def recall(
         cands[c.rowid] = c
     persons = _persons(g, channel, q_terms)
     rel = {r: _relevance(g, c, persons) for r, c in cands.items()}
+    if windows:  # outside the dates the query names, a candidate counts for less
+        for r, c in cands.items():
+            if not any(lo <= float(c.row[6]) <= hi for lo, hi in windows):
+                rel[r] /= 1.0 + DATE_BOOST
     await _expand(g, channel, cands, rel, types, since)
     now = time.time()
     half_life = g.config.decay_half_life_days * 86400.0
@@ -210,6 +209,38 @@ def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool
         keep.append(t)
         spent += n
     return keep, spent <= POSTINGS_BUDGET
+
+
+async def _text_candidates(
+    g: MemoryGraph,
+    match: str,
+    order: str,
+    limit: int,
+    since: float | None,
+    windows: list[tuple[float, float]] | None,
+    text_scores: dict[int, float],
+    cands: dict[int, _Cand],
+) -> None:
+    """Add FTS matches (joined with their nodes in one round trip) to the candidates."""
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    sql = (
+        f"SELECT f.s, {_NODE_COLUMNS} FROM (SELECT rowid, bm25(memory_fts, {weights}) AS s "
+        f"FROM memory_fts WHERE memory_fts MATCH ? ORDER BY {order} LIMIT ?) AS f "
+        "JOIN memory_nodes n ON n.rowid = f.rowid WHERE 1"
+    )
+    params: list[Any] = [match, limit]
+    if since is not None:
+        sql += " AND n.created_at >= ?"
+        params.append(float(since))
+    if windows:
+        sql += " AND (" + " OR ".join("n.created_at BETWEEN ? AND ?" for _ in windows) + ")"
+        params += [t for w in windows for t in w]
+        sql += " ORDER BY f.s LIMIT ?"
+        params.append(DATE_CANDIDATES)
+    async with g.db.execute(sql, params) as cur:
+        for s, *row in await cur.fetchall():
+            text_scores[int(row[0])] = -float(s)
+            cands[int(row[0])] = _Cand(tuple(row))
 
 
 async def _rows(

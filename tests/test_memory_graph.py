@@ -407,3 +407,48 @@ async def test_export_yields_nodes_then_edges(graph: MemoryGraph) -> None:
     assert kinds == sorted(kinds, key=lambda k: k != "node")
     assert {x["type"] for x in items if x["kind"] == "edge"} == {"related_to", "mentions"}
     json.dumps(items)
+
+
+async def test_a_date_in_the_query_favours_that_days_messages(graph: MemoryGraph) -> None:
+    """ "on 3 June, 2023" ranks the messages written that day above the same words on others."""
+    from datetime import datetime
+
+    days = {"a": datetime(2023, 5, 1), "b": datetime(2023, 6, 3, 15), "c": datetime(2023, 7, 9)}
+    await graph.add_episodes([
+        msg(GUILD_A, pid, "I baked bread for the shelter", ts=day.timestamp())
+        for pid, day in days.items()
+    ])  # fmt: skip
+    hits = await graph.recall("What did Alice bake on 3 June, 2023?", channel=GUILD_A)
+    assert hits[0].source_message_ids == ("b",)
+    month = await graph.recall("What did Alice bake in July 2023?", channel=GUILD_A)
+    assert month[0].source_message_ids == ("c",)
+
+
+@pytest.mark.parametrize(
+    ("query", "days"),
+    [
+        ("on 16 November, 2023", [("2023-11-15", "2023-11-18")]),
+        ("on December 1,2023", [("2023-11-30", "2023-12-03")]),
+        ("read on 8th December, 2023", [("2023-12-07", "2023-12-10")]),
+        ("in January 2024", [("2024-01-01", "2024-02-01")]),
+        ("on 2023-07-31", [("2023-07-30", "2023-08-02")]),
+        (
+            "between Aug 11 and Aug 15 2023",
+            [("2023-08-10", "2023-08-13"), ("2023-08-14", "2023-08-17")],
+        ),
+        ("I may go in May", []),
+        ("on 31 February 2023", [("2023-02-01", "2023-03-01")]),  # no such day: the month
+    ],
+)
+def test_absolute_dates_are_read_from_queries(query: str, days: list[tuple[str, str]]) -> None:
+    """Day, month and ISO dates become time windows (a day gets a day of slack each side)."""
+    from datetime import datetime
+
+    from memory_graph.dates import find_windows
+
+    windows, _ = find_windows(query)
+    as_days = [
+        (datetime.fromtimestamp(a).date().isoformat(), datetime.fromtimestamp(b).date().isoformat())
+        for a, b in windows
+    ]
+    assert as_days == days

@@ -26,7 +26,7 @@ from bot.messages import Message, workspace_of
 
 from . import episodes, forgetting, maintenance, recall, schema, writing
 from .embedders import Embedder, embedder_from_config
-from .text import TEXT_VERSION, tag, terms
+from .text import TEXT_VERSION, fts_tags, tag, terms
 from .types import (
     ForgetReport,
     MaintenanceReport,
@@ -144,20 +144,26 @@ class MemoryGraph:
             row = await cur.fetchone()
         self.next_rowid = int(row[0] if row else 0) + 1
         self._grow(self.next_rowid)
-        sql = (
-            "SELECT rowid, workspace, channel, type, author_id, author_name, content "
-            "FROM memory_nodes"
-        )
-        async with self.db.execute(sql) as cur:
-            async for rowid, ws, ch, typ, author_id, author_name, content in cur:
-                self.register(rowid, ws, ch)
-                if author_name:
-                    self.add_name(ws, author_name, author_id)
-                if typ == "entity":
-                    self.add_name(ws, content, f"#{rowid}")
-        async with self.db.execute("SELECT src, dst, type, weight FROM memory_edges") as cur:
-            async for src, dst, typ, weight in cur:
-                self.edges.add_edge(src, dst, key=typ, weight=weight)
+        # fetchall, not async iteration: aiosqlite fetches one row per thread hop.
+        for rowid, ws, ch in await schema.fetch_all(
+            self.db, "SELECT rowid, workspace, channel FROM memory_nodes", ()
+        ):
+            self.register(rowid, ws, ch)
+        for ws, author_id, author_name in await schema.fetch_all(
+            self.db,
+            "SELECT DISTINCT workspace, author_id, author_name FROM memory_nodes "
+            "WHERE author_name != ''",
+            (),
+        ):
+            self.add_name(ws, author_name, author_id)
+        for rowid, ws, content in await schema.fetch_all(
+            self.db, "SELECT rowid, workspace, content FROM memory_nodes WHERE type = 'entity'", ()
+        ):
+            self.add_name(ws, content, f"#{rowid}")
+        for src, dst, typ, weight in await schema.fetch_all(
+            self.db, "SELECT src, dst, type, weight FROM memory_edges", ()
+        ):
+            self.edges.add_edge(src, dst, key=typ, weight=weight)
 
     async def _ensure_fts(self) -> None:
         async with self.db.execute(
@@ -185,9 +191,8 @@ class MemoryGraph:
         )
         rows = []
         sql = "SELECT rowid, content, author_name, workspace, channel, type FROM memory_nodes"
-        async with self.db.execute(sql) as cur:
-            async for rowid, content, author_name, ws, ch, typ in cur:
-                rows.append((*writing.fts_tags(ws, ch, typ, content, author_name), rowid))
+        for rowid, content, author_name, ws, ch, typ in await schema.fetch_all(self.db, sql, ()):
+            rows.append((*fts_tags(ws, ch, typ, content, author_name), rowid))
         await self.db.executemany(
             "UPDATE memory_fts SET terms = ?, ws = ?, ch = ?, ty = ? WHERE rowid = ?", rows
         )
@@ -422,6 +427,7 @@ class MemoryGraph:
         async with self.db.execute(
             f"SELECT {_NODE_COLUMNS} FROM memory_nodes ORDER BY rowid"
         ) as cur:
+            cur.arraysize = 500
             async for row in cur:
                 yield {"kind": "node", **_node_dict(row)}
         async for edge in self._edges_sql("", ()):
@@ -436,6 +442,7 @@ class MemoryGraph:
             f"{where} ORDER BY e.rowid"
         )
         async with self.db.execute(sql, params) as cur:
+            cur.arraysize = 500
             async for src, dst, typ, weight, created in cur:
                 yield {"src": src, "dst": dst, "type": typ, "weight": weight, "created_at": created}
 

@@ -75,13 +75,13 @@ async def _tombstone(g: MemoryGraph, kind: str, keys: Iterable[str], now: float)
     )
 
 
-async def forget(g: MemoryGraph, memory_id: str) -> bool:
+async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) -> bool:
     async with g.lock:
         async with g.db.execute(
             "SELECT rowid, sources, type, channel FROM memory_nodes WHERE id = ?", (memory_id,)
         ) as cur:
             row = await cur.fetchone()
-        if row is None:
+        if row is None or (channel is not None and not g.visible(channel, row[3])):
             return False
         rowid, sources = int(row[0]), json.loads(row[1])
         await g.db.execute("BEGIN IMMEDIATE")

@@ -398,9 +398,13 @@ class MemoryGraph:
         node["edges"] = [e async for e in self._edges_sql(where, (memory_id, memory_id))]
         return node
 
-    async def forget(self, memory_id: str) -> bool:
-        """Delete one node and tombstone its sources; False if there is no such node."""
-        return await forgetting.forget(self, memory_id)
+    async def forget(self, memory_id: str, *, channel: str | None = None) -> bool:
+        """Delete one node and tombstone its sources; False if there is no such node.
+
+        With ``channel``, only a node visible from that channel is forgotten (a user's
+        ``/forget`` cannot reach into another workspace); without it, any node (operator).
+        """
+        return await forgetting.forget(self, memory_id, channel=channel)
 
     async def forget_author(self, author_id: str) -> ForgetReport:
         """Delete every node derived from ``author_id``'s messages and tombstone the author."""

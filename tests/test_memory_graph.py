@@ -266,6 +266,14 @@ async def test_forget_deletes_and_tombstones_refuse_the_memory_coming_back(
     assert node is not None and node["sources"] == ["m8"]
 
 
+async def test_forget_from_a_channel_reaches_only_what_it_can_see(graph: MemoryGraph) -> None:
+    """forget(id, channel=...) refuses a memory of another workspace; the operator's works."""
+    saved = await graph.save("Guild A's secret recipe", "fact", channel=GUILD_A)
+    assert not await graph.forget(saved.id, channel=GUILD_B)
+    assert await graph.get(saved.id) is not None
+    assert await graph.forget(saved.id, channel=GUILD_A2)
+
+
 async def test_forget_author_removes_everything_derived_from_their_messages(
     graph: MemoryGraph,
 ) -> None:

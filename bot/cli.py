@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
 import time
@@ -57,6 +58,9 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
     # The seat watches config.toml (SIGHUP reloads it too) and serves [ops] when enabled.
     async with Runtime(cfg) as rt, OperatorSeat(rt, serve=not console_only) as seat:
         install_signal_handlers(stop, reload=seat.request_reload)
+        # Everything loaded at startup lives as long as the process: keep it out of the
+        # collector's full passes, which otherwise stall a turn now and then.
+        gc.freeze()
         waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
         console = None
         if console_only or cfg.adapters.console.enabled:

@@ -280,6 +280,11 @@ class MemoryGraph:
         """The FTS5 clause restricting a match to what ``channel`` may see."""
         return self._scope(channel)[0]
 
+    def scope_codes(self, channel: str) -> tuple[np.ndarray, int]:
+        """(rowid -> scope code array, the code ``channel`` may see)."""
+        _, arr, code = self._scope(channel)
+        return arr, code
+
     def vector_search(
         self, vector: np.ndarray, k: int, channel: str, *, ef: int = 384
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,7 @@ from bot.errors import ToolError
 from bot.messages import workspace_of
 
 from .dates import find_windows
+from .schema import fetch_all, marks
 from .text import fts_query, tag, terms
 from .types import EDGE_MULTIPLIER, MAX_RECALL_LIMIT, MemoryType, RecallHit
 
@@ -116,18 +117,17 @@ async def recall(
     vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
     text_scores: dict[int, float] = {}
     if search_terms:
-        match = f"{clause} AND {{terms near far}} : ({fts_query(search_terms)})"
+        match = f"{{terms near far}} : ({fts_query(search_terms)})"
         if types:
             match += " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
-        # Ranking every posting of a very common term costs O(postings): when even the
-        # rarest term is that common, score only its newest postings instead.
-        order = "s" if affordable else "rowid DESC"
-        limit_fts = FTS_CANDIDATES * (1 if affordable else 2)
-        await _text_candidates(g, match, order, limit_fts, since, None, text_scores, cands)
-        if windows:  # the best matches inside the dates the query names, too
-            await _text_candidates(
-                g, match, "rowid DESC", POSTINGS_BUDGET, since, windows, text_scores, cands
-            )
+        if affordable:
+            await _scored_in_scope(g, channel, match, since, windows, text_scores, cands)
+        else:
+            # Ranking every posting of a very common term costs O(postings): when even
+            # the rarest term is that common, score only its newest postings in scope.
+            match = f"{clause} AND {match}"
+            limit_fts = FTS_CANDIDATES * 2
+            await _text_candidates(g, match, limit_fts, since, text_scores, cands)
     labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
     floor = float(getattr(g.embedder, "min_similarity", MIN_SIMILARITY))
@@ -213,32 +213,66 @@ def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool
     return keep, spent <= POSTINGS_BUDGET
 
 
-async def _text_candidates(
+async def _scored_in_scope(
     g: MemoryGraph,
+    channel: str,
     match: str,
-    order: str,
-    limit: int,
     since: float | None,
-    windows: list[tuple[float, float]] | None,
+    windows: list[tuple[float, float]],
     text_scores: dict[int, float],
     cands: dict[int, _Cand],
 ) -> None:
-    """Add FTS matches (joined with their nodes in one round trip) to the candidates."""
+    """Score every posting of the (budgeted) terms, keep the caller's scope, fetch the best.
+
+    Scope is checked against the in-memory scope codes rather than with an FTS clause:
+    intersecting with a workspace tag costs O(size of the workspace) per query.
+    """
+    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+    sql = f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?"
+    hits = await fetch_all(g.db, sql, [match])
+    if not hits:
+        return
+    labels = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
+    scores = -np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
+    arr, code = g.scope_codes(channel)
+    inside = labels < len(arr)
+    inside[inside] = arr[labels[inside]] == code
+    labels, scores = labels[inside], scores[inside]
+    best = np.argsort(-scores, kind="stable")
+    chosen = {int(x) for x in labels[best[:FTS_CANDIDATES]]}
+    if windows and len(labels):  # the best matches inside the dates the query names, too
+        rows = await fetch_all(
+            g.db,
+            f"SELECT rowid, created_at FROM memory_nodes WHERE rowid IN ({marks(len(labels))})",
+            labels.tolist(),
+        )
+        dated = {int(r) for r, ts in rows if any(lo <= ts <= hi for lo, hi in windows)}
+        chosen.update([int(x) for x in labels[best] if int(x) in dated][:DATE_CANDIDATES])
+    score_of = dict(zip(labels.tolist(), scores.tolist(), strict=True))
+    for row in await _rows(g, chosen, None, since):
+        text_scores[int(row[0])] = score_of[int(row[0])]
+        cands[int(row[0])] = _Cand(row)
+
+
+async def _text_candidates(
+    g: MemoryGraph,
+    match: str,
+    limit: int,
+    since: float | None,
+    text_scores: dict[int, float],
+    cands: dict[int, _Cand],
+) -> None:
+    """Add the newest FTS matches (joined with their nodes in one round trip)."""
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     sql = (
         f"SELECT f.s, {_NODE_COLUMNS} FROM (SELECT rowid, bm25(memory_fts, {weights}) AS s "
-        f"FROM memory_fts WHERE memory_fts MATCH ? ORDER BY {order} LIMIT ?) AS f "
+        "FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f "
         "JOIN memory_nodes n ON n.rowid = f.rowid WHERE 1"
     )
     params: list[Any] = [match, limit]
     if since is not None:
         sql += " AND n.created_at >= ?"
         params.append(float(since))
-    if windows:
-        sql += " AND (" + " OR ".join("n.created_at BETWEEN ? AND ?" for _ in windows) + ")"
-        params += [t for w in windows for t in w]
-        sql += " ORDER BY f.s LIMIT ?"
-        params.append(DATE_CANDIDATES)
     async with g.db.execute(sql, params) as cur:
         for s, *row in await cur.fetchall():
             text_scores[int(row[0])] = -float(s)

@@ -139,7 +139,8 @@ class MemoryService:
             )
             return text, report.messages
         if len(parts) == 1:
-            ok = await self.graph.forget(parts[0])
+            # Only what this channel can see: a forget never reaches another workspace.
+            ok = await self.graph.forget(parts[0], channel=channel)
             return (f"Forgot memory {parts[0]}." if ok else f"No memory with id {parts[0]}."), ()
         return "Usage: /forget MEMORY_ID  or  /forget --author USER_ID", ()
 

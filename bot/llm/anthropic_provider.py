@@ -9,11 +9,8 @@ overloads and transient failures so every provider backs off the same way.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Literal
 
 import anthropic
@@ -36,14 +33,13 @@ from bot.errors import (
     RateLimitedError,
     TransientLLMError,
 )
+from bot.llm._http import api_key_from_env, clip, retry_after_seconds
 from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
 from bot.retry import Backoff, retry_call
 
 __all__ = ["AnthropicProvider"]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-# Anthropic-compatible proxies on localhost may need no key, but the SDK wants one.
-PLACEHOLDER_KEY = "not-needed"
 
 # Anthropic words overflow as "prompt is too long: N tokens > M maximum" or "input length
 # and `max_tokens` exceed context limit"; it has no stable error code for it.
@@ -74,7 +70,7 @@ class AnthropicProvider:
         self._base_url = config.base_url or DEFAULT_BASE_URL
         self._backoff = Backoff(config.retry_base_seconds, config.retry_max_seconds)
         self._client = anthropic.AsyncAnthropic(
-            api_key=_api_key(config, environ, self.name),
+            api_key=api_key_from_env(config, environ, self.name),
             base_url=self._base_url,
             timeout=config.timeout_seconds,
             max_retries=0,
@@ -145,12 +141,12 @@ class AnthropicProvider:
             return _not_the_api(where, exc)
 
         status = exc.status_code
-        detail = _clip(exc.api_message or exc.message)
+        detail = clip(exc.api_message or exc.message)
         if status == 429:
             return RateLimitedError(
                 f"anthropic: rate limited: {detail}",
                 provider=self.name,
-                retry_after=_retry_after(exc.response.headers),
+                retry_after=retry_after_seconds(exc.response.headers),
             )
         if status == 413 or any(m in detail.lower() for m in _OVERFLOW_MARKERS):
             return ContextOverflowError(
@@ -182,19 +178,6 @@ class AnthropicProvider:
             provider=self.name,
             status=status,
         )
-
-
-def _api_key(config: LLMConfig, environ: Mapping[str, str], provider: str) -> str:
-    if not config.api_key_env:
-        return PLACEHOLDER_KEY
-    key = environ.get(config.api_key_env, "")
-    if not key:
-        raise FatalLLMError(
-            f"{provider}: environment variable {config.api_key_env} (named by [llm] "
-            "api_key_env) is unset or empty: export your API key in it",
-            provider=provider,
-        )
-    return key
 
 
 def _messages_to_wire(messages: Sequence[ChatMessage]) -> tuple[str, list[MessageParam]]:
@@ -261,7 +244,7 @@ def _completion_from_wire(response: Message, where: str) -> Completion:
         error = getattr(response, "error", None)
         if error is not None:
             raise TransientLLMError(
-                f"anthropic: {where} returned an error instead of a message: {_clip(error)}",
+                f"anthropic: {where} returned an error instead of a message: {clip(error)}",
                 provider="anthropic",
             )
         raise _not_the_api(where, response)
@@ -294,38 +277,7 @@ def _usage(usage: AnthropicUsage) -> Usage:
 
 def _not_the_api(where: str, what: object) -> FatalLLMError:
     return FatalLLMError(
-        f"anthropic: {where} did not answer like the Anthropic Messages API ({_clip(what)}); "
+        f"anthropic: {where} did not answer like the Anthropic Messages API ({clip(what)}); "
         "check [llm] base_url (the API root, without /v1)",
         provider="anthropic",
     )
-
-
-def _clip(value: object, limit: int = 500) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait: ``retry-after-ms``, or ``Retry-After`` seconds/date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            seconds = float(millis) / 1000.0
-        except ValueError:
-            pass
-        else:
-            return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0.0, (when - datetime.now(UTC)).total_seconds())
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None

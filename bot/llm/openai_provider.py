@@ -9,11 +9,8 @@ failures so every provider backs off the same way.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,15 +30,13 @@ from bot.errors import (
     RateLimitedError,
     TransientLLMError,
 )
+from bot.llm._http import api_key_from_env, clip, retry_after_seconds
 from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
 from bot.retry import Backoff, retry_call
 
 __all__ = ["OpenAIProvider"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-# Local servers (Ollama, llama.cpp, vLLM without --api-key) ignore the key, but the SDK
-# refuses to start without one.
-PLACEHOLDER_KEY = "not-needed"
 
 # How OpenAI and the common compatible servers word "the prompt does not fit":
 # OpenAI/OpenRouter/vLLM "maximum context length", llama.cpp "exceed_context_size_error",
@@ -83,7 +78,7 @@ class OpenAIProvider:
         self._official = (urlsplit(self._base_url).hostname or "").endswith("api.openai.com")
         self._backoff = Backoff(config.retry_base_seconds, config.retry_max_seconds)
         self._client = openai.AsyncOpenAI(
-            api_key=_api_key(config, environ, self.name),
+            api_key=api_key_from_env(config, environ, self.name),
             base_url=self._base_url,
             timeout=config.timeout_seconds,
             max_retries=0,
@@ -159,7 +154,7 @@ class OpenAIProvider:
             return RateLimitedError(
                 f"openai: rate limited by {where}: {detail}",
                 provider=self.name,
-                retry_after=_retry_after(exc.response.headers),
+                retry_after=retry_after_seconds(exc.response.headers),
             )
         if status == 413 or exc.code == "context_length_exceeded" or _is_overflow(detail):
             return ContextOverflowError(
@@ -194,19 +189,6 @@ class OpenAIProvider:
             provider=self.name,
             status=status,
         )
-
-
-def _api_key(config: LLMConfig, environ: Mapping[str, str], provider: str) -> str:
-    if not config.api_key_env:
-        return PLACEHOLDER_KEY
-    key = environ.get(config.api_key_env, "")
-    if not key:
-        raise FatalLLMError(
-            f"{provider}: environment variable {config.api_key_env} (named by [llm] "
-            "api_key_env) is unset or empty: export your API key in it",
-            provider=provider,
-        )
-    return key
 
 
 def _message_to_wire(message: ChatMessage) -> ChatCompletionMessageParam:
@@ -259,7 +241,7 @@ def _completion_from_wire(response: ChatCompletion, where: str) -> Completion:
         error = getattr(response, "error", None)
         if error is not None or choices == []:
             # OpenRouter and some proxies answer 200 with an error body when the upstream failed.
-            reason = f": {_clip(error)}" if error is not None else ""
+            reason = f": {clip(error)}" if error is not None else ""
             raise TransientLLMError(
                 f"openai: {where} returned no completion{reason}", provider="openai"
             )
@@ -282,15 +264,10 @@ def _completion_from_wire(response: ChatCompletion, where: str) -> Completion:
 
 def _not_the_api(where: str, what: object) -> FatalLLMError:
     return FatalLLMError(
-        f"openai: {where} did not answer like an OpenAI-compatible API ({_clip(what)}); "
+        f"openai: {where} did not answer like an OpenAI-compatible API ({clip(what)}); "
         "check that [llm] base_url is the API root, usually ending in /v1",
         provider="openai",
     )
-
-
-def _clip(value: object, limit: int = 500) -> str:
-    text = str(value)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _decode_arguments(raw: str | None) -> dict[str, Any]:
@@ -307,35 +284,9 @@ def _decode_arguments(raw: str | None) -> dict[str, Any]:
 def _server_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     message = body.get("message") if isinstance(body, dict) else body
-    return _clip(message if isinstance(message, str) and message else exc.message)
+    return clip(message if isinstance(message, str) and message else exc.message)
 
 
 def _is_overflow(detail: str) -> bool:
     lowered = detail.lower()
     return any(marker in lowered for marker in _OVERFLOW_MARKERS)
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait: ``retry-after-ms``, or ``Retry-After`` seconds/date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            seconds = float(millis) / 1000.0
-        except ValueError:
-            pass
-        else:
-            return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0.0, (when - datetime.now(UTC)).total_seconds())
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None

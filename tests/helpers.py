@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Sequence
 
+from bot.llm.base import ChatMessage
 from bot.messages import InboundMessage
 from bot.runtime import Runtime
 
@@ -42,3 +44,18 @@ async def wait_for(predicate, timeout: float = 5.0) -> None:  # noqa: ASYNC109
 
 async def export_ids(rt: Runtime, channel: str) -> list[str]:
     return [m.platform_id async for m in rt.store.export(channel)]
+
+
+def pairs_ok(messages: Sequence[ChatMessage]) -> bool:
+    """Every tool result follows its call and every call has its result."""
+    open_ids: set[str] = set()
+    for m in messages:
+        if m.role == "tool":
+            if m.tool_call_id not in open_ids:
+                return False
+            open_ids.discard(m.tool_call_id)
+            continue
+        if open_ids:
+            return False
+        open_ids = {c.id for c in m.tool_calls}
+    return not open_ids

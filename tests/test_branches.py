@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from structlog.testing import capture_logs
 
 from bot.errors import ContextOverflowError
-from bot.llm.base import ChatMessage, Completion, ToolCall
+from bot.llm.base import Completion, ToolCall
 from bot.llm.offline import OfflineProvider
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Message, Role, State
@@ -19,7 +18,7 @@ from bot.runtime import Runtime
 from bot.tokens import get_counter
 from branches import request_tokens
 from channels import ChannelActor
-from tests.helpers import inbound, wait_for
+from tests.helpers import inbound, pairs_ok, wait_for
 from workers.supervisor import read_runs
 from workers.task import CONTINUE_NOTE
 from workers.tools import builtin_tools
@@ -63,21 +62,6 @@ async def fill(rt: Runtime, until: float) -> ChannelActor:
     )
     await rt.drain()
     return actor
-
-
-def pairs_ok(messages: Sequence[ChatMessage]) -> bool:
-    """Every tool result follows its call and every call has its result."""
-    open_ids: set[str] = set()
-    for m in messages:
-        if m.role == "tool":
-            if m.tool_call_id not in open_ids:
-                return False
-            open_ids.discard(m.tool_call_id)
-            continue
-        if open_ids:
-            return False
-        open_ids = {c.id for c in m.tool_calls}
-    return not open_ids
 
 
 def events(logs: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from structlog.testing import capture_logs
@@ -17,7 +16,7 @@ from bot.runtime import Runtime
 from bot.store import Store
 from bot.tokens import get_counter
 from branches import request_tokens
-from tests.helpers import inbound, wait_for
+from tests.helpers import inbound, pairs_ok, wait_for
 from workers.supervisor import TaskPool, read_runs, read_transcript
 from workers.tools import ToolRegistry, builtin_tools, evaluate
 
@@ -40,21 +39,6 @@ def spawn(task: str = TASK, cid: str = "s1") -> Completion:
 
 def fetch_turn(i: int) -> Completion:
     return Completion(text="", tool_calls=(ToolCall(f"f{i}", "fetch", {"page": i}),))
-
-
-def pairs_ok(messages: Sequence[ChatMessage]) -> bool:
-    """Every tool result follows its call and every call has its result."""
-    open_ids: set[str] = set()
-    for m in messages:
-        if m.role == "tool":
-            if m.tool_call_id not in open_ids:
-                return False
-            open_ids.discard(m.tool_call_id)
-            continue
-        if open_ids:
-            return False
-        open_ids = {c.id for c in m.tool_calls}
-    return not open_ids
 
 
 def register_fetch(rt: Runtime) -> None:

@@ -250,6 +250,7 @@ class MemoryConfig(_Model):
     prune_age_days: float = Field(30.0, ge=0.0)
     decay_half_life_days: float = Field(30.0, gt=0.0)
     keep_messages_on_forget: bool = True
+    index_live_messages: bool = True
     maintenance_interval_seconds: float = Field(3600.0, gt=0)
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from bot.errors import LLMError, ToolError
 from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolSpec
+from bot.messages import Message
 from bot.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -104,9 +105,11 @@ class MeteredMemory:
     def recall_tool(self) -> ToolSpec:
         return self.inner.recall_tool()
 
-    async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str:
+    async def recall_from_tool(
+        self, arguments: dict[str, Any], *, channel: str, exclude: Collection[str] = ()
+    ) -> str:
         try:
-            result = await self.inner.recall_from_tool(arguments, channel=channel)
+            result = await self.inner.recall_from_tool(arguments, channel=channel, exclude=exclude)
         except Exception as exc:
             outcome = "invalid" if isinstance(exc, ToolError) else "error"
             self._m.memory_recalls.labels(outcome).inc()
@@ -122,3 +125,6 @@ class MeteredMemory:
 
     async def count(self, channel: str) -> int:
         return await self.inner.count(channel)
+
+    def index_later(self, messages: Sequence[Message]) -> None:
+        self.inner.index_later(messages)

@@ -17,7 +17,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -48,7 +48,15 @@ class MemoryAccess(Protocol):
 
     def recall_tool(self) -> ToolSpec: ...
 
-    async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str: ...
+    async def recall_from_tool(
+        self, arguments: dict[str, Any], *, channel: str, exclude: Collection[str] = ()
+    ) -> str:
+        """Run memory_recall; ``exclude`` names platform ids the channel already has live."""
+        ...
+
+    def index_later(self, messages: Sequence[Message]) -> None:
+        """Queue messages to be indexed as episodes in the background; never waits."""
+        ...
 
     async def count(self, channel: str) -> int: ...
 
@@ -141,6 +149,9 @@ class ChannelActor:
         self.compactor.counters.update(state.counters)
         self.peak_usage = self.usage
         pending = tuple(m for m in live if m.role is Role.USER and m.id > self.handled_upto)
+        if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
+            # Indexing is idempotent: whatever a crash left unindexed is caught up here.
+            self.deps.memory.index_later(live)
         self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
         self.log.debug("channel.started", live=len(live), pending=len(pending))
 
@@ -288,6 +299,8 @@ class ChannelActor:
         """A message entered the history: account for it and let the compactor look."""
         self.ctx.append(msg)
         self.compactor.on_message()
+        if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
+            self.deps.memory.index_later((msg,))
         await self._check()
 
     async def _check(self) -> None:
@@ -421,7 +434,9 @@ class ChannelActor:
         memory = self.deps.memory
         if call.name == "memory_recall" and memory is not None:
             try:
-                return await memory.recall_from_tool(call.arguments, channel=self.key)
+                # What is in the live context is already in front of the model.
+                live = {m.platform_id for m in self.ctx.items}
+                return await memory.recall_from_tool(call.arguments, channel=self.key, exclude=live)
             except ToolError as exc:
                 return json.dumps({"error": str(exc)})
         return json.dumps({"error": f"unknown tool {call.name!r}"})

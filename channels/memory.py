@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -79,18 +80,106 @@ class _Writer:
         return await self.graph.add_episodes(messages)
 
 
-class _Access:
-    """memory_recall for channel turns."""
+_INDEXED_ROLES = (Role.USER, Role.ASSISTANT)
 
-    def __init__(self, graph: MemoryGraph) -> None:
+
+class EpisodeIndexer:
+    """Indexes messages as episodes shortly after they are stored, in batches, off the turn path.
+
+    So memory search finds what was said a minute ago, not only what compaction has
+    archived.  Best effort by design: compaction still indexes everything it archives
+    and a restarted channel hands its live messages over again (indexing is idempotent
+    per channel and platform id), so a message dropped here (queue over ``max_queued``,
+    a crash before its batch ran, an indexing error) is indexed later all the same.
+    """
+
+    def __init__(
+        self, graph: MemoryGraph, *, batch: int = 512, delay: float = 0.05,
+        max_queued: int = 100_000,
+    ) -> None:  # fmt: skip
         self.graph = graph
+        self.batch = batch
+        self.delay = delay
+        self.max_queued = max_queued
+        self.dropped = 0
+        self.indexed = 0
+        self._queue: deque[Message] = deque()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="memory-episode-indexer")
+
+    def submit(self, messages: Sequence[Message]) -> None:
+        """Queue user and bot messages for indexing; never waits."""
+        for m in messages:
+            if m.role in _INDEXED_ROLES and m.text.strip():
+                if len(self._queue) >= self.max_queued:
+                    self._queue.popleft()  # compaction indexes it when it archives it
+                    self.dropped += 1
+                    if self.dropped == 1 or self.dropped % 10_000 == 0:
+                        log.warning("memory.index_backlog", dropped=self.dropped)
+                self._queue.append(m)
+        if self._queue:
+            self._idle.clear()
+            self._wake.set()
+
+    async def flush(self) -> None:
+        """Return once everything submitted so far has been indexed (or has failed)."""
+        if self._task is None or self._task.done():
+            return
+        await self._idle.wait()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self.delay)  # let a burst gather into one batch
+            self._wake.clear()
+            while self._queue:
+                n = min(self.batch, len(self._queue))
+                batch = [self._queue.popleft() for _ in range(n)]
+                try:
+                    self.indexed += await self.graph.add_episodes(batch)
+                except Exception:
+                    log.exception("memory.index_failed", messages=len(batch))
+            if not self._queue:
+                self._idle.set()
+
+    async def aclose(self, drain_seconds: float = 30.0) -> None:
+        """Index what is queued (for at most ``drain_seconds``), then stop."""
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain_seconds):
+                await self.flush()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+class _Access:
+    """memory_recall for channel turns, and the live indexing of their messages."""
+
+    def __init__(self, graph: MemoryGraph, indexer: EpisodeIndexer) -> None:
+        self.graph = graph
+        self.indexer = indexer
         self._spec = memory_tools()[1]
 
     def recall_tool(self) -> ToolSpec:
         return self._spec
 
-    async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str:
-        return await run_memory_tool(self.graph, "memory_recall", arguments, channel=channel)
+    async def recall_from_tool(
+        self, arguments: dict[str, Any], *, channel: str, exclude: Collection[str] = ()
+    ) -> str:
+        return await run_memory_tool(
+            self.graph, "memory_recall", arguments, channel=channel, exclude=exclude
+        )
+
+    def index_later(self, messages: Sequence[Message]) -> None:
+        self.indexer.submit(messages)
 
     async def count(self, channel: str) -> int:
         return await self.graph.count(channel)
@@ -103,13 +192,15 @@ class MemoryService:
         self.graph = graph
         self.config = config
         self._writer = _Writer(graph)
-        self._access = _Access(graph)
+        self.indexer = EpisodeIndexer(graph)
+        self._access = _Access(graph, self.indexer)
         self._maintenance: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, config: Config) -> MemoryService:
         graph = await MemoryGraph.open(config.storage_path(), config.memory)
         service = cls(graph, config)
+        service.indexer.start()
         service._maintenance = asyncio.create_task(service._maintain(), name="memory-maintenance")
         return service
 
@@ -158,4 +249,5 @@ class MemoryService:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
+        await self.indexer.aclose()
         await self.graph.aclose()

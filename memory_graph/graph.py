@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -383,10 +383,15 @@ class MemoryGraph:
         limit: int = 5,
         types: Sequence[str] | None = None,
         since: float | None = None,
+        exclude: Collection[str] = (),
     ) -> list[RecallHit]:
-        """Hybrid search of what ``channel`` may see, best first, scores in 0..1."""
+        """Hybrid search of what ``channel`` may see, best first, scores in 0..1.
+
+        ``exclude``: platform ids whose episodes are left out (the messages a
+        channel already has in its live context).
+        """
         return await recall.recall(
-            self, query, channel=channel, limit=limit, types=types, since=since
+            self, query, channel=channel, limit=limit, types=types, since=since, exclude=exclude
         )
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,7 @@ async def recall(
     limit: int,
     types: Sequence[str] | None,
     since: float | None,
+    exclude: Collection[str] = (),
 ) -> list[RecallHit]:
     check_args(query, limit, types, since)
     clause = g.scope_clause(channel)
@@ -149,7 +150,10 @@ async def recall(
     now = time.time()
     half_life = g.config.decay_half_life_days * 86400.0
     scored = []
+    skip = set(exclude)
     for r, c in cands.items():
+        if skip and c.row[2] == "episode" and json.loads(c.row[5])[0] in skip:
+            continue
         updated, imp, sup = c.row[7], c.row[9], c.row[11]
         s = rel[r] * (1.0 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * float(imp))
         # Recency of the information itself; being recalled only slows its decay

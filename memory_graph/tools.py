@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +125,12 @@ async def run_memory_tool(
     channel: str,
     author_id: str = "",
     sources: Sequence[str] = (),
+    exclude: Collection[str] = (),
 ) -> str:
-    """Run memory_save or memory_recall with raw model arguments; returns JSON text."""
+    """Run memory_save or memory_recall with raw model arguments; returns JSON text.
+
+    ``exclude`` (recall only): platform ids whose episodes the caller already has.
+    """
     if name == "memory_save":
         _check_known(name, arguments, _SAVE)
         for arg in ("content", "memory_type", "supersedes"):
@@ -166,6 +170,7 @@ async def run_memory_tool(
             limit=limit,
             types=_str_list(name, arguments, "types"),
             since=since,
+            exclude=exclude,
         )
         return json.dumps([h.to_json() for h in hits], ensure_ascii=False)
     raise ToolError(f"unknown tool {name!r}; expected memory_save or memory_recall", tool=name)

@@ -46,3 +46,65 @@ async def test_offline_bot_answers_from_memory_after_compaction(make_config) -> 
         await rt.submit(inbound("mem:2", "what is the staging server called?", pid="q"))
         await rt.drain()
         assert any("kestrel-03" in o.text for o in rt.outbox.sent)
+
+
+async def _search_ids(rt: Runtime, query: str, channel: str) -> list[str]:
+    await rt.memory.indexer.flush()
+    hits = await rt.memory.search(query, channel=channel, limit=5)
+    return [pid for h in hits for pid in h["source_message_ids"]]
+
+
+async def test_a_message_still_in_the_live_context_is_found_by_memory_search(make_config) -> None:
+    """What was said a moment ago is searchable before any compaction archives it."""
+    cfg = make_config({"memory": {"enabled": True}})
+    async with Runtime(cfg) as rt:
+        for pid, author, text in FACTS:
+            await rt.submit(inbound("live:1", text, pid=pid, author=author))
+        await rt.drain()
+        assert rt.registry.actors["live:1"].compactor.counters.get("background", 0) == 0
+        assert "f2" in await _search_ids(rt, "staging server kestrel", "live:1")
+
+
+async def test_live_indexing_off_leaves_search_to_compaction(make_config) -> None:
+    """index_live_messages = false: a live message is not searchable until it is archived."""
+    cfg = make_config({"memory": {"enabled": True, "index_live_messages": False}})
+    async with Runtime(cfg) as rt:
+        for pid, author, text in FACTS:
+            await rt.submit(inbound("live:2", text, pid=pid, author=author))
+        await rt.drain()
+        assert "f2" not in await _search_ids(rt, "staging server kestrel", "live:2")
+
+
+async def test_a_restarted_channel_indexes_what_it_had_not_indexed(make_config) -> None:
+    """Messages stored while live indexing was off (or before a crash) are indexed on the
+    channel's next start."""
+    off = make_config({"memory": {"enabled": True, "index_live_messages": False}})
+    async with Runtime(off) as rt:
+        for pid, author, text in FACTS:
+            await rt.submit(inbound("live:3", text, pid=pid, author=author))
+        await rt.drain()
+    async with Runtime(make_config({"memory": {"enabled": True}})) as rt:
+        await rt.submit(inbound("live:3", "good morning", pid="m1"))
+        await rt.drain()
+        assert "f2" in await _search_ids(rt, "staging server kestrel", "live:3")
+
+
+async def test_recall_in_a_turn_leaves_out_what_the_channel_has_live(make_config) -> None:
+    """A turn's memory_recall does not hand the model back messages already in its context
+    (such as the question being asked), while memory search still finds them."""
+    from bot.llm.base import Completion, ToolCall
+    from bot.llm.scripted import ScriptedLLM
+
+    llm = ScriptedLLM()
+    cfg = make_config({"memory": {"enabled": True}})
+    async with Runtime(cfg, llm=llm) as rt:
+        await rt.submit(inbound("live:4", "the staging server is kestrel-03", pid="s1"))
+        await rt.drain()
+        await rt.memory.indexer.flush()
+        call = ToolCall("r1", "memory_recall", {"query": "staging server kestrel"})
+        llm.push("chat", Completion(text="", tool_calls=(call,)), Completion(text="done"))
+        await rt.submit(inbound("live:4", "which staging server?", pid="s2"))
+        await rt.drain()
+        result = next(m for m in llm.calls[-1].messages if m.role == "tool")
+        assert "s1" not in result.content and "kestrel" not in result.content
+        assert "s1" in await _search_ids(rt, "staging server kestrel", "live:4")

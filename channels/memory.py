@@ -94,7 +94,7 @@ class EpisodeIndexer:
     """
 
     def __init__(
-        self, graph: MemoryGraph, *, batch: int = 512, delay: float = 0.05,
+        self, graph: MemoryGraph, *, batch: int = 64, delay: float = 0.5,
         max_queued: int = 100_000,
     ) -> None:  # fmt: skip
         self.graph = graph

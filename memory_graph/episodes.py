@@ -104,12 +104,18 @@ async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message
         [channel, 2 * CONTEXT_REACH],
     )
     prev.reverse()
-    seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name in prev]
-    seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
-    contexts = _contexts(seq)
-    texts = [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
-    vecs = await asyncio.to_thread(g.embedder.embed, texts)
     ws = workspace_of(channel)
+
+    def prepare() -> tuple[list[tuple[str, str]], np.ndarray, list[tuple[str, str, str, str]]]:
+        # Tokenising, stemming and embedding are CPU work: off the event loop, so
+        # indexing never stalls the channels' turns.
+        seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name in prev]
+        seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
+        texts = [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
+        tags = [fts_tags(ws, channel, "episode", _truncate(m.text), m.author_name) for m in new]
+        return _contexts(seq), g.embedder.embed(texts), tags
+
+    contexts, vecs, tags = await asyncio.to_thread(prepare)
     now = time.time()
     start_rowid = g.next_rowid
     node_rows, fts_rows = [], []
@@ -124,7 +130,7 @@ async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message
              m.ts, m.ts, now, channel, ws, m.author_id, m.author_name, m.platform_id,
              json.dumps([m.platform_id]), near, far, vecs[k].tobytes(), g.embedder.identity)
         )  # fmt: skip
-        fts_rows.append((rowid, *fts_tags(ws, channel, "episode", text, m.author_name), near, far))
+        fts_rows.append((rowid, *tags[k], near, far))
     first = max(0, len(prev) - CONTEXT_REACH)
     ctx_rows = [(*contexts[k], prev[k][0]) for k in range(first, len(prev))]
     derived = []

@@ -214,6 +214,7 @@ class SlackAdapterConfig(_Model):
     allowed_teams: list[str] = []
     allowed_channels: list[str] = []
     admins: list[str] = []
+    slash_command: str = Field(default="/tierbot", pattern=r"^(/[a-z0-9_-]{1,31})?$")
     api_base_url: str = "https://slack.com/api/"
 
 

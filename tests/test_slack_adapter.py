@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -316,3 +317,50 @@ async def test_start_twice_is_harmless_and_start_after_stop_reconnects(fake: Fak
         await fake.send_event(fake.message(CHANNEL, "<@UBOT> back", type="app_mention"))
         await fake.wait_for(lambda: fake.posted(CHANNEL))
         assert fake.connections == 2 and len(dispatcher.submitted) == 1
+
+
+async def test_slash_command_answers_ephemerally_and_checks_admins(
+    fake: FakeSlack, started: Any
+) -> None:
+    """`/tierbot status` runs the /status command for admins only, answered in the
+    acknowledgement (only the caller sees it), never submitted as conversation."""
+    _, dispatcher = started
+    first = await fake.send_slash_command("status", user=ALICE)
+    second = await fake.send_slash_command("/status", user=BOB)
+    await fake.wait_for(lambda: {first, second} <= set(fake.acks))
+    assert fake.ack_payloads[first] == {"text": "status: all good"}
+    assert fake.ack_payloads[second] == {"text": "only admins may run /status"}
+    [(message, is_admin), (_, bob_admin)] = dispatcher.commands
+    assert message.channel == f"slack:{TEAM}:{CHANNEL}" and message.text == "/status"
+    assert is_admin and not bob_admin
+    assert not dispatcher.submitted and not fake.posted()
+
+
+async def test_slow_slash_command_is_acknowledged_then_answered_in_channel(
+    fake: FakeSlack,
+) -> None:
+    """A command slower than Slack's 3 s deadline is acknowledged at once and its
+    answer posted in the channel when ready."""
+
+    class Slow(RecordingDispatcher):
+        async def command(self, message: Any, *, is_admin: bool) -> str | None:
+            await asyncio.sleep(3.0)
+            return "compacted"
+
+    async with make_adapter(fake, admins=[ALICE]) as adapter:
+        await start(adapter, Slow())
+        env = await fake.send_slash_command("compact", user=ALICE)
+        await fake.wait_for(lambda: env in fake.acks, within=2.9)
+        assert "Working on /compact" in fake.ack_payloads[env]["text"]
+        await fake.wait_for(lambda: fake.posted(CHANNEL), within=5.0)
+        assert fake.posted(CHANNEL)[0]["text"] == "compacted"
+
+
+async def test_slash_command_outside_allowed_channels_is_refused(fake: FakeSlack) -> None:
+    """allowed_channels applies to the slash command too."""
+    async with make_adapter(fake, admins=[ALICE], allowed_channels=[CHANNEL]) as adapter:
+        dispatcher = await start(adapter)
+        env = await fake.send_slash_command("status", user=ALICE, channel=OTHER_CHANNEL)
+        await fake.wait_for(lambda: env in fake.acks)
+        assert fake.ack_payloads[env] == {"text": "tierbot is not enabled here."}
+        assert not dispatcher.commands

@@ -20,6 +20,7 @@ import contextlib
 import html
 import os
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from typing import Any
@@ -46,6 +47,8 @@ __all__ = ["SlackAdapter"]
 log = structlog.get_logger("tierbot.adapters.slack")
 
 MAX_MESSAGE_CHARS = 4000
+#: Slack shows an error unless a slash command is acknowledged within 3 s.
+COMMAND_ACK_SECONDS = 2.5
 PROGRESS_REACTION = "hourglass_flowing_sand"
 # Subtypes that are still someone talking; every other subtype (edits, joins,
 # deletions, bot_message ...) is not conversation.
@@ -94,6 +97,7 @@ class SlackAdapter:
         self._lifecycle = asyncio.Lock()
         self._events = _Recent(dedupe_size)  # event_id: Slack's redeliveries
         self._messages = _Recent(dedupe_size)  # (channel, ts): app_mention + message
+        self._late: set[asyncio.Task[None]] = set()  # slash commands answered after the ack
         self._names = _Recent(dedupe_size)  # user id -> display name
         self._log = log.bind(adapter=self.name)
 
@@ -169,6 +173,12 @@ class SlackAdapter:
 
         app.event("app_mention")(on_event)
         app.event("message")(on_event)
+        if config.slash_command:
+
+            async def on_command(ack: Any, command: dict[str, Any]) -> None:
+                await self._on_command(ack, command)
+
+            app.command(config.slash_command)(on_command)
         if http:
             await self._listen(app)
         else:
@@ -232,6 +242,8 @@ class SlackAdapter:
     async def _shutdown(self) -> None:
         socket, runner, client = self._socket, self._runner, self._client
         self._socket = self._runner = self._client = None
+        for late in list(self._late):
+            late.cancel()
         if socket is not None:
             with contextlib.suppress(Exception):
                 await socket.close_async()
@@ -277,6 +289,71 @@ class SlackAdapter:
             if event_id:
                 self._events.release(event_id)
             raise
+
+    async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
+        """``/tierbot status`` and friends: Slack's own slash command, answered ephemerally.
+
+        Slack wants the acknowledgement within 3 s; a command that takes longer is
+        acknowledged at once and its answer posted in the channel when it is ready.
+        """
+        team = str(command.get("team_id") or "")
+        channel = str(command.get("channel_id") or "")
+        user = str(command.get("user_id") or "")
+        bound = self._log.bind(team=team, slack_channel=channel, user=user)
+        dispatcher = self._dispatcher
+        if dispatcher is None:
+            await ack(text="tierbot is starting; try again in a moment.")
+            return
+        is_dm = channel.startswith("D")
+        refusal = ""
+        if self.config.allowed_teams and team not in self.config.allowed_teams:
+            refusal = "team not in allowed_teams"
+        elif (
+            not is_dm
+            and self.config.allowed_channels
+            and channel not in self.config.allowed_channels
+        ):
+            refusal = "channel not in allowed_channels"
+        if refusal:
+            bound.info("command.ignored", reason=refusal)
+            await ack(text="tierbot is not enabled here.")
+            return
+        words = str(command.get("text") or "").strip()
+        message = InboundMessage(
+            channel=f"slack:{team}:{channel}",
+            platform_id=f"command:{command.get('trigger_id') or time.time()}",
+            author_id=user,
+            author_name=await self._name(user),
+            text=words if words.startswith("/") else f"/{words or 'help'}",
+            addressed=True,
+            is_dm=is_dm,
+        )
+        name = message.text.split(maxsplit=1)[0]
+        is_admin = user in self.config.admins
+        task = asyncio.ensure_future(dispatcher.command(message, is_admin=is_admin))
+        done, _ = await asyncio.wait({task}, timeout=COMMAND_ACK_SECONDS)
+        if task in done:
+            reply = task.result() or f"{name} is not a command; {self.config.slash_command} help"
+            if len(reply) <= MAX_MESSAGE_CHARS:
+                await ack(text=reply)
+                bound.info("command.answered", command=name, is_admin=is_admin)
+                return
+        # Bolt sends the acknowledgement when this listener returns: finish in the background.
+        await ack(text=f"Working on {name}; the answer will follow here.")
+        late = asyncio.create_task(self._answer_late(task, message.channel, name, bound))
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+
+    async def _answer_late(
+        self, task: asyncio.Future[str | None], channel: str, name: str, bound: Any
+    ) -> None:
+        try:
+            reply = await task
+            if reply:
+                await self.send(Outbound(channel, reply))
+            bound.info("command.answered", command=name, late=True)
+        except Exception as exc:
+            bound.warning("command.failed", command=name, error=repr(exc))
 
     async def _handle(self, team: str, event: dict[str, Any]) -> None:
         dispatcher, client = self._dispatcher, self._client

@@ -104,6 +104,7 @@ class FakeSlack:
         self.users: dict[str, str] = {}  # user id -> display name, for users.info
         self.calls: list[ApiCall] = []
         self.acks: list[str] = []
+        self.ack_payloads: dict[str, Any] = {}
         self.connections = 0
         self._ts = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
@@ -230,6 +231,47 @@ class FakeSlack:
         await self._sockets[-1].send_str(json.dumps(envelope))
         return envelope_id
 
+    async def send_slash_command(
+        self,
+        text: str,
+        *,
+        command: str = "/tierbot",
+        user: str = "U100",
+        channel: str = "C0001",
+        team_id: str | None = None,
+    ) -> str:
+        """Deliver a slash command over Socket Mode; return the envelope id.
+
+        The client's acknowledgement (with the ephemeral reply Slack shows the
+        user, if any) lands in ``ack_payloads[envelope_id]``.
+        """
+        await self.wait_connected()
+        envelope_id = str(uuid.uuid4())
+        team_id = team_id or self.team_id
+        payload = {
+            "token": "verification-token-unused",
+            "team_id": team_id,
+            "team_domain": "fake",
+            "channel_id": channel,
+            "channel_name": "general",
+            "user_id": user,
+            "user_name": self.users.get(user, user),
+            "command": command,
+            "text": text,
+            "api_app_id": "A0001",
+            "is_enterprise_install": "false",
+            "response_url": f"http://127.0.0.1:{self.port}/respond/{envelope_id}",
+            "trigger_id": f"trig-{envelope_id}",
+        }
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": "slash_commands",
+            "accepts_response_payload": True,
+            "payload": payload,
+        }
+        await self._sockets[-1].send_str(json.dumps(envelope))
+        return envelope_id
+
     async def send_disconnect(self) -> None:
         """Ask the client to reconnect, as Slack does before rotating a connection."""
         self._connected.clear()
@@ -281,6 +323,7 @@ class FakeSlack:
                 data = json.loads(msg.data)
                 if "envelope_id" in data:
                     self.acks.append(data["envelope_id"])
+                    self.ack_payloads[data["envelope_id"]] = data.get("payload")
                     await self._notify()
         self._sockets.remove(ws)
         return ws

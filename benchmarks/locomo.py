@@ -5,12 +5,13 @@ question of categories 1-4 through ``tierbot memory search --queries`` (limit 20
 score evidence recall@1/5/10/20 over the first k distinct source message ids.
 
 Modes:
-  --mode direct  feed the turns straight into ``MemoryGraph.add_episodes`` (no compactor)
-  --mode replay  the full pipeline: ``tierbot replay FILE --listen-only`` with
+  --mode replay  (default) the full pipeline: ``tierbot replay FILE --listen-only`` with
                  context_window = 2048, so the compactor archives nearly everything and
                  feeds the memory graph itself
+  --mode direct  feed the turns straight into ``MemoryGraph.add_episodes`` (no compactor):
+                 seconds instead of minutes, for tuning retrieval
 
-Usage: python -m benchmarks.locomo PATH_TO_LOCOMO_JSON [--mode direct|replay] [--quick]
+Usage: python -m benchmarks.locomo PATH_TO_LOCOMO_JSON [--mode replay|direct] [--quick]
 Writes benchmarks/results/locomo.json (rows named after the mode; per-conversation and
 per-category figures in meta).  The data set is read in place, never copied.
 --quick runs the first conversation only.
@@ -171,7 +172,7 @@ def recall_at(results: list[dict[str, Any]], evidence: list[str], k: int) -> flo
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("path", type=Path)
-    ap.add_argument("--mode", choices=["direct", "replay"], default="direct")
+    ap.add_argument("--mode", choices=["replay", "direct"], default="replay")
     ap.add_argument("--context-window", type=int, default=2048)
     ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")

@@ -149,9 +149,8 @@ class ChannelActor:
         self.compactor.counters.update(state.counters)
         self.peak_usage = self.usage
         pending = tuple(m for m in live if m.role is Role.USER and m.id > self.handled_upto)
-        if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
-            # Indexing is idempotent: whatever a crash left unindexed is caught up here.
-            self.deps.memory.index_later(live)
+        # Indexing is idempotent: whatever a crash left unindexed is caught up here.
+        self._index_later(live)
         self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
         self.log.debug("channel.started", live=len(live), pending=len(pending))
 
@@ -299,9 +298,13 @@ class ChannelActor:
         """A message entered the history: account for it and let the compactor look."""
         self.ctx.append(msg)
         self.compactor.on_message()
-        if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
-            self.deps.memory.index_later((msg,))
+        self._index_later((msg,))
         await self._check()
+
+    def _index_later(self, messages: Sequence[Message]) -> None:
+        """Hand messages to the memory graph's background indexer, when it is on."""
+        if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
+            self.deps.memory.index_later(messages)
 
     async def _check(self) -> None:
         self._refresh_fixed()

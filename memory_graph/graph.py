@@ -387,8 +387,8 @@ class MemoryGraph:
     ) -> list[RecallHit]:
         """Hybrid search of what ``channel`` may see, best first, scores in 0..1.
 
-        ``exclude``: platform ids whose episodes are left out (the messages a
-        channel already has in its live context).
+        ``exclude``: platform ids of ``channel`` whose episodes are left out (the
+        messages it already has in its live context); other channels' are kept.
         """
         return await recall.recall(
             self, query, channel=channel, limit=limit, types=types, since=since, exclude=exclude

@@ -152,7 +152,13 @@ async def recall(
     scored = []
     skip = set(exclude)
     for r, c in cands.items():
-        if skip and c.row[2] == "episode" and json.loads(c.row[5])[0] in skip:
+        # Platform ids are unique per channel only (Slack's ts): exclude in this channel.
+        if (
+            skip
+            and c.row[2] == "episode"
+            and c.row[4] == channel
+            and json.loads(c.row[5])[0] in skip
+        ):
             continue
         updated, imp, sup = c.row[7], c.row[9], c.row[11]
         s = rel[r] * (1.0 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * float(imp))

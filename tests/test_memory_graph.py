@@ -460,3 +460,15 @@ def test_absolute_dates_are_read_from_queries(query: str, days: list[tuple[str, 
         for a, b in windows
     ]
     assert as_days == days
+
+
+async def test_exclude_leaves_out_only_the_calling_channels_messages(graph: MemoryGraph) -> None:
+    """Slack ids (ts) repeat across channels: excluding a channel's live message must not
+    hide another channel's message that happens to share its id."""
+    here, there = "slack:T1:C1", "slack:T1:C2"
+    await graph.add_episodes(
+        [msg(here, "1700.1", "the deploy key rotates on fridays"),
+         msg(there, "1700.1", "the deploy key lives in the vault")]
+    )  # fmt: skip
+    hits = await graph.recall("deploy key", channel=here, limit=5, exclude={"1700.1"})
+    assert [h.channel for h in hits] == [there]

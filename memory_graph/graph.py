@@ -24,7 +24,7 @@ import structlog
 from bot.config import MemoryConfig
 from bot.messages import Message, workspace_of
 
-from . import episodes, forgetting, maintenance, recall, schema, writing
+from . import background, episodes, forgetting, maintenance, recall, schema, writing
 from .embedders import Embedder, embedder_from_config
 from .text import TEXT_VERSION, fts_tags, tag, terms
 from .types import (
@@ -68,6 +68,10 @@ class MemoryGraph:
         self.ch_of = np.full(1024, -1, dtype=np.int32)
         self.codes: dict[str, int] = {}
         self.code_counts: dict[int, int] = {}
+        # Rows in the index (FTS5's N, for recall's idf) and, per rowid, how many index
+        # terms its own text has (-1: not computed yet; recall fills it on first use).
+        self.n_rows = 0
+        self.term_counts = np.full(1024, -1, dtype=np.int32)
         # workspace -> stemmed name term -> author ids / entity rowids carrying that name.
         self.names: dict[str, dict[str, set[str]]] = {}
         # term -> rows holding it (approximate between opens): recall's cost budget.
@@ -105,6 +109,8 @@ class MemoryGraph:
             await self._load_state()
             await self._ensure_fts()
             await self._ensure_vectors()
+            if config.background_rows:  # load the word frequencies now, not in a first recall
+                await asyncio.to_thread(background.table)
             await schema.set_meta(db, "clean_shutdown", "0")
         except BaseException:
             await db.close()
@@ -242,7 +248,7 @@ class MemoryGraph:
     def _grow(self, n: int) -> None:
         if n >= len(self.ws_of):
             size = max(n + 1, len(self.ws_of) * 2)
-            for name in ("ws_of", "ch_of"):
+            for name in ("ws_of", "ch_of", "term_counts"):
                 old = getattr(self, name)
                 new = np.full(size, -1, dtype=np.int32)
                 new[: len(old)] = old
@@ -250,12 +256,17 @@ class MemoryGraph:
 
     def register(self, rowid: int, workspace: str, channel: str) -> None:
         self._grow(rowid + 1)
+        if self.ws_of[rowid] < 0:
+            self.n_rows += 1
         for arr, key in ((self.ws_of, workspace), (self.ch_of, channel)):
             code = arr[rowid] = self.code(key)
             self.code_counts[code] = self.code_counts.get(code, 0) + 1
 
     def unregister(self, rowid: int) -> None:
         if rowid < len(self.ws_of):
+            if self.ws_of[rowid] >= 0:
+                self.n_rows -= 1
+            self.term_counts[rowid] = -1
             for arr in (self.ws_of, self.ch_of):
                 code = int(arr[rowid])
                 if code >= 0:

@@ -3,13 +3,17 @@
 Relevance = (1 - w) * (BM25 / best BM25 of the query) + w * cosine, w the embedder's weight,
 where BM25 is FTS5's over a node's own terms plus, for episodes, the terms of the
 neighbouring turns (columns ``near`` and ``far``, down-weighted): a reply such as
-"yes, last week" is found through the question it answers.  Candidates authored by,
-or linked to, a person the query names are boosted; when the query names absolute
-dates, candidates from those days (or months) are favoured; graph neighbours of the
-best candidates inherit part of their score along typed edges; a superseded memory
-always ranks below its successor.  The final score is relevance times an importance
-factor and a recency factor, all in 0..1.  Every constant below was chosen by
-measurement on LoCoMo (benchmarks/locomo.py) and the speed benchmark.
+"yes, last week" is found through the question it answers.  Each term's idf blends
+the index's counts with English word frequencies (background.py), so a young index
+does not mistake "really" for a rare word.  A raw message's relevance is scaled by a
+prior from its shape (short messages and questions rarely hold answers); a "when"
+question favours what mentions a time, a "how many" one what holds a number (answers.py).
+Candidates authored by, or linked to, a person the query names are boosted; when the
+query names absolute dates, candidates from those days (or months) are favoured; graph
+neighbours of the best candidates inherit part of their score along typed edges; a
+superseded memory always ranks below its successor.  The final score is relevance
+times an importance factor and a recency factor, all in 0..1.  Every constant below
+was chosen by measurement on LoCoMo (benchmarks/locomo.py) and the speed benchmark.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -27,6 +32,8 @@ import numpy as np
 from bot.errors import ToolError
 from bot.messages import workspace_of
 
+from . import background
+from .answers import expected_answer
 from .dates import find_windows
 from .schema import fetch_all, marks
 from .text import fts_query, tag, terms
@@ -36,12 +43,14 @@ if TYPE_CHECKING:
     from .graph import MemoryGraph
 
 BM25_WEIGHTS = (1.0, 0.6, 0.3, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
+BM25_K1 = 1.2  # FTS5's
 #: Share of relevance given to vector similarity when the embedder does not say
 #: (an embedder may set ``recall_weight``: the lexical default sets 0.1, see embedders.py).
 VECTOR_WEIGHT = 0.4
 #: Cosine below which a vector hit is noise (an embedder may set ``min_similarity``).
 MIN_SIMILARITY = 0.2
 PERSON_BOOST = 0.5
+ANSWER_BOOST = 0.5
 DATE_BOOST = 1.0
 DATE_CANDIDATES = 30
 FTS_CANDIDATES = 60
@@ -52,6 +61,17 @@ POSTINGS_BUDGET = 2_000
 EXPAND_SEEDS = 10
 EXPAND_SHARE = 0.5
 SUPERSEDED_FACTOR = 0.5
+#: Message prior (see _message_prior): full weight from this many index terms on ...
+PRIOR_TERMS = 20
+PRIOR_EXPONENT = 0.5
+QUESTION_FACTOR = 0.8
+#: ... and the least a candidate's shape factor can be (an empty message asking a question,
+#: under a "when" query that it does not answer).
+PRIOR_FLOOR = (
+    (math.log(2) / math.log(2 + PRIOR_TERMS)) ** PRIOR_EXPONENT
+    * QUESTION_FACTOR
+    / (1 + ANSWER_BOOST)
+)
 IMPORTANCE_SHARE = 0.2
 RECENCY_SHARE = 0.1
 
@@ -118,11 +138,14 @@ async def recall(
     vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
     text_scores: dict[int, float] = {}
     if search_terms:
-        match = f"{{terms near far}} : ({fts_query(search_terms)})"
+        type_filter = ""
         if types:
-            match += " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
+            type_filter = " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
+        match = f"{{terms near far}} : ({fts_query(search_terms)}){type_filter}"
         if affordable:
-            await _scored_in_scope(g, channel, match, since, windows, text_scores, cands)
+            await _scored_in_scope(
+                g, channel, search_terms, type_filter, since, windows, text_scores, cands
+            )
         else:
             # Ranking every posting of a very common term costs O(postings): when even
             # the rarest term is that common, score only its newest postings in scope.
@@ -133,15 +156,20 @@ async def recall(
     best = max(text_scores.values(), default=0.0)
     floor = float(getattr(g.embedder, "min_similarity", MIN_SIMILARITY))
     vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s >= floor}
+    answer = expected_answer(text_query)
+    shape = {r: _shape(g, c.row, answer) for r, c in cands.items()}
     rows: list[tuple[Any, ...]] = [c.row for c in cands.values()]
-    rows += await _rows(g, _vector_only(g, text_scores, best, vec_scores, limit), types, since)
+    more = _vector_only(g, text_scores, best, vec_scores, limit, shape)
+    rows += await _rows(g, more, types, since)
     for row in rows:
         c = _Cand(row)
         c.text = text_scores.get(c.rowid, 0.0) / best if best > 0 else 0.0
         c.vec = vec_scores.get(c.rowid, 0.0)
         cands[c.rowid] = c
+        if c.rowid not in shape:
+            shape[c.rowid] = _shape(g, row, answer)
     persons = _persons(g, channel, q_terms)
-    rel = {r: _relevance(g, c, persons) for r, c in cands.items()}
+    rel = {r: _relevance(g, c, persons, shape[r]) for r, c in cands.items()}
     if windows:  # outside the dates the query names, a candidate counts for less
         for r, c in cands.items():
             if not any(lo <= float(c.row[6]) <= hi for lo, hi in windows):
@@ -194,17 +222,28 @@ async def recall(
 
 
 def _vector_only(
-    g: MemoryGraph, text: dict[int, float], best: float, vec: dict[int, float], limit: int
+    g: MemoryGraph,
+    text: dict[int, float],
+    best: float,
+    vec: dict[int, float],
+    limit: int,
+    shape: dict[int, float],
 ) -> set[int]:
     """Vector candidates without a text match that could still reach the top ``limit``.
 
     A vector-only candidate scores at most ``w * cosine``; a text candidate at least its
-    text share with every factor at its worst.  Skipping the hopeless ones saves a
-    round trip on most queries when the embedder's weight is small.
+    text share times its shape factor with every other factor at its worst.  Skipping
+    the hopeless ones saves a round trip on most queries when the embedder's weight is
+    small.
     """
     w = float(getattr(g.embedder, "recall_weight", VECTOR_WEIGHT))
     floor = (1 - IMPORTANCE_SHARE) * (1 - RECENCY_SHARE) * SUPERSEDED_FACTOR / (1 + PERSON_BOOST)
-    sure = sorted(((1 - w) * s / best * floor for s in text.values()), reverse=True) if best else []
+    if best <= 0:
+        return {r for r in vec if r not in text}
+    sure = sorted(
+        ((1 - w) * s / best * floor * shape.get(r, PRIOR_FLOOR) for r, s in text.items()),
+        reverse=True,
+    )
     bar = sure[limit - 1] if len(sure) >= limit else 0.0
     return {r for r, s in vec.items() if r not in text and w * s > bar}
 
@@ -226,7 +265,8 @@ def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool
 async def _scored_in_scope(
     g: MemoryGraph,
     channel: str,
-    match: str,
+    search_terms: list[str],
+    type_filter: str,
     since: float | None,
     windows: list[tuple[float, float]],
     text_scores: dict[int, float],
@@ -234,16 +274,38 @@ async def _scored_in_scope(
 ) -> None:
     """Score every posting of the (budgeted) terms, keep the caller's scope, fetch the best.
 
+    One FTS5 query per term (summed in one statement), so each term's BM25 can be
+    re-weighted from FTS5's idf to the idf blended with English word frequencies
+    (background.py); FTS5's multi-term BM25 is the sum of these per-term scores, so
+    nothing else changes.  FTS5's n for a term is the index's df (exact but for rows
+    deleted since the graph was opened; the tf part is clamped, so that error is bounded).
     Scope is checked against the in-memory scope codes rather than with an FTS clause:
     intersecting with a workspace tag costs O(size of the workspace) per query.
     """
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    sql = f"SELECT rowid, bm25(memory_fts, {weights}) FROM memory_fts WHERE memory_fts MATCH ?"
-    hits = await fetch_all(g.db, sql, [match])
+    # bm25 = -(idf * a saturating tf part below k1 + 1): recover that part, apply our idf.
+    one = (
+        f"SELECT rowid, min(-bm25(memory_fts, {weights}) / ?, {BM25_K1 + 1.0}) * ? AS s "
+        "FROM memory_fts WHERE memory_fts MATCH ?"
+    )
+    n_rows = max(g.n_rows, 1)
+    params: list[Any] = []
+    for t in search_terms:
+        n = g.df.get(t, 0)
+        quoted = '"' + t.replace('"', '""') + '"'
+        params += [
+            background.fts_idf(n_rows, n),
+            background.blended_idf(n_rows, n, t, g.config.background_rows),
+            f"{{terms near far}} : {quoted}{type_filter}",
+        ]
+    union = " UNION ALL ".join([one] * len(search_terms))
+    # MATERIALIZED: flattened into the aggregate, bm25() would lose its FTS5 context.
+    sql = f"WITH u AS MATERIALIZED ({union}) SELECT rowid, sum(s) FROM u GROUP BY rowid"
+    hits = await fetch_all(g.db, sql, params)
     if not hits:
         return
     labels = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
-    scores = -np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
+    scores = np.fromiter((s for _, s in hits), dtype=np.float64, count=len(hits))
     arr, code = g.scope_codes(channel)
     inside = labels < len(arr)
     inside[inside] = arr[labels[inside]] == code
@@ -313,12 +375,50 @@ def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:
     return {key for t in q_terms for key in table.get(t, ())}
 
 
-def _relevance(g: MemoryGraph, c: _Cand, persons: set[str]) -> float:
+def _relevance(g: MemoryGraph, c: _Cand, persons: set[str], shape: float) -> float:
     w = float(getattr(g.embedder, "recall_weight", VECTOR_WEIGHT))
-    rel = (1.0 - w) * c.text + w * c.vec
+    rel = ((1.0 - w) * c.text + w * c.vec) * shape
     if persons and _about(g, c, persons):
         rel *= 1.0 + PERSON_BOOST
     return rel / (1.0 + PERSON_BOOST)
+
+
+def _shape(g: MemoryGraph, row: tuple[Any, ...], answer: re.Pattern[str] | None) -> float:
+    """What a candidate's form says (0..1]: a raw message's prior, and whether it carries
+    the kind of words the question asks for ("When ...?" and nothing placed in time)."""
+    factor = _message_prior(g, int(row[0]), row[3]) if row[2] == "episode" else 1.0
+    if answer is not None and answer.search(row[3]) is None:
+        factor /= 1.0 + ANSWER_BOOST
+    return factor
+
+
+def _message_prior(g: MemoryGraph, rowid: int, content: str) -> float:
+    """How likely a raw message is to hold an answer, from its shape alone (0..1].
+
+    BM25 favours short rows, but "haha yes!" or "what kind of yoga?" rarely is what a
+    question is after: the prior grows with the message's index terms up to
+    PRIOR_TERMS, and a message that ends in a question mark (an attachment's
+    ``[...]`` caption aside) counts QUESTION_FACTOR as much.
+    """
+    n = int(g.term_counts[rowid]) if rowid < len(g.term_counts) else -1
+    if n < 0:
+        n = len(terms(content))
+        if rowid < len(g.term_counts):
+            g.term_counts[rowid] = n
+    prior = min(1.0, math.log(2 + n) / math.log(2 + PRIOR_TERMS)) ** PRIOR_EXPONENT
+    if _asks(content):
+        prior *= QUESTION_FACTOR
+    return prior
+
+
+def _asks(content: str) -> bool:
+    """Whether ``content`` ends in a question mark, trailing ``[attachment]`` notes aside."""
+    text = content.rstrip()
+    for _ in range(4):
+        if not text.endswith("]") or (start := text.rfind("[")) < 0:
+            break
+        text = text[:start].rstrip()
+    return text.endswith("?")
 
 
 def _about(g: MemoryGraph, c: _Cand, persons: set[str]) -> bool:

@@ -472,3 +472,82 @@ async def test_exclude_leaves_out_only_the_calling_channels_messages(graph: Memo
     )  # fmt: skip
     hits = await graph.recall("deploy key", channel=here, limit=5, exclude={"1700.1"})
     assert [h.channel for h in hits] == [there]
+
+
+# --- ranking in a young index ------------------------------------------------------------
+
+
+async def test_a_young_index_still_knows_which_words_are_rare(db_path: Path) -> None:
+    """With a few messages, FTS5 alone rates "great" as rare as "kundalini"; English word
+    frequencies (memory.background_rows) put the rare word first, as people expect."""
+    said = [  # days apart: no message is the others' context
+        msg(GUILD_A, "1", "great great stretching class, great teacher", ts=1e9),
+        msg(GUILD_A, "2", "I tried kundalini this morning", ts=1e9 + DAY),
+        msg(GUILD_A, "3", "the weather was grey all day", ts=1e9 + 2 * DAY),
+    ]
+    query = "great kundalini"
+    async with await MemoryGraph.open(db_path, config()) as g:
+        await g.add_episodes(said)
+        assert (await g.recall(query, channel=GUILD_A))[0].source_message_ids == ("2",)
+    async with await MemoryGraph.open(db_path, config(background_rows=0)) as g:
+        assert (await g.recall(query, channel=GUILD_A))[0].source_message_ids == ("1",)
+
+
+async def test_an_informative_message_outranks_a_bare_question(graph: MemoryGraph) -> None:
+    """ "what kind of yoga?" matches as well as the answer does, but the answer is what
+    a question about yoga is after."""
+    await graph.add_episodes([
+        msg(GUILD_A, "1", "Yoga?", ts=1e9),
+        msg(GUILD_A, "2", "yoga, aerial classes at the studio near the harbour", ts=1e9 + DAY),
+    ])  # fmt: skip
+    hits = await graph.recall("What kind of yoga does Alice do?", channel=GUILD_A, limit=2)
+    assert [h.source_message_ids for h in hits] == [("2",), ("1",)]
+
+
+async def test_a_when_question_favours_messages_that_place_things_in_time(
+    graph: MemoryGraph,
+) -> None:
+    """ "When did ...?" ranks the message saying *when* above one that only mentions it."""
+    await graph.add_episodes([
+        msg(GUILD_A, "1", "camping with the kids by the lake is the best thing ever"),
+        msg(GUILD_A, "2", "went camping with the kids by the lake last weekend"),
+    ])  # fmt: skip
+    what = await graph.recall("Where does Alice go camping with the kids?", channel=GUILD_A)
+    when = await graph.recall("When did Alice go camping with the kids?", channel=GUILD_A)
+    assert what[0].source_message_ids == ("1",)
+    assert when[0].source_message_ids == ("2",)
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("Yoga?", True), ("what is it? [image: a dog]", True), ("fine. [file: a.pdf]", False),
+     ("is it? no, it is not.", False)],
+)  # fmt: skip
+def test_a_question_is_recognised_past_trailing_attachments(text: str, asks: bool) -> None:
+    from memory_graph.recall import _asks
+
+    assert _asks(text) is asks
+
+
+@pytest.mark.parametrize(
+    ("query", "answer", "matches"),
+    [
+        ("When did Mel go camping?", "we went camping last weekend", True),
+        ("When did Mel go camping?", "camping is the best", False),
+        ("What year did she move?", "she moved in 2019", True),
+        ("How many kids does Mel have?", "she has three kids", True),
+        ("How many kids does Mel have?", "her kids love the lake", False),
+        ("How long has Nate had turtles?", "for 3 years now", True),
+        ("What does Nate like?", "anything at all", None),
+    ],
+)
+def test_questions_say_what_their_answers_look_like(
+    query: str, answer: str, matches: bool | None
+) -> None:
+    from memory_graph.answers import expected_answer
+
+    pattern = expected_answer(query)
+    if matches is None:
+        assert pattern is None
+    else:
+        assert pattern is not None and (pattern.search(answer) is not None) is matches

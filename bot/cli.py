@@ -290,12 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?")
     p.set_defaults(func=cmd_config_check)
 
-    try:
-        from bot.cli_memory import add_memory_commands
-    except ImportError:
-        pass
-    else:
-        add_memory_commands(sub, common)
+    from bot.cli_memory import add_memory_commands
+
+    add_memory_commands(sub, common)
     from bot.cli_ops import add_ops_commands
 
     add_ops_commands(sub, common)

@@ -60,6 +60,8 @@ _LOOKUPS = 4
 # Subtypes that are still someone talking; every other subtype (edits, joins,
 # deletions, bot_message ...) is not conversation.
 _CONVERSATION_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message"}
+#: Slack's channel_type of conversations not everyone in the workspace can read.
+_PRIVATE_TYPES = frozenset({"group", "mpim", "im"})
 # Unix seconds, ASCII digits only: int() would also take "+1", " 1", "1_0" and other digits.
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _SPECIAL = re.compile(r"<([@#!])([^>|]+)(?:\|([^>]*))?>|<([^>|]+)(?:\|([^>]*))?>")
@@ -108,6 +110,7 @@ class SlackAdapter:
         self._messages = _Recent(dedupe_size)  # (channel, ts): app_mention + message
         self._late: set[asyncio.Task[None]] = set()  # slash commands answered after the ack
         self._names = _Recent(dedupe_size)  # user id -> display name
+        self._private = _Recent(dedupe_size)  # channel id -> private (from channel_type)
         self._looking_up: set[str] = set()  # users whose users.info is in flight
         self._lookup_slots = asyncio.Semaphore(_LOOKUPS)
         self._log = log.bind(adapter=self.name)
@@ -394,6 +397,7 @@ class SlackAdapter:
         ts = str(event.get("ts", ""))
         user = str(event.get("user", ""))
         ignored = self._log.bind(team=team, slack_channel=channel, ts=ts, user=user)
+        self._learn_privacy(channel, event)
         subtype = event.get("subtype")
         if user == self._bot_user_id or (self._bot_id and event.get("bot_id") == self._bot_id):
             ignored.debug("message.ignored", reason="the bot's own message")
@@ -466,10 +470,30 @@ class SlackAdapter:
             is_dm=is_dm,
             thread=thread,
             reply_to=thread,
+            private=self._is_private(channel),
         )
         await route_inbound(
             self, dispatcher, inbound, is_admin=user in self.config.admins, log=self._log
         )
+
+    def _learn_privacy(self, channel: str, event: dict[str, Any]) -> None:
+        """Remember what a ``message`` event's ``channel_type`` says of ``channel``
+        (duplicates included: an ``app_mention`` carries no channel_type)."""
+        kind = event.get("channel_type")
+        if channel and kind in _PRIVATE_TYPES | {"channel"}:
+            self._private.put(channel, kind in _PRIVATE_TYPES)
+
+    def _is_private(self, channel: str) -> bool:
+        """Whether not everyone in the workspace can read ``channel``.
+
+        Known from the last ``channel_type`` seen on this channel.  A channel never
+        seen with one (an ``app_mention`` came first: it carries none, and a ``C`` id
+        may be public or private) counts as private until a message event says
+        otherwise: a public channel's memories are kept to it for a while rather
+        than a private channel's shared.
+        """
+        known = self._private.get(channel)
+        return True if known is None else bool(known)
 
     async def _clean(self, raw: str) -> tuple[str, bool]:
         """Slack markup to plain text: the bot's mention stripped, others resolved to names."""

@@ -337,13 +337,17 @@ class MemoryGraph:
                 self.private.discard(channel)
             self._scope_keys.clear()
             # The set changes first: a node registered while this reads is scoped anew
-            # by register() and again (identically) here.
-            rows = await schema.fetch_all(
-                self.db,
-                "SELECT rowid, workspace, channel FROM memory_nodes "
-                "WHERE channel = ? OR substr(channel, 1, ?) = ?",
-                (channel, len(channel) + 1, channel + ":"),
-            )
+            # by register() and again (identically) here.  A channel with no node yet
+            # (nor its threads: every registered channel has a code) needs no scan.
+            prefix = channel + ":"
+            rows = []
+            if any(k == channel or k.startswith(prefix) for k in self.codes):
+                rows = await schema.fetch_all(
+                    self.db,
+                    "SELECT rowid, workspace, channel FROM memory_nodes "
+                    "WHERE channel = ? OR substr(channel, 1, ?) = ?",
+                    (channel, len(prefix), prefix),
+                )
             for rowid, ws, ch in rows:
                 self._rescope(int(rowid), self._private_scope(ch) or ws)
         log.info("memory.channel_privacy", channel=channel, private=private, nodes=len(rows))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,9 +18,10 @@ import pytest
 from bot.adapters.discord import DiscordAdapter
 from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
-from bot.config import Config, DiscordAdapterConfig, SlackAdapterConfig
-from bot.messages import InboundMessage
+from bot.config import Config, DiscordAdapterConfig, MemoryConfig, SlackAdapterConfig
+from bot.messages import InboundMessage, Message, Role
 from bot.runtime import Runtime
+from memory_graph import MemoryGraph
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +196,47 @@ async def test_channel_first_seen_by_mention_shares_once_slack_says_it_is_public
             assert "Lisbon" not in await recalled(rt, "offsite", other)
             await fake.send_event(fake.message(PUBLIC, "noted, booking flights"))
             await recalled_eventually(rt, "offsite", other, "Lisbon")
+
+
+async def test_no_search_path_reaches_a_private_channel(tmp_path: Path) -> None:
+    """A private channel's rows stay out of a public channel's results on every path: a
+    query of words too common to rank in full, a near-duplicate save (which must not merge
+    into the private memory), a forget by id, and the memory count; marking a channel
+    public or private re-scopes the rows it already has."""
+    private_ch, public_ch = f"slack:{TEAM}:{PRIVATE}", f"slack:{TEAM}:{PUBLIC}"
+    config = MemoryConfig.model_validate({})
+    async with await MemoryGraph.open(tmp_path / "m.db", config) as g:
+        await g.set_private(private_ch, True)
+        # More postings of "meeting" than recall ranks in full: the newest-first path.
+        filler = [
+            Message(
+                public_ch,
+                f"p{i}",
+                Role.USER,
+                f"notes {i}: the meeting agenda had budget, hiring, travel, offices and tooling",
+                "u1",
+                "bob",
+            )
+            for i in range(2100)
+        ]
+        layoffs = "meeting after the meeting: the agenda had layoffs, budget, hiring and travel"
+        secret = Message(private_ch, "s1", Role.USER, layoffs, "u2", "eve")
+        await g.add_episodes([*filler, secret])
+        hits = await g.recall("meeting", channel=public_ch, limit=20)
+        assert hits and not [h for h in hits if h.channel == private_ch]
+        assert [h.content for h in await g.recall("meeting", channel=private_ch)] == [layoffs]
+        private_fact = await g.save("The reorg is announced on March 3", "fact", channel=private_ch)
+        public_fact = await g.save("The reorg is announced on March 3", "fact", channel=public_ch)
+        assert public_fact.id != private_fact.id
+        public_hits = await g.recall("reorg announced", channel=public_ch)
+        assert [h.id for h in public_hits if h.type == "fact"] == [public_fact.id]
+        assert not await g.forget(private_fact.id, channel=public_ch)
+        assert await g.count(public_ch) == 1 and await g.count(private_ch) == 1
+        # Told the channel is public after all, its rows are shared at once.
+        await g.set_private(private_ch, False)
+        assert any(h.channel == private_ch for h in await g.recall("layoffs", channel=public_ch))
+        # And marked private again (its rows exist already), they are hidden at once.
+        await g.set_private(private_ch, True)
+        assert not any(
+            h.channel == private_ch for h in await g.recall("layoffs", channel=public_ch)
+        )

@@ -245,6 +245,7 @@ class MemoryConfig(_Model):
     embedder_api_key_env: str = ""
     index_dir: str = ""
     scope: Literal["workspace", "channel"] = "workspace"
+    private_scope: Literal["channel", "workspace"] = "channel"
     dedupe_threshold: float = Field(0.95, gt=0.0, le=1.0)
     association_threshold: float = Field(0.85, gt=0.0, le=1.0)
     prune_importance: float = Field(0.1, ge=0.0, lt=1.0)

@@ -36,7 +36,10 @@ class InboundMessage:
     """A message received from a platform, already turned into tierbot's terms.
 
     ``addressed`` is true when the bot was mentioned, replied to, or the message
-    is a DM: it drives the ``mention`` respond mode.
+    is a DM: it drives the ``mention`` respond mode.  ``private`` is true when not
+    everyone in the workspace can read the conversation (a DM, a group DM, a
+    private channel or thread, or a conversation the adapter cannot yet tell is
+    public): its memories stay in it (``[memory] private_scope``).
     """
 
     channel: str
@@ -49,6 +52,7 @@ class InboundMessage:
     is_dm: bool = False
     thread: str | None = None
     reply_to: str | None = None
+    private: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,6 +211,10 @@ class Runtime(Dispatcher):
     # -- Dispatcher --------------------------------------------------------------------
 
     async def submit(self, message: InboundMessage) -> Delivery:
+        if self.memory is not None:
+            # Before the message is stored: whatever indexes or mines it must find the
+            # channel's privacy already recorded.
+            await self.memory.note_privacy(message.channel, message.private)
         delivery = await self.registry.submit(message)
         if delivery.accepted:
             self.metrics.message_in(message.channel)

@@ -213,6 +213,11 @@ class MemoryService:
     async def count(self, channel: str) -> int:
         return await self.graph.count(channel)
 
+    async def note_privacy(self, channel: str, private: bool) -> None:
+        """Record what the platform says of ``channel`` before its message is stored, so
+        no memory or episode of a private conversation is ever scoped to the workspace."""
+        await self.graph.set_private(channel, private)
+
     async def search(self, query: str, *, channel: str, limit: int = 5) -> list[dict[str, Any]]:
         return [h.to_json() for h in await self.graph.recall(query, channel=channel, limit=limit)]
 

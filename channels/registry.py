@@ -27,6 +27,8 @@ def to_message(inbound: InboundMessage, tokens: int) -> Message:
         meta["addressed"] = True
     if inbound.is_dm:
         meta["dm"] = True
+    if inbound.private:
+        meta["private"] = True
     if inbound.reply_to:
         meta["reply_to"] = inbound.reply_to
     return Message(

@@ -4,6 +4,13 @@ One instance per process and database.  Writes are serialised by one lock; reads
 run concurrently with them on the same aiosqlite connection (SQLite serialises).
 SQLite is the source of truth: the FTS5 table and the hnswlib file are rebuilt
 from it whenever they are missing, corrupt or built by another embedder.
+
+Scope: under ``[memory] scope = "workspace"`` a node is visible from every channel
+of its workspace, except a node of a *private* channel (``set_private``; the fact
+is kept in ``memory_private_channels``): its scope is the private channel (with
+its threads) alone, unless ``private_scope = "workspace"``.  Scope lives in the
+in-memory codes (``ws_of``) every search path checks, not in the stored rows, so
+marking a channel private (or public again) re-scopes the nodes it already has.
 """
 
 from __future__ import annotations
@@ -76,6 +83,10 @@ class MemoryGraph:
         self.names: dict[str, dict[str, set[str]]] = {}
         # term -> rows holding it (approximate between opens): recall's cost budget.
         self.df: dict[str, int] = {}
+        # Channel keys whose conversations not everyone in the workspace can read,
+        # and the scope key each channel resolves to (cleared when that set changes).
+        self.private: set[str] = set()
+        self._scope_keys: dict[str, str] = {}
         self.pending_access: dict[int, float] = {}
         self.pending_counts: dict[int, int] = {}
         self._last_flush = time.monotonic()
@@ -150,6 +161,12 @@ class MemoryGraph:
             row = await cur.fetchone()
         self.next_rowid = int(row[0] if row else 0) + 1
         self._grow(self.next_rowid)
+        self.private = {
+            str(ch)
+            for (ch,) in await schema.fetch_all(
+                self.db, "SELECT channel FROM memory_private_channels", ()
+            )
+        }
         # fetchall, not async iteration: aiosqlite fetches one row per thread hop.
         for rowid, ws, ch in await schema.fetch_all(
             self.db, "SELECT rowid, workspace, channel FROM memory_nodes", ()
@@ -255,12 +272,96 @@ class MemoryGraph:
                 setattr(self, name, new)
 
     def register(self, rowid: int, workspace: str, channel: str) -> None:
+        """Note node ``rowid`` of ``channel`` for scoped search (its workspace scope is
+        ``workspace`` unless the channel is private)."""
         self._grow(rowid + 1)
         if self.ws_of[rowid] < 0:
             self.n_rows += 1
-        for arr, key in ((self.ws_of, workspace), (self.ch_of, channel)):
+        scope = self._private_scope(channel) or workspace
+        for arr, key in ((self.ws_of, scope), (self.ch_of, channel)):
             code = arr[rowid] = self.code(key)
             self.code_counts[code] = self.code_counts.get(code, 0) + 1
+
+    def _private_scope(self, channel: str) -> str | None:
+        """The private channel whose scope ``channel`` falls in, or None.
+
+        The shortest marked prefix of the key: a thread of a private channel shares
+        the channel's scope; a private thread of a public channel is its own.
+        """
+        if not self.private or self.config.private_scope != "channel":
+            return None
+        found = self._scope_keys.get(channel)
+        if found is None:
+            parts = channel.split(":")
+            prefixes = (":".join(parts[:n]) for n in range(1, len(parts) + 1))
+            found = next((p for p in prefixes if p in self.private), "")
+            if len(self._scope_keys) > 100_000:
+                self._scope_keys.clear()
+            self._scope_keys[channel] = found
+        return found or None
+
+    def scope_key(self, channel: str) -> str:
+        """What ``channel`` shares memories with: itself under ``scope = "channel"``,
+        its private channel when it is (in) one, else its workspace."""
+        if self.config.scope == "channel":
+            return channel
+        return self._private_scope(channel) or workspace_of(channel)
+
+    def is_private(self, channel: str) -> bool:
+        """Whether ``channel`` was marked private (by itself, not through a parent)."""
+        return channel in self.private
+
+    async def set_private(self, channel: str, private: bool) -> bool:
+        """Record whether ``channel`` is private; returns True when that changed.
+
+        Persisted, so it holds after a restart and for nodes written later (compaction
+        workers, the indexer).  The channel's existing nodes, and those of its threads,
+        are re-scoped at once.  Cheap when nothing changes (no database access).
+        """
+        if (channel in self.private) == private:
+            return False
+        async with self.lock:
+            if (channel in self.private) == private:
+                return False
+            if private:
+                await self.db.execute(
+                    "INSERT OR IGNORE INTO memory_private_channels (channel, marked_at) "
+                    "VALUES (?, ?)",
+                    (channel, time.time()),
+                )
+                self.private.add(channel)
+            else:
+                await self.db.execute(
+                    "DELETE FROM memory_private_channels WHERE channel = ?", (channel,)
+                )
+                self.private.discard(channel)
+            self._scope_keys.clear()
+            # The set changes first: a node registered while this reads is scoped anew
+            # by register() and again (identically) here.  A channel with no node yet
+            # (nor its threads: every registered channel has a code) needs no scan.
+            prefix = channel + ":"
+            rows = []
+            if any(k == channel or k.startswith(prefix) for k in self.codes):
+                rows = await schema.fetch_all(
+                    self.db,
+                    "SELECT rowid, workspace, channel FROM memory_nodes "
+                    "WHERE channel = ? OR substr(channel, 1, ?) = ?",
+                    (channel, len(prefix), prefix),
+                )
+            for rowid, ws, ch in rows:
+                self._rescope(int(rowid), self._private_scope(ch) or ws)
+        log.info("memory.channel_privacy", channel=channel, private=private, nodes=len(rows))
+        return True
+
+    def _rescope(self, rowid: int, scope: str) -> None:
+        if rowid >= len(self.ws_of) or self.ws_of[rowid] < 0:
+            return  # deleted meanwhile, or not registered yet (register() scopes it)
+        old = int(self.ws_of[rowid])
+        new = self.code(scope)
+        if old != new:
+            self.code_counts[old] -= 1
+            self.code_counts[new] = self.code_counts.get(new, 0) + 1
+            self.ws_of[rowid] = new
 
     def unregister(self, rowid: int) -> None:
         if rowid < len(self.ws_of):
@@ -284,11 +385,15 @@ class MemoryGraph:
     def _scope(self, channel: str) -> tuple[str, np.ndarray, int]:
         if self.config.scope == "channel":
             return f'ch : "{tag("c", channel)}"', self.ch_of, self.codes.get(channel, -2)
+        # The FTS tag is the real workspace (rows do not store privacy): a superset of a
+        # private scope, narrowed by the codes (recall checks them on every candidate).
         ws = workspace_of(channel)
-        return f'ws : "{tag("w", ws)}"', self.ws_of, self.codes.get(ws, -2)
+        key = self._private_scope(channel) or ws
+        return f'ws : "{tag("w", ws)}"', self.ws_of, self.codes.get(key, -2)
 
     def scope_clause(self, channel: str) -> str:
-        """The FTS5 clause restricting a match to what ``channel`` may see."""
+        """An FTS5 clause matching at least what ``channel`` may see (check
+        :meth:`scope_codes` too: a private scope is narrower than its clause)."""
         return self._scope(channel)[0]
 
     def scope_codes(self, channel: str) -> tuple[np.ndarray, int]:
@@ -324,9 +429,11 @@ class MemoryGraph:
         )
 
     def visible(self, channel: str, node_channel: str) -> bool:
+        """Whether a node said in ``node_channel`` may be recalled, merged into or
+        forgotten from ``channel``."""
         if self.config.scope == "channel":
             return node_channel == channel
-        return workspace_of(node_channel) == workspace_of(channel)
+        return self.scope_key(node_channel) == self.scope_key(channel)
 
     async def flush_access(self) -> None:
         """Write deferred access counts (recall defers them to stay off the write path)."""

@@ -152,6 +152,10 @@ async def recall(
             match = f"{clause} AND {match}"
             limit_fts = FTS_CANDIDATES * 2
             await _text_candidates(g, match, limit_fts, since, text_scores, cands)
+            # The clause is the workspace's: a private scope is narrower, as the codes say.
+            arr, code = g.scope_codes(channel)
+            for r in [r for r in cands if r >= len(arr) or arr[r] != code]:
+                del cands[r], text_scores[r]
     labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
     floor = float(getattr(g.embedder, "min_similarity", MIN_SIMILARITY))

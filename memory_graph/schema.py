@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS memory_sources (
     PRIMARY KEY (node, platform_id)
 );
 CREATE INDEX IF NOT EXISTS memory_sources_pid ON memory_sources (channel, platform_id);
+CREATE TABLE IF NOT EXISTS memory_private_channels (
+    channel TEXT PRIMARY KEY,
+    marked_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS memory_tombstones (
     kind TEXT NOT NULL,
     key TEXT NOT NULL,

@@ -336,6 +336,7 @@ class DiscordAdapter:
             is_dm=guild is None,
             thread=thread,
             reply_to=str(reference.message_id) if reference and reference.message_id else None,
+            private=guild is None or _is_private(message.channel, guild),
         )
         is_admin = str(message.author.id) in self.config.admins
         await route_inbound(self, dispatcher, inbound, is_admin=is_admin, log=self._log)
@@ -523,3 +524,19 @@ class _KeyedLocks:
                 del self._locks[key]
             else:
                 self._locks[key] = (lock, users - 1)
+
+
+def _is_private(channel: Any, guild: discord.Guild) -> bool:
+    """Whether not everyone in ``guild`` can read ``channel``: a private thread, or a
+    channel (a thread's parent) @everyone may not view.  A channel discord.py has not
+    cached (or a guild without its @everyone role) counts as private: better a public
+    channel's memories kept to it for a while than a private channel's shared."""
+    if isinstance(channel, discord.Thread) and channel.is_private():
+        return True
+    everyone = guild.default_role
+    if everyone is None or not hasattr(channel, "permissions_for"):
+        return True
+    try:
+        return not channel.permissions_for(everyone).view_channel
+    except discord.ClientException:  # a thread whose parent is not cached
+        return True

@@ -10,7 +10,11 @@ ts), and an event not acknowledged within 3 s is redelivered with the same
 ``event_id``.  Both are answered once.  Bolt runs the listener before it
 acknowledges (``process_before_response``), so a message is acknowledged only
 once the runtime has stored it; a failure leaves it unacknowledged and Slack's
-redelivery gets another chance.
+redelivery gets another chance.  Nothing on that path waits on the Web API (Slack
+redelivers what is not acknowledged within 3 s): a user's display name comes from
+a cache, and an unknown one is looked up in the background, so the first message
+of a user the adapter has not seen yet is stored with the user id as its author
+name and later ones with the name.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import structlog
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
@@ -50,9 +55,15 @@ MAX_MESSAGE_CHARS = 4000
 #: Slack shows an error unless a slash command is acknowledged within 3 s.
 COMMAND_ACK_SECONDS = 2.5
 PROGRESS_REACTION = "hourglass_flowing_sand"
+#: users.info requests in flight at once (a burst of new users must not hit the rate limit).
+_LOOKUPS = 4
 # Subtypes that are still someone talking; every other subtype (edits, joins,
 # deletions, bot_message ...) is not conversation.
 _CONVERSATION_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message"}
+#: Slack's channel_type of conversations not everyone in the workspace can read.
+_PRIVATE_TYPES = frozenset({"group", "mpim", "im"})
+# Unix seconds, ASCII digits only: int() would also take "+1", " 1", "1_0" and other digits.
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _SPECIAL = re.compile(r"<([@#!])([^>|]+)(?:\|([^>]*))?>|<([^>|]+)(?:\|([^>]*))?>")
 
 
@@ -99,6 +110,9 @@ class SlackAdapter:
         self._messages = _Recent(dedupe_size)  # (channel, ts): app_mention + message
         self._late: set[asyncio.Task[None]] = set()  # slash commands answered after the ack
         self._names = _Recent(dedupe_size)  # user id -> display name
+        self._private = _Recent(dedupe_size)  # channel id -> private (from channel_type)
+        self._looking_up: set[str] = set()  # users whose users.info is in flight
+        self._lookup_slots = asyncio.Semaphore(_LOOKUPS)
         self._log = log.bind(adapter=self.name)
 
     # --- lifecycle ---------------------------------------------------------
@@ -214,9 +228,9 @@ class SlackAdapter:
 
     async def _listen(self, app: AsyncApp) -> None:
         config = self.config
-        runner = web.AppRunner(
-            app.web_app(path=config.path, port=config.port), handle_signals=False
-        )
+        web_app = app.web_app(path=config.path, port=config.port)
+        web_app.middlewares.insert(0, self._refuse_malformed_timestamp)
+        runner = web.AppRunner(web_app, handle_signals=False)
         await runner.setup()
         self._runner = runner
         try:
@@ -226,6 +240,26 @@ class SlackAdapter:
                 f"cannot listen for Slack events on {config.host}:{config.port}: {exc}",
                 adapter=self.name,
             ) from exc
+
+    @web.middleware
+    async def _refuse_malformed_timestamp(
+        self, request: web.Request, handler: Handler
+    ) -> web.StreamResponse:
+        """401 for a request whose ``X-Slack-Request-Timestamp`` is not a plain integer.
+
+        Slack's signature verifier calls ``int()`` on the header and would answer a
+        malformed one with a 500 and a traceback; such a request cannot be Slack's,
+        so it is refused like any other unsigned request, before Bolt sees it.
+        """
+        stamp = request.headers.get("X-Slack-Request-Timestamp")
+        if stamp is not None and not _TIMESTAMP.fullmatch(stamp):
+            self._log.info(
+                "slack.request_refused",
+                reason="X-Slack-Request-Timestamp is not an integer",
+                remote=request.remote,
+            )
+            return web.json_response({"error": "invalid request"}, status=401)
+        return await handler(request)
 
     async def stop(self) -> None:
         """Disconnect (or stop listening) and close the Web API client; safe to call twice."""
@@ -323,7 +357,7 @@ class SlackAdapter:
             channel=f"slack:{team}:{channel}",
             platform_id=f"command:{command.get('trigger_id') or time.time()}",
             author_id=user,
-            author_name=await self._name(user),
+            author_name=self._known_name(user),
             text=words if words.startswith("/") else f"/{words or 'help'}",
             addressed=True,
             is_dm=is_dm,
@@ -363,6 +397,7 @@ class SlackAdapter:
         ts = str(event.get("ts", ""))
         user = str(event.get("user", ""))
         ignored = self._log.bind(team=team, slack_channel=channel, ts=ts, user=user)
+        self._learn_privacy(channel, event)
         subtype = event.get("subtype")
         if user == self._bot_user_id or (self._bot_id and event.get("bot_id") == self._bot_id):
             ignored.debug("message.ignored", reason="the bot's own message")
@@ -423,7 +458,7 @@ class SlackAdapter:
             channel=key,
             platform_id=ts,
             author_id=user,
-            author_name=await self._name(user),
+            author_name=self._known_name(user),
             text=text,
             ts=float(ts),
             addressed=(
@@ -435,10 +470,30 @@ class SlackAdapter:
             is_dm=is_dm,
             thread=thread,
             reply_to=thread,
+            private=self._is_private(channel),
         )
         await route_inbound(
             self, dispatcher, inbound, is_admin=user in self.config.admins, log=self._log
         )
+
+    def _learn_privacy(self, channel: str, event: dict[str, Any]) -> None:
+        """Remember what a ``message`` event's ``channel_type`` says of ``channel``
+        (duplicates included: an ``app_mention`` carries no channel_type)."""
+        kind = event.get("channel_type")
+        if channel and kind in _PRIVATE_TYPES | {"channel"}:
+            self._private.put(channel, kind in _PRIVATE_TYPES)
+
+    def _is_private(self, channel: str) -> bool:
+        """Whether not everyone in the workspace can read ``channel``.
+
+        Known from the last ``channel_type`` seen on this channel.  A channel never
+        seen with one (an ``app_mention`` came first: it carries none, and a ``C`` id
+        may be public or private) counts as private until a message event says
+        otherwise: a public channel's memories are kept to it for a while rather
+        than a private channel's shared.
+        """
+        known = self._private.get(channel)
+        return True if known is None else bool(known)
 
     async def _clean(self, raw: str) -> tuple[str, bool]:
         """Slack markup to plain text: the bot's mention stripped, others resolved to names."""
@@ -447,7 +502,7 @@ class SlackAdapter:
             re.subn(rf"<@{re.escape(bot)}(?:\|[^>]*)?>[ \t]?", "", raw) if bot else (raw, 0)
         )
         ids = {m.group(2) for m in _SPECIAL.finditer(text) if m.group(1) == "@" and not m.group(3)}
-        names = {uid: await self._name(uid) for uid in ids}
+        names = {uid: self._known_name(uid) for uid in ids}
 
         def resolve(m: re.Match[str]) -> str:
             sigil, target, label = m.group(1), m.group(2), m.group(3)
@@ -463,26 +518,45 @@ class SlackAdapter:
 
         return html.unescape(_SPECIAL.sub(resolve, text)).strip(), hits > 0
 
-    async def _name(self, user: str) -> str:
-        """The display name of ``user`` (cached; the id itself when users.info fails)."""
+    def _known_name(self, user: str) -> str:
+        """The display name of ``user`` if known, else the id itself; never waits.
+
+        An unknown user is looked up in the background (one request per user at a
+        time, at most ``_LOOKUPS`` at once), so acknowledging a message never waits
+        on users.info, however slow or rate-limited it is.
+        """
         cached = self._names.get(user)
         if cached is not None:
             return str(cached)
-        if self._client is None:
-            return user
+        if self._client is not None and user not in self._looking_up:
+            self._looking_up.add(user)
+            task = asyncio.create_task(self._look_up(user), name=f"slack-users-info-{user}")
+            self._late.add(task)  # cancelled by stop() like a late command answer
+            task.add_done_callback(self._late.discard)
+        return user
+
+    async def _look_up(self, user: str) -> None:
+        """Fill the name cache for ``user`` (the id itself when Slack refuses to say)."""
         try:
-            info = (await self._client.users_info(user=user)).get("user") or {}
+            async with self._lookup_slots:
+                client = self._client
+                if client is None:
+                    return
+                info = (await client.users_info(user=user)).get("user") or {}
         except Exception as exc:
             # A name is nice to have: never lose the message over it.  Slack's own
-            # answer (missing_scope, user_not_found) is remembered; a network error is not.
+            # answer (missing_scope, user_not_found) is remembered; a network error
+            # or a 429 beyond the retries is not, so the next message asks again.
             self._log.warning("slack.users_info_failed", user=user, error=_error(exc))
-            if isinstance(exc, SlackApiError):
+            if isinstance(exc, SlackApiError) and exc.response.status_code != 429:
                 self._names.put(user, user)
-            return user
+            return
+        finally:
+            self._looking_up.discard(user)
         profile = info.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or info.get("name") or user
-        self._names.put(user, name)
-        return str(name)
+        self._names.put(user, str(name))
+        self._log.debug("slack.user_named", user=user)
 
     # --- outbound ----------------------------------------------------------
 

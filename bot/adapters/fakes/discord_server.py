@@ -9,8 +9,11 @@ and :attr:`FakeDiscord.gateway_url`.  A test scripts the gateway
 REST side (:meth:`FakeDiscord.rate_limit`) and reads back every REST request
 in :attr:`FakeDiscord.requests`.
 
-Not modelled: sharding, zlib compression (frames are sent as text, which
-discord.py accepts), permissions, and anything a chat bot does not touch.
+Permissions are modelled only as far as privacy goes: every guild has its
+@everyone role (allowed to view channels), a channel added as private denies it
+VIEW_CHANNEL, and a thread can be private.  Not modelled: sharding, zlib
+compression (frames are sent as text, which discord.py accepts), other
+permissions, and anything a chat bot does not touch.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from aiohttp import WSMsgType, web
 __all__ = ["FakeDiscord", "RecordedRequest"]
 
 MESSAGE_CONTENT_INTENT = 1 << 15
+VIEW_CHANNEL = 1 << 10
+#: @everyone's guild permissions: view channels, send messages, read history.
+EVERYONE_PERMISSIONS = VIEW_CHANNEL | (1 << 11) | (1 << 16)
 _EPOCH_MS = 1_420_070_400_000
 
 
@@ -48,6 +54,7 @@ class _Guild:
     name: str
     channels: dict[str, str] = field(default_factory=dict)  # id -> name
     threads: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (parent, name)
+    private: set[str] = field(default_factory=set)  # private channel and thread ids
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -136,16 +143,33 @@ class FakeDiscord:
         return str((ms << 22) + next(self._ids))
 
     def add_guild(
-        self, guild_id: str, name: str = "guild", channels: dict[str, str] | None = None
+        self,
+        guild_id: str,
+        name: str = "guild",
+        channels: dict[str, str] | None = None,
+        *,
+        private: tuple[str, ...] = (),
     ) -> None:
-        """A guild the bot is in, with text channels ``{id: name}``; sent on IDENTIFY."""
-        self.guilds[guild_id] = _Guild(guild_id, name, dict(channels or {}))
+        """A guild the bot is in, with text channels ``{id: name}``; sent on IDENTIFY.
+
+        The ``private`` channels deny @everyone the VIEW_CHANNEL permission.
+        """
+        self.guilds[guild_id] = _Guild(guild_id, name, dict(channels or {}), private=set(private))
 
     def add_thread(
-        self, guild_id: str, parent_id: str, thread_id: str, name: str = "thread"
+        self,
+        guild_id: str,
+        parent_id: str,
+        thread_id: str,
+        name: str = "thread",
+        *,
+        private: bool = False,
     ) -> None:
-        """An active public thread under ``parent_id``; sent in GUILD_CREATE."""
+        """An active thread under ``parent_id`` (public unless ``private``); sent in
+        GUILD_CREATE."""
         self.guilds[guild_id].threads[thread_id] = (parent_id, name)
+        if private:
+            self.guilds[guild_id].private.add(thread_id)
 
     def rate_limit(self, count: int, retry_after: float = 0.2) -> None:
         """Answer the next ``count`` message posts with 429 (with ``Via``, as Discord does)."""
@@ -316,7 +340,19 @@ class FakeDiscord:
             "unavailable": False,
             "member_count": 2,
             "owner_id": "100",
-            "roles": [],
+            "roles": [
+                {
+                    "id": guild.id,  # @everyone's role id is the guild's
+                    "name": "@everyone",
+                    "permissions": str(EVERYONE_PERMISSIONS),
+                    "position": 0,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": False,
+                    "flags": 0,
+                }
+            ],
             "emojis": [],
             "stickers": [],
             "features": [],
@@ -336,7 +372,7 @@ class FakeDiscord:
                 "parent_id": parent,
                 "owner_id": "100",
                 "name": name,
-                "type": 11,
+                "type": 12 if channel_id in guild.private else 11,
                 "member_count": 2,
                 "message_count": 1,
                 "thread_metadata": {
@@ -352,7 +388,11 @@ class FakeDiscord:
             "name": guild.channels[channel_id],
             "type": 0,
             "position": 0,
-            "permission_overwrites": [],
+            "permission_overwrites": (
+                [{"id": guild.id, "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}]
+                if channel_id in guild.private
+                else []
+            ),
             "nsfw": False,
             "parent_id": None,
         }

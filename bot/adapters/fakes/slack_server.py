@@ -10,7 +10,10 @@ POSTs it to the adapter's request URL.
 
 Every Web API call is recorded in :attr:`FakeSlack.calls`;
 :meth:`FakeSlack.rate_limit` makes the next ``chat.postMessage`` calls answer
-429 with ``Retry-After``.
+429 with ``Retry-After``.  ``users.info`` can be held unanswered until the test
+releases it (:meth:`FakeSlack.hold_users_info`) or rate-limited
+(:meth:`FakeSlack.rate_limit_users_info`); :attr:`FakeSlack.timeline` orders
+acks against users.info requests and answers.
 """
 
 from __future__ import annotations
@@ -53,13 +56,14 @@ async def post_signed_event(
     payload: dict[str, Any],
     signing_secret: str,
     *,
-    timestamp: int | None = None,
+    timestamp: int | str | None = None,
     signature: str | None = None,
     retry_num: int | None = None,
 ) -> tuple[int, str]:
     """POST ``payload`` to ``url`` as Slack's Events API does; return (status, body).
 
-    ``timestamp`` defaults to now (pass an old one to test staleness);
+    ``timestamp`` defaults to now (pass an old one to test staleness, or a string
+    that is not a number to test a malformed header);
     ``signature`` overrides the computed one (to test forgery); ``retry_num``
     adds Slack's ``X-Slack-Retry-Num`` header of a redelivery.
     """
@@ -105,6 +109,12 @@ class FakeSlack:
         self.calls: list[ApiCall] = []
         self.acks: list[str] = []
         self.ack_payloads: dict[str, Any] = {}
+        # In arrival order: ("ack", envelope id), ("users.info", user) when a request comes
+        # in, then ("users.info 429", user) or ("users.info answered", user) when it is answered.
+        self.timeline: list[tuple[str, str]] = []
+        self._users_info_gate: asyncio.Event | None = None
+        self._users_info_limited = 0
+        self._users_info_retry_after = 1
         self.connections = 0
         self._ts = itertools.count(1)
         self._sockets: list[web.WebSocketResponse] = []
@@ -128,6 +138,7 @@ class FakeSlack:
         self.port = self._runner.addresses[0][1]
 
     async def close(self) -> None:
+        self.release_users_info()  # a held request would keep the server from shutting down
         for ws in self._sockets:
             await ws.close()
         if self._runner is not None:
@@ -155,6 +166,27 @@ class FakeSlack:
         """Answer the next ``count`` chat.postMessage calls with 429 and ``Retry-After``."""
         self._rate_limited = count
         self._retry_after = retry_after
+
+    def hold_users_info(self) -> None:
+        """Leave every users.info request unanswered until :meth:`release_users_info`."""
+        self._users_info_gate = asyncio.Event()
+
+    def release_users_info(self) -> None:
+        """Answer the held users.info requests (and later ones at once)."""
+        if self._users_info_gate is not None:
+            self._users_info_gate.set()
+            self._users_info_gate = None
+
+    def rate_limit_users_info(self, count: int, retry_after: int = 5) -> None:
+        """Answer the next ``count`` users.info calls with 429 and ``Retry-After``."""
+        self._users_info_limited = count
+        self._users_info_retry_after = retry_after
+
+    def pending_users_info(self) -> int:
+        """users.info requests received and not answered yet."""
+        asked = sum(1 for kind, _ in self.timeline if kind == "users.info")
+        done = ("users.info answered", "users.info 429")
+        return asked - sum(1 for kind, _ in self.timeline if kind in done)
 
     def message(
         self,
@@ -323,6 +355,7 @@ class FakeSlack:
                 data = json.loads(msg.data)
                 if "envelope_id" in data:
                     self.acks.append(data["envelope_id"])
+                    self.timeline.append(("ack", data["envelope_id"]))
                     self.ack_payloads[data["envelope_id"]] = data.get("payload")
                     await self._notify()
         self._sockets.remove(ws)
@@ -339,7 +372,24 @@ class FakeSlack:
             args.update(await request.post())
         auth = request.headers.get("Authorization", "")
         token = auth.removeprefix("Bearer ") if auth else str(args.pop("token", ""))
+        if method == "users.info":
+            user = str(args.get("user"))
+            self.timeline.append(("users.info", user))
+            await self._notify()
+            gate = self._users_info_gate
+            if gate is not None:
+                await gate.wait()
+            if self._users_info_limited > 0 and token == self.bot_token:
+                self._users_info_limited -= 1
+                self.timeline.append(("users.info 429", user))
+                retry = {"Retry-After": str(self._users_info_retry_after)}
+                self.calls.append(ApiCall(method, args, token, 429))
+                await self._notify()
+                body = {"ok": False, "error": "ratelimited"}
+                return web.json_response(body, status=429, headers=retry)
         status, data, headers = self._route(method, args, token)
+        if method == "users.info":
+            self.timeline.append(("users.info answered", str(args.get("user"))))
         self.calls.append(ApiCall(method, args, token, status))
         await self._notify()
         return web.json_response(data, status=status, headers=headers)

@@ -2,11 +2,15 @@
 
 ``/status`` ``/history [N]`` ``/help`` ``/memory QUERY`` are open to everyone;
 ``/compact`` and ``/forget ...`` change state and need an admin.
+
+Only these names are commands: any other text, including text that merely starts
+with ``/`` ("/etc/hosts is ...", "/r/python", "/shrug"), is conversation.  Whether a
+platform message may run a command at all (it must be addressed to the bot) is
+decided by :func:`bot.adapters.base.route_inbound`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from bot.messages import InboundMessage
@@ -14,16 +18,29 @@ from bot.messages import InboundMessage
 if TYPE_CHECKING:
     from bot.runtime import Runtime
 
+__all__ = ["COMMANDS", "HELP", "command_name", "render_status", "run_command", "usage_bar"]
+
 HELP = """Commands:
   /status          context usage, compactions, memories
   /history [N]     the last N messages of this channel (default 10)
   /memory QUERY    what I remember about QUERY
   /compact         summarize the oldest messages now (admins)
   /forget ID       forget one memory (admins)
-  /forget --author USER   forget everything derived from USER's messages (admins)
-  /help            this text"""
+  /forget --author USER   forget USER's messages and what came from them, in this
+                   workspace (admins)
+  /help            this text
+On Discord and Slack, address me: "@tierbot /status", a direct message, or Slack's
+own slash command ("/tierbot status"). Other text starting with "/" is conversation."""
 
 MUTATING = {"/compact", "/forget"}
+COMMANDS = frozenset({"/help", "/status", "/history", "/memory", *MUTATING})
+
+
+def command_name(text: str) -> str | None:
+    """The known command ``text`` invokes (lower-cased), or None when it is conversation."""
+    words = text.strip().split(maxsplit=1)
+    name = words[0].lower() if words else ""
+    return name if name in COMMANDS else None
 
 
 def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> str:
@@ -58,12 +75,12 @@ def render_status(snap: dict[str, Any], memories: int | None) -> str:
 
 
 async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> str | None:
-    """Run the command in ``msg.text``; None when it is not a command."""
-    text = msg.text.strip()
-    if not text.startswith("/"):
+    """Run the command in ``msg.text``; None when it is not a known command."""
+    name = command_name(msg.text)
+    if name is None:
         return None
-    name, _, arg = text.partition(" ")
-    name, arg = name.lower(), arg.strip()
+    words = msg.text.strip().split(maxsplit=1)
+    arg = words[1].strip() if len(words) > 1 else ""
     if name in MUTATING and not is_admin:
         return f"{name} is for admins only."
     if name == "/help":
@@ -101,4 +118,4 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
             await rt.registry.evict_idle(0.0)
             text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
         return text
-    return f"Unknown command {name}. " + json.dumps("/help") + " lists them."
+    raise AssertionError(f"{name} is in COMMANDS but has no handler")

@@ -3,9 +3,12 @@ silent /compact, and a DNS-rebinding page reading the ops endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
 from collections.abc import Callable
 
+import aiohttp
 import pytest
 
 from bot.adapters.console import ConsoleAdapter
@@ -13,10 +16,12 @@ from bot.adapters.discord import DiscordAdapter
 from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
 from bot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig, SlackAdapterConfig
+from bot.llm.base import Completion, ToolCall
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Role
+from bot.ops import OpsServer
 from bot.runtime import Runtime
-from tests.helpers import wait_for
+from tests.helpers import inbound, wait_for
 
 GUILD, CHANNEL, TEAM, SLACK_CHANNEL = "111", "1001", "T1", "C100"
 ALICE_DISCORD, ALICE_SLACK = "100", "U100"
@@ -117,3 +122,80 @@ async def test_console_still_answers_help_and_keeps_slash_text_as_conversation(
         printed = out.getvalue()
         assert "Commands:\n  /status" in printed and f"tierbot> {REPLY}" in printed
         assert await _user_texts(rt, "console:local") == ["/r/python is busy today"]
+
+
+# -- the ops endpoint ------------------------------------------------------------------------
+
+SECRET_TASK = "find the vault code 7731-ALPHA-SECRET in the old thread"
+
+
+async def _get(http: aiohttp.ClientSession, url: str, host: str | None = None) -> tuple[int, str]:
+    headers = {"Host": host} if host is not None else {}
+    async with http.get(url, headers=headers) as resp:
+        return resp.status, await resp.text()
+
+
+async def test_dns_rebinding_host_header_is_refused_by_the_ops_endpoint(
+    make_config: Callable[..., Config],
+) -> None:
+    """A request naming a foreign host (a DNS-rebinding page) gets 403 on /status, /health and
+    /metrics; localhost, 127.0.0.1 and [::1], with or without the port, are served."""
+    async with (
+        Runtime(make_config(), llm=ScriptedLLM()) as rt,
+        OpsServer(rt, port=0) as ops,
+        aiohttp.ClientSession() as http,
+    ):
+        port = ops.port
+        for path in ("/status", "/health", "/metrics"):
+            for host in (f"evil.example:{port}", "evil.example", f"localhost.evil.example:{port}",
+                         f"127.0.0.1.nip.io:{port}", "localhost:80x", "[::1"):  # fmt: skip
+                status, body = await _get(http, f"{ops.url}{path}", host)
+                assert status == 403, (path, host, status)
+                assert "allowed_hosts" in body and "channels" not in body
+        for host in (f"localhost:{port}", "localhost", f"127.0.0.1:{port}", "127.0.0.1",
+                     f"[::1]:{port}", "[::1]", f"LOCALHOST:{port}"):  # fmt: skip
+            status, body = await _get(http, f"{ops.url}/status", host)
+            assert status == 200 and '"channels"' in body, (host, status)
+
+
+async def test_allowed_hosts_admits_a_named_scraper(make_config: Callable[..., Config]) -> None:
+    """A name listed in [ops] allowed_hosts is served; other names still get 403."""
+    cfg = make_config({"ops": {"allowed_hosts": ["tierbot"]}})
+    async with (
+        Runtime(cfg, llm=ScriptedLLM()) as rt,
+        OpsServer(rt, port=0) as ops,
+        aiohttp.ClientSession() as http,
+    ):
+        assert (await _get(http, f"{ops.url}/metrics", f"tierbot:{ops.port}"))[0] == 200
+        assert (await _get(http, f"{ops.url}/metrics", f"evil:{ops.port}"))[0] == 403
+
+
+@pytest.mark.parametrize("show", [False, True])
+async def test_status_keeps_branch_task_text_out_unless_asked(
+    make_config: Callable[..., Config], show: bool
+) -> None:
+    """/status of a running branch leaves out its task text (conversation words) by default and
+    shows it only with [ops] status_task_text = true."""
+    llm = ScriptedLLM()
+    llm.gate["branch"] = asyncio.Event()
+    call = ToolCall("c1", "branch", {"task": SECRET_TASK})
+    llm.push("chat", Completion(text="", tool_calls=(call,)), Completion("on it"))
+    llm.push("branch", Completion(text="found it"))
+    cfg = make_config({"ops": {"status_task_text": show}})
+    async with (
+        Runtime(cfg, llm=llm) as rt,
+        OpsServer(rt, port=0) as ops,
+        aiohttp.ClientSession() as http,
+    ):
+        await rt.submit(inbound("replay:1", "please look into it"))
+        await wait_for(lambda: llm.count("branch") == 1)
+        status, body = await _get(http, f"{ops.url}/status")
+        llm.gate["branch"].set()
+        await rt.drain()
+    assert status == 200
+    [run] = json.loads(body)["channels"][0]["background"]
+    assert run["kind"] == "branch" and run["status"] == "running"
+    if show:
+        assert run["task"] == SECRET_TASK
+    else:
+        assert "7731-ALPHA-SECRET" not in body and run["task_chars"] == len(SECRET_TASK)

@@ -11,9 +11,12 @@ decided by :func:`bot.adapters.base.route_inbound`.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from bot.messages import InboundMessage
+from bot.store import CompactionRecord
+from compactor import outcome_label
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
@@ -51,7 +54,22 @@ def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> st
     return f"[{''.join(cells)}] {usage * 100:5.1f}%"
 
 
-def render_status(snap: dict[str, Any], memories: int | None) -> str:
+def render_last(record: CompactionRecord | None, now: float) -> str:
+    """The /status line naming how the channel's last compaction ended, as ``channel show``
+    records it."""
+    if record is None:
+        return "last compaction: none yet"
+    ago = max(0, round(now - record.started - record.duration))
+    outcome = outcome_label(record.outcome)
+    line = f"last compaction: {record.tier} {outcome} {ago}s ago"
+    if outcome == "ok":
+        line += f", freed {record.tokens_before - record.tokens_after} tokens"
+    return line + (f": {record.reason}" if record.reason else "")
+
+
+def render_status(
+    snap: dict[str, Any], memories: int | None, last: CompactionRecord | None = None
+) -> str:
     th = snap["thresholds"]
     marks = ", ".join(f"{k} {v:.0%}" for k, v in th.items())
     c = snap["compactions"]
@@ -65,6 +83,7 @@ def render_status(snap: dict[str, Any], memories: int | None) -> str:
         + ", ".join(f"{k} {v}" for k, v in c.items())
         + (f" (running: {snap['compaction_running']})" if snap["compaction_running"] else ""),
     ]
+    lines.append(render_last(last, time.time()))
     if memories is not None:
         lines.append(f"memories {memories}")
     for run in snap.get("background", []):
@@ -88,7 +107,8 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     if name == "/status":
         actor = await rt.registry.actor(msg.channel)
         memories = await rt.memory.count(msg.channel) if rt.memory is not None else None
-        return render_status(actor.snapshot(), memories)
+        last = await rt.store.compactions(msg.channel, limit=1)
+        return render_status(actor.snapshot(), memories, last[0] if last else None)
     if name == "/history":
         n = int(arg) if arg.isdigit() else 10
         lines = []

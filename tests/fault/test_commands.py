@@ -15,7 +15,9 @@ from bot.adapters.console import ConsoleAdapter
 from bot.adapters.discord import DiscordAdapter
 from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
+from bot.cli_ops import record_json, render_history
 from bot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig, SlackAdapterConfig
+from bot.errors import TransientLLMError
 from bot.llm.base import Completion, ToolCall
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Role
@@ -199,3 +201,59 @@ async def test_status_keeps_branch_task_text_out_unless_asked(
         assert run["task"] == SECRET_TASK
     else:
         assert "7731-ALPHA-SECRET" not in body and run["task_chars"] == len(SECRET_TASK)
+
+
+# -- /compact ----------------------------------------------------------------------------------
+
+COMPACT_CASES = {
+    # outcome: (the summary model's answer, what the channel is told)
+    "ok": (None, "/compact done: summarized 2 older messages and freed "),
+    "noop": (Completion(text="summary " * 150), "/compact freed nothing (noop): the summary ("),
+    "failed": (TransientLLMError("upstream 503"), "/compact failed: TransientLLMError: "),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("outcome", list(COMPACT_CASES))
+async def test_compact_that_fails_silently_now_tells_the_channel_how_it_ended(
+    make_config: Callable[..., Config], outcome: str
+) -> None:
+    """After "@bot /compact" on Discord the channel is told whether it freed tokens, freed
+    nothing (noop, with the reason) or failed (with the reason); /status and `channel show`
+    name the same outcome."""
+    step, told = COMPACT_CASES[outcome]
+    llm = ScriptedLLM(chat_reply=REPLY)
+    if step is not None:
+        llm.push("summary", step)
+    cfg = make_config({"defaults": {"context_window": 1000}})
+    key = f"discord:{GUILD}:{CHANNEL}"
+    async with FakeDiscord() as fd:
+        fd.add_guild(GUILD, "home", {CHANNEL: "general"})
+        async with Runtime(cfg, llm=llm) as rt:
+            assert await rt.start_adapter(_discord(fd))
+            for i in range(6):
+                await fd.inject_message(CHANNEL, f"note {i}: " + "alpha " * 45, guild_id=GUILD)
+            await wait_for(lambda: rt.registry.messages_in == 6)
+            mention = f"<@{fd.bot_id}> "
+            await fd.inject_message(CHANNEL, mention + "/compact", guild_id=GUILD,
+                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.wait_for(lambda: len(fd.posted(CHANNEL)) == 2)
+            started, note = fd.posted(CHANNEL)
+            assert started.startswith("Compacting the oldest 2 messages")
+            assert note.startswith(told), note
+            await fd.inject_message(CHANNEL, mention + "/status", guild_id=GUILD,
+                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.wait_for(lambda: len(fd.posted(CHANNEL)) == 3)
+            status = fd.posted(CHANNEL)[2]
+            records = await rt.store.compactions(key)
+    assert f"last compaction: background {outcome} " in status
+    assert [record_json(r)["outcome"] for r in records] == [outcome]
+    rows = [" ".join(line.split()) for line in render_history(records, cfg, key).splitlines()]
+    assert sum(f" background {outcome} " in row for row in rows) == 1, rows
+    if outcome == "ok":
+        freed = records[0].tokens_before - records[0].tokens_after
+        assert freed > 0 and f"freed {freed} tokens" in note and f"freed {freed} tokens" in status
+    else:
+        assert records[0].reason in note and records[0].reason in status
+        counters = status.split("compactions: ")[1].splitlines()[0]
+        assert f"{outcome} 1" in counters and "background 0" in counters

@@ -304,6 +304,25 @@ async def test_forget_author_removes_everything_derived_from_their_messages(
     assert err.value.argument == "author_id"
 
 
+async def test_scoped_forget_author_holds_in_its_workspace_only(graph: MemoryGraph) -> None:
+    """A dry run deletes nothing; a forget scoped to guild A deletes and blocks the author
+    there (guild A's other channels included) while guild B keeps and still indexes them."""
+    await graph.add_episodes([msg(GUILD_A, "1", "I live at 12 Elm Street"),
+                              msg(GUILD_B, "2", "I live at 12 Elm Street too")])  # fmt: skip
+    preview = await graph.forget_author("u1", channel=GUILD_A2, dry_run=True)
+    assert (preview.episodes_deleted, preview.per_channel) == (1, ((GUILD_A, 0, 1, 1),))
+    assert len(await graph.recall("Elm Street", channel=GUILD_A)) == 1
+    report = await graph.forget_author("u1", channel=GUILD_A2)
+    assert (report.episodes_deleted, report.messages) == (1, ((GUILD_A, "1"),))
+    assert await graph.recall("Elm Street", channel=GUILD_A) == []
+    assert len(await graph.recall("Elm Street", channel=GUILD_B)) == 1
+    older = [msg(GUILD_A2, "3", "old words about Elm Street", ts=1.5e9),
+             msg(GUILD_B, "4", "old words about Elm Street", ts=1.5e9)]  # fmt: skip
+    assert await graph.add_episodes(older) == 1
+    assert await graph.is_forgotten(author_id="u1", channel=GUILD_A)
+    assert not await graph.is_forgotten(author_id="u1", channel=GUILD_B)
+
+
 # --- indexes --------------------------------------------------------------------------
 
 

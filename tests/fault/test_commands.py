@@ -17,7 +17,7 @@ from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
 from bot.cli_ops import record_json, render_history
 from bot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig, SlackAdapterConfig
-from bot.errors import TransientLLMError
+from bot.errors import ToolError, TransientLLMError
 from bot.llm.base import Completion, ToolCall
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Role
@@ -257,3 +257,68 @@ async def test_compact_that_fails_silently_now_tells_the_channel_how_it_ended(
         assert records[0].reason in note and records[0].reason in status
         counters = status.split("compactions: ")[1].splitlines()[0]
         assert f"{outcome} 1" in counters and "background 0" in counters
+
+
+# -- /forget --author ----------------------------------------------------------------------------
+
+GUILD_B, CHANNEL_B, DM_CHANNEL = "222", "3001", "5005"
+BOB = "200"
+KEY_A, KEY_B, KEY_DM = (
+    f"discord:{GUILD}:{CHANNEL}",
+    f"discord:{GUILD_B}:{CHANNEL_B}",
+    f"discord:dm:{BOB}",
+)
+#: Where each key is on the fake server (channel id, guild id or None for the DM).
+WHERE = {KEY_A: (CHANNEL, GUILD), KEY_B: (CHANNEL_B, GUILD_B), KEY_DM: (DM_CHANNEL, None)}
+BOB_SAYS = {  # channel key -> (what Bob said there, the memory saved from it)
+    KEY_A: ("my phone is 555-0101 call me", "Bob's phone is 555-0101"),
+    KEY_B: ("I live at 12 Elm Street", "Bob lives at 12 Elm Street"),
+    KEY_DM: ("my password hint is bluebird", "Bob's password hint is bluebird"),
+}
+
+
+@pytest.mark.slow
+async def test_forget_author_in_one_guild_reaches_other_guilds_and_dms(
+    make_config: Callable[..., Config],
+) -> None:
+    """An admin's "/forget --author" in guild A deletes Bob's memories and messages there
+    only; guild B and Bob's DM keep theirs, the reply counts guild A alone, and Bob can still
+    be remembered in guild B."""
+    cfg = make_config({"memory": {"enabled": True, "keep_messages_on_forget": False}})
+    async with FakeDiscord() as fd:
+        fd.add_guild(GUILD, "home", {CHANNEL: "general"})
+        fd.add_guild(GUILD_B, "elsewhere", {CHANNEL_B: "general"})
+        async with Runtime(cfg, llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+            assert await rt.start_adapter(_discord(fd))
+            bob = fd.user(BOB, "bob")
+            pids = {}
+            for key, (said, _) in BOB_SAYS.items():
+                channel_id, guild_id = WHERE[key]
+                sent = await fd.inject_message(channel_id, said, guild_id=guild_id, author=bob)
+                pids[key] = sent["id"]
+            await fd.wait_for(lambda: fd.posted(DM_CHANNEL))  # the DM is answered
+            await rt.drain()
+            await rt.memory.indexer.flush()
+            graph = rt.memory.graph
+            memories = {}
+            for key, (_, fact) in BOB_SAYS.items():
+                saved = await graph.save(
+                    fact, "fact", channel=key, author_id=BOB, sources=[pids[key]]
+                )
+                memories[key] = saved.id
+            await fd.inject_message(CHANNEL, f"<@{fd.bot_id}> /forget --author {BOB}",
+                                    guild_id=GUILD, mentions=[fd.bot_user])  # fmt: skip
+            await fd.wait_for(lambda: fd.posted(CHANNEL))
+            [reply] = fd.posted(CHANNEL)
+            assert reply.startswith("Forgot 1 memories and 1 indexed messages"), reply
+            assert reply.endswith("Deleted 1 of their messages (keep_messages_on_forget = false).")
+            for key, (said, _) in BOB_SAYS.items():
+                kept = key != KEY_A
+                assert (await graph.get(memories[key]) is not None) is kept, key
+                assert (said in await _user_texts(rt, key)) is kept, key
+            hits = await rt.memory.search("where does Bob live", channel=KEY_B, limit=5)
+            assert any("Elm Street" in h["content"] for h in hits)
+            # Only guild A forgets Bob from now on.
+            assert await graph.save("Bob likes tea", "fact", channel=KEY_B, author_id=BOB)
+            with pytest.raises(ToolError):
+                await graph.save("Bob likes coffee", "fact", channel=KEY_A, author_id=BOB)

@@ -308,8 +308,10 @@ def _is_loopback(host: str) -> bool:
 
 
 def _client_host(host: str) -> str:
-    """Where a local client reaches a server bound to ``host``."""
-    return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+    """Where a local client reaches a server bound to ``host`` (an IPv6 address bracketed)."""
+    if host in _WILDCARD:
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def ops_url(host: str, port: int) -> str:

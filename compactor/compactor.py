@@ -193,8 +193,14 @@ def outcome_label(outcome: str) -> str:
 def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -> str:
     """What the channel is told when a ``/compact`` ends (``outcome`` from :data:`OUTCOMES`)."""
     n = len(plan.covered)
-    if outcome == "ok":
+    if outcome == "ok" and freed > 0:
         return f"/compact done: summarized {n} older messages and freed {freed} tokens."
+    if outcome == "ok":
+        # An emergency truncation set them aside while the summary was being written.
+        return (
+            f"/compact done: summarized {n} older messages; they had already left the "
+            "context, so no further tokens were freed."
+        )
     if outcome == "noop":
         return (
             f"/compact freed nothing (noop): {reason}. The {n} messages stay live as they "

@@ -160,6 +160,23 @@ async def test_dns_rebinding_host_header_is_refused_by_the_ops_endpoint(
             assert status == 200 and '"channels"' in body, (host, status)
 
 
+@pytest.mark.parametrize("bind", ["::1", "0.0.0.0"])
+async def test_ops_endpoint_bound_elsewhere_serves_its_own_address_and_refuses_names(
+    make_config: Callable[..., Config], bind: str
+) -> None:
+    """Bound to ::1 or to every interface, the endpoint answers at its own URL (the client's
+    Host header) and at an IP address, and still refuses a foreign name."""
+    async with (
+        Runtime(make_config(), llm=ScriptedLLM()) as rt,
+        OpsServer(rt, host=bind, port=0) as ops,
+        aiohttp.ClientSession() as http,
+    ):
+        assert (await _get(http, f"{ops.url}/health"))[0] == 200
+        assert (await _get(http, f"{ops.url}/health", f"evil.example:{ops.port}"))[0] == 403
+        if bind == "0.0.0.0":
+            assert (await _get(http, f"{ops.url}/health", f"192.0.2.7:{ops.port}"))[0] == 200
+
+
 async def test_allowed_hosts_admits_a_named_scraper(make_config: Callable[..., Config]) -> None:
     """A name listed in [ops] allowed_hosts is served; other names still get 403."""
     cfg = make_config({"ops": {"allowed_hosts": ["tierbot"]}})

@@ -117,8 +117,11 @@ async def _delete(g: MemoryGraph, rowids: list[int], ids: list[str]) -> None:
 
 
 async def _tombstone(g: MemoryGraph, kind: str, keys: Iterable[str], now: float) -> None:
+    # A repeated forget moves the time forward: an author tombstone blocks what was
+    # said up to the *latest* forget, not only up to the first.
     await g.db.executemany(
-        "INSERT OR IGNORE INTO memory_tombstones (kind, key, created_at) VALUES (?, ?, ?)",
+        "INSERT INTO memory_tombstones (kind, key, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (kind, key) DO UPDATE SET created_at = excluded.created_at",
         [(kind, k, now) for k in dict.fromkeys(keys) if k],
     )
 

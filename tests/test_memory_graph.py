@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from bot.config import MemoryConfig
 from bot.errors import ToolError
 from bot.messages import Message, Role
 from memory_graph import HashingEmbedder, MemoryDraft, MemoryGraph
+from tests.helpers import wait_for
 
 GUILD_A = "discord:111:1"
 GUILD_A2 = "discord:111:2"
@@ -321,6 +323,12 @@ async def test_scoped_forget_author_holds_in_its_workspace_only(graph: MemoryGra
     assert await graph.add_episodes(older) == 1
     assert await graph.is_forgotten(author_id="u1", channel=GUILD_A)
     assert not await graph.is_forgotten(author_id="u1", channel=GUILD_B)
+    # Said after that forget, not yet indexed when the author is forgotten again: indexed
+    # later (a restart catching up), it must stay forgotten.
+    later = msg(GUILD_A, "5", "new words about Elm Street", ts=time.time())
+    await wait_for(lambda: time.time() > later.ts)  # the next forget comes after it was said
+    await graph.forget_author("u1", channel=GUILD_A2)
+    assert await graph.add_episodes([later]) == 0
 
 
 # --- indexes --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from bot.messages import InboundMessage, State
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPLAY_CHUNK = 64
-COMPACTION_KEYS = ("background", "aggressive", "emergency", "meta", "failed")
+COMPACTION_KEYS = ("background", "aggressive", "emergency", "meta", "noop", "failed")
 
 
 class UsageError(TierbotError):

@@ -89,25 +89,65 @@ async def _show(cfg: Config, args: argparse.Namespace) -> None:
         _emit(node)
 
 
+def _footprint(report: Any) -> dict[str, Any]:
+    return {
+        "author": report.author_id,
+        "memories": report.memories_deleted,
+        "indexed_messages": report.episodes_deleted,
+        "channels": [
+            {"channel": ch, "memories": m, "indexed_messages": e, "messages": n}
+            for ch, m, e, n in report.per_channel
+        ],
+    }
+
+
 async def _forget(cfg: Config, args: argparse.Namespace) -> None:
     if (args.id is None) == (args.author is None):
         raise _BadInput("give either ID or --author USER")
+    if args.author is not None:
+        await _forget_author(cfg, args.author, yes=args.yes)
+        return
     async with _graph(cfg) as graph:
-        if args.author is not None:
-            report = await graph.forget_author(args.author)
-            _emit(
-                {
-                    "author": report.author_id,
-                    "memories_deleted": report.memories_deleted,
-                    "episodes_deleted": report.episodes_deleted,
-                    "messages": [{"channel": c, "id": p} for c, p in report.messages],
-                    "keep_messages": cfg.memory.keep_messages_on_forget,
-                }
-            )
-        elif not await graph.forget(args.id):
+        if not await graph.forget(args.id):
             raise _BadInput(f"no memory with id {args.id!r}")
-        else:
-            _emit({"forgotten": args.id})
+        _emit({"forgotten": args.id})
+
+
+async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
+    """Forget ``author`` in every workspace: a preview without ``yes``, the deletion with it.
+
+    Raw messages go too when ``[memory] keep_messages_on_forget = false``, as with
+    ``/forget``.
+    """
+    keep = cfg.memory.keep_messages_on_forget
+    async with _graph(cfg) as graph:
+        report = await graph.forget_author(author, dry_run=not yes)
+    out = _footprint(report) | {"keep_messages": keep}
+    if not yes:
+        raw = sum(n for *_, n in report.per_channel) if not keep else 0
+        _emit(out | {"deleted": False})
+        raise _BadInput(
+            f"nothing deleted: {author} has {report.memories_deleted} memories and "
+            f"{report.episodes_deleted} indexed messages in {len(report.per_channel)} channels"
+            + (f" ({raw} raw messages would be deleted too)" if raw else "")
+            + "; re-run with --yes to delete them everywhere"
+        )
+    deleted = 0
+    if not keep and report.messages:
+        from bot.store import Store
+
+        async with await Store.open(cfg.storage_path(), synchronous=cfg.storage.synchronous) as st:
+            deleted = await st.delete_messages(report.messages)
+    _emit(
+        out
+        | {
+            "deleted": True,
+            "memories_deleted": report.memories_deleted,
+            "episodes_deleted": report.episodes_deleted,
+            "messages": [{"channel": c, "id": p} for c, p in report.messages],
+            "messages_deleted": deleted,
+        }
+    )
 
 
 async def _export(cfg: Config, args: argparse.Namespace) -> None:
@@ -155,7 +195,12 @@ def add_memory_commands(
 
     p = msub.add_parser("forget", parents=[common_parent], help="delete a memory, or an author's")
     p.add_argument("id", nargs="?")
-    p.add_argument("--author", help="forget everything derived from this user's messages")
+    p.add_argument(
+        "--author",
+        help="forget everything derived from this user's messages, in every workspace "
+        "(prints what it would delete and exits 2 unless --yes)",
+    )
+    p.add_argument("--yes", action="store_true", help="with --author: really delete")
     p.set_defaults(func=_command(_forget))
 
     p = msub.add_parser("export", parents=[common_parent], help="nodes then edges, JSON Lines")

@@ -27,6 +27,7 @@ from bot.config import Config, OpsConfig, apply_env_overrides, default_config_pa
 from bot.errors import ConfigError, TierbotError
 from bot.logging import configure_logging
 from bot.store import CompactionRecord
+from compactor import outcome_label
 
 STATUS_TIMEOUT = 5.0
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -174,7 +175,7 @@ def render_status_view(snap: dict[str, Any], url: str, width: int = 30) -> str:
     failures = snap.get("recent_failures") or []
     lines.append("recent failures:" + ("" if failures else " none"))
     for f in failures[-10:]:
-        what = f.get("tier") or ""
+        what = " ".join(filter(None, [f.get("tier"), f.get("outcome")]))
         lines.append(
             f"  {_clock(f['time'])} {f['event']} {f.get('channel') or ''} {what}: "
             f"{f.get('reason') or ''}".rstrip(": ")
@@ -225,7 +226,7 @@ def record_json(r: CompactionRecord) -> dict[str, Any]:
     return {
         "time": datetime.fromtimestamp(r.started).astimezone().isoformat(),
         "tier": r.tier,
-        "outcome": r.outcome,
+        "outcome": outcome_label(r.outcome),
         "usage_before": round(r.usage_before, 4),
         "usage_after": round(r.usage_after, 4),
         "messages": r.covered,
@@ -241,7 +242,8 @@ def advice(records: list[CompactionRecord], cfg: Config, channel: str) -> list[s
     """What the history suggests changing (see docs/tuning.md)."""
     c = cfg.for_channel(channel).compaction
     tiers = Counter(r.tier for r in records if r.outcome == "ok")
-    failed = sum(1 for r in records if r.outcome != "ok")
+    failed = sum(1 for r in records if outcome_label(r.outcome) == "failed")
+    noop = sum(1 for r in records if r.outcome == "noop")
     out = []
     if tiers["emergency"]:
         lower = max(0.05, round(c.background_threshold - 0.10, 2))
@@ -260,13 +262,18 @@ def advice(records: list[CompactionRecord], cfg: Config, channel: str) -> list[s
             f"{failed} failed compaction(s): see the reasons above and the logs "
             "(compaction.failed)."
         )
+    if noop:
+        out.append(
+            f"{noop} compaction(s) freed nothing (noop): the summaries were not smaller than "
+            "the messages; lower max_summary_tokens or raise background_fraction."
+        )
     return out
 
 
 def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -> str:
     s = cfg.for_channel(channel)
     c = s.compaction
-    counts = Counter(r.tier if r.outcome == "ok" else "failed" for r in records)
+    counts = Counter(r.tier if r.outcome == "ok" else outcome_label(r.outcome) for r in records)
     lines = [
         f"channel {channel}: {len(records)} compactions"
         + (
@@ -287,8 +294,9 @@ def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -
     for r in records:
         usage = f"{r.usage_before:6.1%} -> {r.usage_after:6.1%}"
         tokens = f"{r.tokens_before} -> {r.tokens_after}"
+        outcome = outcome_label(r.outcome)
         lines.append(
-            f"{_clock(r.started, True):<19}  {r.tier:<10} {r.outcome:<7} {usage:>19} "
+            f"{_clock(r.started, True):<19}  {r.tier:<10} {outcome:<7} {usage:>19} "
             f"{r.covered:>5} {tokens:>21} {r.memories:>4} {r.duration:>7.2f}"
             + (f"  {r.reason}" if r.reason else "")
         )

@@ -2,17 +2,26 @@
 
 ``/status`` ``/history [N]`` ``/help`` ``/memory QUERY`` are open to everyone;
 ``/compact`` and ``/forget ...`` change state and need an admin.
+
+Only these names are commands: any other text, including text that merely starts
+with ``/`` ("/etc/hosts is ...", "/r/python", "/shrug"), is conversation.  Whether a
+platform message may run a command at all (it must be addressed to the bot) is
+decided by :func:`bot.adapters.base.route_inbound`.
 """
 
 from __future__ import annotations
 
-import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from bot.messages import InboundMessage
+from bot.store import CompactionRecord
+from compactor import outcome_label
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
+
+__all__ = ["COMMANDS", "HELP", "command_name", "render_status", "run_command", "usage_bar"]
 
 HELP = """Commands:
   /status          context usage, compactions, memories
@@ -20,10 +29,21 @@ HELP = """Commands:
   /memory QUERY    what I remember about QUERY
   /compact         summarize the oldest messages now (admins)
   /forget ID       forget one memory (admins)
-  /forget --author USER   forget everything derived from USER's messages (admins)
-  /help            this text"""
+  /forget --author USER   forget USER's messages and what came from them, in this
+                   workspace (admins)
+  /help            this text
+On Discord and Slack, address me: "@tierbot /status", a direct message, or Slack's
+own slash command ("/tierbot status"). Other text starting with "/" is conversation."""
 
 MUTATING = {"/compact", "/forget"}
+COMMANDS = frozenset({"/help", "/status", "/history", "/memory", *MUTATING})
+
+
+def command_name(text: str) -> str | None:
+    """The known command ``text`` invokes (lower-cased), or None when it is conversation."""
+    words = text.strip().split(maxsplit=1)
+    name = words[0].lower() if words else ""
+    return name if name in COMMANDS else None
 
 
 def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> str:
@@ -34,7 +54,22 @@ def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> st
     return f"[{''.join(cells)}] {usage * 100:5.1f}%"
 
 
-def render_status(snap: dict[str, Any], memories: int | None) -> str:
+def render_last(record: CompactionRecord | None, now: float) -> str:
+    """The /status line naming how the channel's last compaction ended, as ``channel show``
+    records it."""
+    if record is None:
+        return "last compaction: none yet"
+    ago = max(0, round(now - record.started - record.duration))
+    outcome = outcome_label(record.outcome)
+    line = f"last compaction: {record.tier} {outcome} {ago}s ago"
+    if outcome == "ok":
+        line += f", freed {record.tokens_before - record.tokens_after} tokens"
+    return line + (f": {record.reason}" if record.reason else "")
+
+
+def render_status(
+    snap: dict[str, Any], memories: int | None, last: CompactionRecord | None = None
+) -> str:
     th = snap["thresholds"]
     marks = ", ".join(f"{k} {v:.0%}" for k, v in th.items())
     c = snap["compactions"]
@@ -48,6 +83,7 @@ def render_status(snap: dict[str, Any], memories: int | None) -> str:
         + ", ".join(f"{k} {v}" for k, v in c.items())
         + (f" (running: {snap['compaction_running']})" if snap["compaction_running"] else ""),
     ]
+    lines.append(render_last(last, time.time()))
     if memories is not None:
         lines.append(f"memories {memories}")
     for run in snap.get("background", []):
@@ -58,12 +94,12 @@ def render_status(snap: dict[str, Any], memories: int | None) -> str:
 
 
 async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> str | None:
-    """Run the command in ``msg.text``; None when it is not a command."""
-    text = msg.text.strip()
-    if not text.startswith("/"):
+    """Run the command in ``msg.text``; None when it is not a known command."""
+    name = command_name(msg.text)
+    if name is None:
         return None
-    name, _, arg = text.partition(" ")
-    name, arg = name.lower(), arg.strip()
+    words = msg.text.strip().split(maxsplit=1)
+    arg = words[1].strip() if len(words) > 1 else ""
     if name in MUTATING and not is_admin:
         return f"{name} is for admins only."
     if name == "/help":
@@ -71,7 +107,8 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     if name == "/status":
         actor = await rt.registry.actor(msg.channel)
         memories = await rt.memory.count(msg.channel) if rt.memory is not None else None
-        return render_status(actor.snapshot(), memories)
+        last = await rt.store.compactions(msg.channel, limit=1)
+        return render_status(actor.snapshot(), memories, last[0] if last else None)
     if name == "/history":
         n = int(arg) if arg.isdigit() else 10
         lines = []
@@ -101,4 +138,4 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
             await rt.registry.evict_idle(0.0)
             text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
         return text
-    return f"Unknown command {name}. " + json.dumps("/help") + " lists them."
+    raise AssertionError(f"{name} is in COMMANDS but has no handler")

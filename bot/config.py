@@ -268,6 +268,12 @@ class OpsConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(default=8686, ge=0, le=65535)
     metrics_top_channels: int = Field(default=50, ge=0, le=10_000)
+    #: Host header names accepted besides the bind address and loopback names (a
+    #: Prometheus container scraping ``tierbot:8686``); anything else gets 403, so a
+    #: DNS-rebinding web page cannot read the endpoint.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    #: Show branch and worker task text (words from the conversation) in /status.
+    status_task_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,7 @@ class Metrics:
         )
         self.compactions = Counter(
             "tierbot_compactions",
-            "Compactions that ended, by tier and outcome (ok, failed)",
+            "Compactions that ended, by tier and outcome (ok, noop, failed)",
             ["tier", "outcome"],
             registry=r,
         )
@@ -314,8 +314,9 @@ class Metrics:
             self.memories_saved.inc(memories)
 
     def _on_failed(self, ev: MutableMapping[str, Any]) -> None:
-        self.compactions.labels(str(ev.get("tier")), "failed").inc()
-        self._failure(ev, tier=ev.get("tier"), reason=ev.get("reason", ""))
+        outcome = str(ev.get("outcome") or "failed")
+        self.compactions.labels(str(ev.get("tier")), outcome).inc()
+        self._failure(ev, tier=ev.get("tier"), outcome=outcome, reason=ev.get("reason", ""))
 
     def _on_emergency(self, ev: MutableMapping[str, Any]) -> None:
         self.compactions.labels("emergency", "ok").inc()

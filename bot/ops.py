@@ -7,7 +7,12 @@
   their thresholds, running compactions, worker pools, adapters, recent
   failures and the config reload state.
 
-Off unless ``[ops] enabled = true``; binds ``127.0.0.1`` by default.
+Off unless ``[ops] enabled = true``; binds ``127.0.0.1`` by default.  Every request
+must name this server in its ``Host`` header (the bind address, ``localhost``,
+``127.0.0.1``, ``[::1]``, or a name in ``[ops] allowed_hosts``; any port): a web page
+whose DNS name was rebound to 127.0.0.1 sends its own name and gets 403, so a
+browser cannot be used to read ``/status``.  ``/status`` leaves out branch and
+worker task text (words from conversations) unless ``[ops] status_task_text``.
 :class:`OperatorSeat` is what ``tierbot run`` wraps a runtime in: the config
 watcher (SIGHUP included) and, when enabled, this server.
 """
@@ -115,6 +120,9 @@ def status_snapshot(
         if a.compactor.running is not None
     ]
     cfg = rt.config
+    if not cfg.ops.status_task_text:
+        for snap in channels:
+            snap["background"] = [_without_task_text(run) for run in snap.get("background", [])]
     config: dict[str, Any] = {"source": cfg.source, "watching": watcher is not None}
     if watcher is not None:
         config["last_reload"] = watcher.last.to_json() if watcher.last else None
@@ -135,6 +143,62 @@ def status_snapshot(
         "recent_failures": list(rt.metrics.recent_failures)[-20:],
         "config": config,
     }
+
+
+def _without_task_text(run: dict[str, Any]) -> dict[str, Any]:
+    """A branch or worker view with its task text replaced by its length."""
+    out = {k: v for k, v in run.items() if k != "task"}
+    out["task_chars"] = len(str(run.get("task", "")))
+    return out
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_WILDCARD = frozenset({"", "0.0.0.0", "::"})
+
+
+def host_name(header: str) -> str | None:
+    """The name in a ``Host`` header without its port (IPv6 unbracketed, lower case),
+    or None when the header is malformed."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        end = header.find("]")
+        if end < 0:
+            return None
+        name, rest = header[1:end], header[end + 1 :]
+    elif header.count(":") > 1:
+        return None  # an IPv6 address must be bracketed in a Host header
+    else:
+        name, colon, port = header.partition(":")
+        rest = colon + port
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return None
+    name = name.rstrip(".")
+    return name or None
+
+
+def host_allowed(header: str | None, bind_host: str, extra: Iterable[str] = ()) -> bool:
+    """Whether a request naming ``header`` in its Host header may be served.
+
+    Accepted: the bind address, the loopback names, the ``extra`` names, and (when
+    bound to every interface) any IP address, which no DNS rebinding can produce.
+    A request without a Host header cannot come from a browser and is served.
+    """
+    if header is None:
+        return True
+    name = host_name(header)
+    if name is None:
+        return False
+    bind = bind_host.strip("[]").lower()
+    allowed = LOOPBACK_NAMES | {bind} | {h.strip("[]").lower().rstrip(".") for h in extra}
+    if name in allowed:
+        return True
+    if bind in _WILDCARD:
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+    return False
 
 
 class OpsServer:
@@ -166,7 +230,7 @@ class OpsServer:
 
     async def start(self) -> None:
         """Listen on ``host:port``; raises OSError when the port is taken."""
-        app = web.Application()
+        app = web.Application(middlewares=[self._check_host])
         app.router.add_get("/health", self._health)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/status", self._status)
@@ -203,6 +267,19 @@ class OpsServer:
     ) -> None:
         await self.aclose()
 
+    @web.middleware
+    async def _check_host(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        header = request.headers.get("Host")
+        if host_allowed(header, self.host, self.runtime.config.ops.allowed_hosts):
+            response: web.StreamResponse = await handler(request)
+            return response
+        log.warning("ops.host_refused", host=header, path=request.path)
+        error = (
+            f"Host {header!r} is not this server: use {self.url}, or add the name to "
+            "[ops] allowed_hosts"
+        )
+        return web.json_response({"error": error}, status=403)
+
     async def _health(self, request: web.Request) -> web.Response:
         health = await check_health(self.runtime, self.adapters)
         return web.json_response(health.to_json(), status=200 if health.ready else 503)
@@ -231,8 +308,10 @@ def _is_loopback(host: str) -> bool:
 
 
 def _client_host(host: str) -> str:
-    """Where a local client reaches a server bound to ``host``."""
-    return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+    """Where a local client reaches a server bound to ``host`` (an IPv6 address bracketed)."""
+    if host in _WILDCARD:
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def ops_url(host: str, port: int) -> str:

@@ -61,6 +61,8 @@ LIVE_KEYS: tuple[str, ...] = (
     "logging.level",
     "memory.keep_messages_on_forget",  # read by each /forget
     "ops.metrics_top_channels",
+    "ops.allowed_hosts",  # read per request
+    "ops.status_task_text",  # read per /status request
 )
 """Key-path patterns that apply to a running bot; everything else needs a restart."""
 

@@ -33,7 +33,7 @@ from bot.store import ChannelState, CompactionRecord, Store
 from bot.tokens import TokenCounter
 from branches import Delegation
 from channels.context import LiveContext
-from compactor import Compactor, Kind, Plan
+from compactor import Compactor, Kind, Plan, forced_note
 from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
 from workers.supervisor import TaskOutcome, TaskPool
 
@@ -566,7 +566,10 @@ class ChannelActor:
             running = self.compactor.running
             return "A compaction is already running." if running else "Nothing to compact yet."
         self._launch(plan)
-        return f"Compacting the oldest {len(plan.covered)} messages in the background."
+        return (
+            f"Compacting the oldest {len(plan.covered)} messages in the background; "
+            "I will say here how it went."
+        )
 
     async def _apply(self, done: _WorkerDone) -> None:
         plan, outcome = done.plan, done.outcome
@@ -575,14 +578,18 @@ class ChannelActor:
         memories = outcome.memories if outcome else 0
         if outcome is None or outcome.summary is None:
             reason = str(done.error) if done.error else (outcome.error if outcome else "")
-            await self._failed(plan, "error", reason or "unknown", started, memories)
+            await self._failed(plan, "failed", reason or "unknown", started, memories)
             return
         live = self.ctx.ids()
         cover = [m for m in plan.covered if m.id in live]
         summary = self._summary(plan, outcome.summary)
         frees = sum(m.tokens for m in cover) - summary.tokens
         if plan.kind is not Kind.RESCUE and cover and frees <= 0:
-            await self._failed(plan, "noop", "the summary is not smaller", started, memories)
+            reason = (
+                f"the summary ({summary.tokens} tokens) is not smaller than the "
+                f"{len(cover)} messages it would replace ({summary.tokens + frees} tokens)"
+            )
+            await self._failed(plan, "noop", reason, started, memories)
             return
         cover_ids = {m.id for m in plan.covered}
         if plan.kind is Kind.RESCUE and plan.marker is not None:
@@ -621,7 +628,10 @@ class ChannelActor:
             duration=round(outcome.duration, 3),
             memories=memories,
         )
-        if self.settings.compaction.notice and plan.kind is not Kind.META:
+        if plan.forced:
+            freed = tokens_before - self.ctx.total
+            await self.deps.deliver(Outbound(self.key, forced_note(plan, "ok", freed=freed)))
+        elif self.settings.compaction.notice and plan.kind is not Kind.META:
             note = (
                 f"(I summarized {len(plan.covered)} older messages to keep this conversation "
                 "within my context window; nothing is lost, ask me about them.)"
@@ -683,7 +693,9 @@ class ChannelActor:
         record = self._record(plan, outcome, started, usage, tokens, tokens, memories, reason)
         await self.deps.store.record_compaction(record)
         await self._save_state()
-        self.log.warning("compaction.failed", tier=plan.kind.value, reason=reason)
+        self.log.warning("compaction.failed", tier=plan.kind.value, outcome=outcome, reason=reason)
+        if plan.forced:
+            await self.deps.deliver(Outbound(self.key, forced_note(plan, outcome, reason=reason)))
         # No immediate re-check: the retry waits for a later trigger (and the backoff).
 
     def _record(

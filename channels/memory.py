@@ -69,7 +69,7 @@ class _Writer:
         authors = [by_id[s].author_id for s in sources if s in by_id]
         if sources and await self.graph.is_forgotten(platform_ids=sources):
             return json.dumps({"skipped": "its source messages were forgotten"})
-        if authors and await self.graph.is_forgotten(author_id=authors[0]):
+        if authors and await self.graph.is_forgotten(author_id=authors[0], channel=channel):
             return json.dumps({"skipped": "its author asked to be forgotten"})
         return await run_memory_tool(
             self.graph, "memory_save", args, channel=channel,
@@ -228,10 +228,13 @@ class MemoryService:
         (channel, platform id) messages the forgetting touched."""
         parts = arg.split()
         if len(parts) == 2 and parts[0] == "--author":
-            report = await self.graph.forget_author(parts[1])
+            # Only what this channel can see, like /forget ID: another workspace and the
+            # user's DMs are the operator's (`tierbot memory forget --author`).
+            report = await self.graph.forget_author(parts[1], channel=channel)
             text = (
                 f"Forgot {report.memories_deleted} memories and {report.episodes_deleted} "
-                f"archived episodes derived from {parts[1]}'s messages."
+                f"indexed messages derived from {parts[1]}'s messages here (what this channel "
+                "can see; other workspaces and DMs are untouched)."
             )
             return text, report.messages
         if len(parts) == 1:

@@ -27,7 +27,12 @@ from bot.messages import Message, Role
 from compactor.cuts import choose_cut
 from compactor.policy import Tier, choose_tier, fraction_for
 
-COUNTER_KEYS = ("background", "aggressive", "emergency", "meta", "failed")
+COUNTER_KEYS = ("background", "aggressive", "emergency", "meta", "noop", "failed")
+#: How a compaction ended, the one vocabulary of /status, ``channel show`` and the logs:
+#: ``ok`` (the summary replaced its messages), ``noop`` (it ran but would free nothing,
+#: so nothing changed and those messages are not tried again) or ``failed`` (an error:
+#: the model, a timeout, an unusable summary; retried on a later trigger).
+OUTCOMES = ("ok", "noop", "failed")
 
 
 class Kind(StrEnum):
@@ -53,6 +58,8 @@ class Plan:
     usage: float
     level: int = 1
     marker: Message | None = None
+    #: Asked for by ``/compact``: the channel is told how it ended.
+    forced: bool = False
 
     @property
     def ids(self) -> frozenset[int]:
@@ -140,7 +147,7 @@ class Compactor:
         if self.running is not None:
             return None
         covered = choose_cut(items, config.background_fraction)
-        return Plan(Kind.BACKGROUND, tuple(covered), usage) if covered else None
+        return Plan(Kind.BACKGROUND, tuple(covered), usage, forced=True) if covered else None
 
     # -- bookkeeping --------------------------------------------------------------
 
@@ -155,7 +162,9 @@ class Compactor:
         self.since_last = 0
 
     def finished(self, plan: Plan, outcome: str, backoff_seconds: float = 0.0) -> None:
-        """Record how ``plan`` ended: ``ok``, ``noop`` (freed nothing) or ``error``."""
+        """Record how ``plan`` ended, one of :data:`OUTCOMES`."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
         if self.running is plan:
             self.running = None
         if outcome == "ok":
@@ -165,7 +174,7 @@ class Compactor:
             if plan.kind is not Kind.RESCUE:
                 self.since_last = 0
             return
-        self.counters["failed"] += 1
+        self.counters[outcome] += 1
         if outcome == "noop":
             self.failed_sets.add(plan.ids)
         else:
@@ -174,3 +183,30 @@ class Compactor:
 
     def snapshot(self) -> dict[str, int]:
         return {k: int(self.counters.get(k, 0)) for k in (*COUNTER_KEYS, "rescue")}
+
+
+def outcome_label(outcome: str) -> str:
+    """The :data:`OUTCOMES` word for a stored outcome (older stores wrote ``error``)."""
+    return "failed" if outcome == "error" else outcome
+
+
+def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -> str:
+    """What the channel is told when a ``/compact`` ends (``outcome`` from :data:`OUTCOMES`)."""
+    n = len(plan.covered)
+    if outcome == "ok" and freed > 0:
+        return f"/compact done: summarized {n} older messages and freed {freed} tokens."
+    if outcome == "ok":
+        # An emergency truncation set them aside while the summary was being written.
+        return (
+            f"/compact done: summarized {n} older messages; they had already left the "
+            "context, so no further tokens were freed."
+        )
+    if outcome == "noop":
+        return (
+            f"/compact freed nothing (noop): {reason}. The {n} messages stay live as they "
+            "were; automatic compaction will not retry these same messages."
+        )
+    return (
+        f"/compact failed: {reason}. Nothing changed; the messages stay live and a later "
+        "compaction retries."
+    )

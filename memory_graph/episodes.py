@@ -65,13 +65,13 @@ async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
     authors = {m.author_id for m in msgs if m.author_id}
     added = 0
     async with g.lock:  # tombstones checked under the lock forget() takes
-        dead_authors, dead_pids = await forgetting.tombstoned(
-            g, authors, {m.platform_id for m in msgs}, with_times=True
-        )
+        stones = await forgetting.tombstoned(g, authors, {m.platform_id for m in msgs})
         by_channel: dict[str, list[Message]] = defaultdict(list)
         for m in msgs:
-            forgotten_at = dead_authors.get(m.author_id, -math.inf)
-            if m.platform_id not in dead_pids and m.ts > forgotten_at:
+            forgotten_at = stones.author_forgotten_at(g, m.author_id, m.channel)
+            if m.platform_id not in stones.pids and m.ts > (
+                -math.inf if forgotten_at is None else forgotten_at
+            ):
                 by_channel[m.channel].append(m)
         for channel, group in by_channel.items():
             added += await _add_channel_episodes(g, channel, group)

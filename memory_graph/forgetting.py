@@ -5,13 +5,21 @@ asked without a channel, so a forgotten id blocks that id in every channel, whic
 errs on the side of forgetting) and by author id.  An author tombstone blocks every
 later memory saved in that author's name and every episode of theirs written up to
 the moment they were forgotten.
+
+An author is forgotten either everywhere (the operator's ``tierbot memory forget
+--author``: kind ``author``, key the author id) or only in what one channel can see
+(an admin's ``/forget --author``: kind ``author_in``, key ``author id \n channel``).
+A scoped tombstone applies wherever that channel's memories are visible
+(:meth:`MemoryGraph.visible`), never in another workspace or another user's DM.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import episodes as episode_index
@@ -23,32 +31,72 @@ if TYPE_CHECKING:
 _CHUNK = 500
 
 
-async def tombstoned(
-    g: MemoryGraph, authors: Iterable[str], pids: Iterable[str], *, with_times: bool = False
-) -> tuple[dict[str, float], set[str]]:
-    """(forgotten authors -> when, forgotten platform ids) among the given ones."""
-    dead_authors: dict[str, float] = {}
+@dataclass(frozen=True, slots=True)
+class Tombstones:
+    """The tombstones found for some authors and platform ids.
+
+    ``authors`` maps an author id to its tombstones: (the channel a scoped forget was
+    issued from, or None for everywhere; when).
+    """
+
+    authors: dict[str, list[tuple[str | None, float]]]
+    pids: frozenset[str]
+
+    def author_forgotten_at(self, g: MemoryGraph, author_id: str, channel: str) -> float | None:
+        """When ``author_id`` was last forgotten as seen from ``channel``; None if never."""
+        times = [
+            when
+            for origin, when in self.authors.get(author_id, ())
+            if origin is None or g.visible(channel, origin)
+        ]
+        return max(times, default=None)
+
+
+def _scoped_key(author_id: str, channel: str) -> str:
+    return f"{author_id}\n{channel}"
+
+
+async def tombstoned(g: MemoryGraph, authors: Iterable[str], pids: Iterable[str]) -> Tombstones:
+    """The tombstones of the given authors (global and scoped) and platform ids."""
+    dead_authors: dict[str, list[tuple[str | None, float]]] = {}
     dead_pids: set[str] = set()
-    for kind, keys in (("author", list(set(authors))), ("message", list(set(pids)))):
+    author_list, pid_list = list(set(authors)), list(set(pids))
+    queries = (
+        ("author", author_list, "key"),
+        ("author_in", author_list, "substr(key, 1, instr(key, char(10)) - 1)"),
+        ("message", pid_list, "key"),
+    )
+    for kind, keys, column in queries:
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             async with g.db.execute(
                 "SELECT key, created_at FROM memory_tombstones "
-                f"WHERE kind = ? AND key IN ({marks})",
+                f"WHERE kind = ? AND {column} IN ({marks})",
                 (kind, *chunk),
             ) as cur:
                 for key, created in await cur.fetchall():
-                    if kind == "author":
-                        dead_authors[key] = float(created)
-                    else:
+                    if kind == "message":
                         dead_pids.add(key)
-    return dead_authors, dead_pids
+                    elif kind == "author":
+                        dead_authors.setdefault(key, []).append((None, float(created)))
+                    else:
+                        author, _, origin = key.partition("\n")
+                        dead_authors.setdefault(author, []).append((origin, float(created)))
+    return Tombstones(dead_authors, frozenset(dead_pids))
 
 
-async def is_forgotten(g: MemoryGraph, *, author_id: str, platform_ids: Sequence[str]) -> bool:
-    authors, pids = await tombstoned(g, [author_id] if author_id else [], platform_ids)
-    return bool(authors or pids)
+async def is_forgotten(
+    g: MemoryGraph, *, author_id: str, platform_ids: Sequence[str], channel: str | None = None
+) -> bool:
+    """Any tombstone of the messages, or of the author as seen from ``channel`` (without a
+    channel, a scoped tombstone anywhere counts: that errs on the side of forgetting)."""
+    stones = await tombstoned(g, [author_id] if author_id else [], platform_ids)
+    if stones.pids:
+        return True
+    if channel is None:
+        return bool(stones.authors)
+    return stones.author_forgotten_at(g, author_id, channel) is not None
 
 
 async def _delete(g: MemoryGraph, rowids: list[int], ids: list[str]) -> None:
@@ -69,8 +117,11 @@ async def _delete(g: MemoryGraph, rowids: list[int], ids: list[str]) -> None:
 
 
 async def _tombstone(g: MemoryGraph, kind: str, keys: Iterable[str], now: float) -> None:
+    # A repeated forget moves the time forward: an author tombstone blocks what was
+    # said up to the *latest* forget, not only up to the first.
     await g.db.executemany(
-        "INSERT OR IGNORE INTO memory_tombstones (kind, key, created_at) VALUES (?, ?, ?)",
+        "INSERT INTO memory_tombstones (kind, key, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (kind, key) DO UPDATE SET created_at = excluded.created_at",
         [(kind, k, now) for k in dict.fromkeys(keys) if k],
     )
 
@@ -98,16 +149,26 @@ async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) 
         return True
 
 
-async def forget_author(g: MemoryGraph, author_id: str) -> ForgetReport:
+async def forget_author(
+    g: MemoryGraph, author_id: str, *, channel: str | None = None, dry_run: bool = False
+) -> ForgetReport:
+    """Delete what came from ``author_id``; with ``channel``, only what that channel can see.
+
+    ``dry_run`` reports what would go and changes nothing.
+    """
     if not author_id:
         raise ValueError("author_id must not be empty")
+
+    def seen(node_channel: str) -> bool:
+        return channel is None or g.visible(channel, node_channel)
+
     async with g.lock:
         async with g.db.execute(
             "SELECT rowid, id, channel, platform_id FROM memory_nodes "
             "WHERE type = 'episode' AND author_id = ?",
             (author_id,),
         ) as cur:
-            episodes = list(await cur.fetchall())
+            episodes = [r for r in await cur.fetchall() if seen(r[2])]
         async with g.db.execute(
             "SELECT rowid, id, channel, sources FROM memory_nodes "
             "WHERE type != 'episode' AND author_id = ? "
@@ -117,7 +178,7 @@ async def forget_author(g: MemoryGraph, author_id: str) -> ForgetReport:
             "JOIN memory_nodes n ON n.rowid = s.node",
             (author_id, author_id),
         ) as cur:
-            memories = list(await cur.fetchall())
+            memories = [r for r in await cur.fetchall() if seen(r[2])]
         messages: dict[tuple[str, str], None] = {(ch, pid): None for _, _, ch, pid in episodes}
         authored = {r for r, *_ in memories}
         # Sources of memories in the author's own name are the author's words; a memory
@@ -128,30 +189,50 @@ async def forget_author(g: MemoryGraph, author_id: str) -> ForgetReport:
             (author_id,),
         ) as cur:
             for _, ch, sources in await cur.fetchall():
-                for pid in json.loads(sources):
-                    messages[(ch, pid)] = None
+                if seen(ch):
+                    for pid in json.loads(sources):
+                        messages[(ch, pid)] = None
+        per_memory = Counter(ch for _, _, ch, _ in memories)
+        per_episode = Counter(ch for _, _, ch, _ in episodes)
+        per_message = Counter(ch for ch, _ in messages)
+        report = ForgetReport(
+            author_id=author_id,
+            memories_deleted=len(memories),
+            episodes_deleted=len(episodes),
+            messages=tuple(messages),
+            per_channel=tuple(
+                (ch, per_memory[ch], per_episode[ch], per_message[ch])
+                for ch in sorted({*per_memory, *per_episode, *per_message})
+            ),
+            scope=channel,
+        )
+        if dry_run:
+            return report
         rowids = [r for r, *_ in episodes] + sorted(authored)
         ids = [i for _, i, *_ in episodes] + [i for _, i, *_ in memories]
         now = time.time()
         await g.db.execute("BEGIN IMMEDIATE")
         try:
-            await _tombstone(g, "author", [author_id], now)
+            if channel is None:
+                await _tombstone(g, "author", [author_id], now)
+            else:
+                await _tombstone(g, "author_in", [_scoped_key(author_id, channel)], now)
             await _tombstone(g, "message", [pid for _, pid in messages], now)
             await _delete(g, rowids, ids)
-            for channel in sorted({ch for _, _, ch, _ in episodes}):
-                await episode_index.recompute_contexts(g, channel)
+            for touched in sorted({ch for _, _, ch, _ in episodes}):
+                await episode_index.recompute_contexts(g, touched)
             await g.db.execute("COMMIT")
         except BaseException:
             await g.db.execute("ROLLBACK")
             raise
         for r in rowids:
             g.unregister(r)
-        for table in g.names.values():
-            for keys in table.values():
-                keys.discard(author_id)
-        return ForgetReport(
-            author_id=author_id,
-            memories_deleted=len(memories),
-            episodes_deleted=len(episodes),
-            messages=tuple(messages),
-        )
+        async with g.db.execute(
+            "SELECT DISTINCT workspace FROM memory_nodes WHERE author_id = ?", (author_id,)
+        ) as cur:
+            still_named = {ws for (ws,) in await cur.fetchall()}
+        for workspace, table in g.names.items():
+            if workspace not in still_named:
+                for keys in table.values():
+                    keys.discard(author_id)
+        return report

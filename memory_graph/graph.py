@@ -534,13 +534,26 @@ class MemoryGraph:
         """
         return await forgetting.forget(self, memory_id, channel=channel)
 
-    async def forget_author(self, author_id: str) -> ForgetReport:
-        """Delete every node derived from ``author_id``'s messages and tombstone the author."""
-        return await forgetting.forget_author(self, author_id)
+    async def forget_author(
+        self, author_id: str, *, channel: str | None = None, dry_run: bool = False
+    ) -> ForgetReport:
+        """Delete every node derived from ``author_id``'s messages and tombstone the author.
 
-    async def is_forgotten(self, *, author_id: str = "", platform_ids: Sequence[str] = ()) -> bool:
-        """True when the author, or any of the messages, was forgotten: skip the work."""
-        return await forgetting.is_forgotten(self, author_id=author_id, platform_ids=platform_ids)
+        With ``channel`` (an admin's ``/forget --author``), only nodes visible from that
+        channel go and the tombstone holds only there: another workspace, or the user's
+        DM, is untouched and uncounted.  Without it, everywhere (the operator's CLI).
+        ``dry_run`` returns the same report and deletes nothing.
+        """
+        return await forgetting.forget_author(self, author_id, channel=channel, dry_run=dry_run)
+
+    async def is_forgotten(
+        self, *, author_id: str = "", platform_ids: Sequence[str] = (), channel: str | None = None
+    ) -> bool:
+        """True when the author (as seen from ``channel``), or any of the messages, was
+        forgotten: skip the work."""
+        return await forgetting.is_forgotten(
+            self, author_id=author_id, platform_ids=platform_ids, channel=channel
+        )
 
     async def maintenance(self, now: float | None = None) -> MaintenanceReport:
         """Decay, prune and associate; safe to run any number of times."""

@@ -119,7 +119,8 @@ class RecallHit:
 
 @dataclass(frozen=True, slots=True)
 class ForgetReport:
-    """What ``forget_author`` removed; ``messages`` are (channel, platform_id) pairs it touched.
+    """What ``forget_author`` removed (or, in a dry run, would remove); ``messages`` are
+    (channel, platform_id) pairs it touched.
 
     The store applies ``keep_messages_on_forget`` to ``messages``: the graph itself
     never deletes archived messages, only the nodes derived from them.
@@ -129,6 +130,10 @@ class ForgetReport:
     memories_deleted: int
     episodes_deleted: int
     messages: tuple[tuple[str, str], ...] = ()
+    #: (channel, memories, episodes, messages) for every channel touched.
+    per_channel: tuple[tuple[str, int, int, int], ...] = ()
+    #: The channel whose view the forget was limited to; None when it reached everywhere.
+    scope: str | None = None
 
     @property
     def platform_ids(self) -> tuple[str, ...]:

@@ -112,14 +112,14 @@ async def _live_plans(
     g: MemoryGraph, items: Sequence[MemoryDraft], vecs: np.ndarray
 ) -> list[_Plan]:
     """Plans for the drafts, forgotten sources dropped; refuses drafts that were forgotten."""
-    dead_authors, dead_pids = await forgetting.tombstoned(
+    stones = await forgetting.tombstoned(
         g, {d.author_id for d in items if d.author_id}, {s for d in items for s in d.sources}
     )
     plans = []
     for d, vec in zip(items, vecs, strict=True):
-        if d.author_id in dead_authors:
+        if d.author_id and stones.author_forgotten_at(g, d.author_id, d.channel) is not None:
             raise _fail("author_id", f"author {d.author_id!r} was forgotten; nothing is saved")
-        live = [s for s in dict.fromkeys(d.sources) if s not in dead_pids]
+        live = [s for s in dict.fromkeys(d.sources) if s not in stones.pids]
         if d.sources and not live:
             raise _fail("sources", "every source message was forgotten; nothing is saved")
         plans.append(_Plan(draft=d, vector=vec, sources=live))

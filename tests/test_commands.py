@@ -34,10 +34,12 @@ async def test_mutating_commands_need_an_admin(runtime: Runtime) -> None:
 
 
 async def test_history_and_unknown_commands(runtime: Runtime) -> None:
-    """/history lists recent messages; an unknown command points to /help; text is not one."""
+    """/history lists recent messages; an unknown /word and plain text are not commands."""
     await runtime.submit(inbound(text="first words"))
     await runtime.drain()
     history = await runtime.command(inbound(text="/history 5"), is_admin=False)
     assert history is not None and "alice: first words" in history
-    assert "/help" in (await runtime.command(inbound(text="/nope"), is_admin=False) or "")
+    for text in ("/nope", "/etc/hosts is where names live", "/r/python", "/shrug"):
+        assert await runtime.command(inbound(text=text), is_admin=True) is None, text
+    assert await runtime.command(inbound(text="/STATUS"), is_admin=False) is not None
     assert await runtime.command(inbound(text="just chatting"), is_admin=False) is None

@@ -287,11 +287,17 @@ async def test_own_and_other_bots_messages_are_ignored(fake: FakeDiscord, starte
 
 
 async def test_admin_commands_run_only_for_admins(fake: FakeDiscord, started: Any) -> None:
-    """/status runs as admin only for listed admins, is answered in place, never submitted."""
+    """A mentioned /status runs as admin only for listed admins, is answered in place, never
+    submitted."""
     _, dispatcher = started
-    await fake.inject_message(CHANNEL, "/status", guild_id=GUILD, author=fake.user(ALICE, "alice"))
+    content, mentions = mention(fake, "/status")
+    await fake.inject_message(
+        CHANNEL, content, guild_id=GUILD, author=fake.user(ALICE, "alice"), mentions=mentions
+    )
     await fake.wait_for(lambda: len(fake.posted(CHANNEL)) == 1)
-    await fake.inject_message(CHANNEL, "/status", guild_id=GUILD, author=fake.user(BOB, "bob"))
+    await fake.inject_message(
+        CHANNEL, content, guild_id=GUILD, author=fake.user(BOB, "bob"), mentions=mentions
+    )
     await fake.wait_for(lambda: len(fake.posted(CHANNEL)) == 2)
     assert [is_admin for _, is_admin in dispatcher.commands] == [True, False]
     assert fake.posted(CHANNEL) == ["status: all good", "only admins may run /status"]

@@ -10,8 +10,12 @@ import pytest
 
 from bot.cli import main
 from bot.config import load_config
+from bot.llm.scripted import ScriptedLLM
 from bot.messages import Message, Role
+from bot.runtime import Runtime
+from bot.store import Store
 from memory_graph import MemoryGraph
+from tests.helpers import inbound
 
 CHANNEL = "discord:1:2"
 
@@ -81,8 +85,9 @@ def test_show_forget_and_export(
 def test_forget_author_reports_the_affected_messages(
     config_path: Path, memory_id: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`memory forget --author` prints counts and the (channel, id) of affected messages."""
-    assert main(["memory", "forget", "--author", "u1", "--config", str(config_path)]) == 0
+    """`memory forget --author --yes` prints counts and the (channel, id) of affected messages."""
+    argv = ["memory", "forget", "--author", "u1", "--yes", "--config", str(config_path)]
+    assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["memories_deleted"], report["episodes_deleted"]) == (1, 1)
     assert report["messages"] == [{"channel": CHANNEL, "id": "p1"}]
@@ -106,3 +111,71 @@ def test_bad_input_exits_2_with_one_line(
     assert main([*argv, "--config", str(config_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("tierbot memory:") and "\n" not in err
+
+
+GUILD_A, GUILD_B, DM = "discord:1:2", "discord:3:4", "discord:dm:u1"
+
+
+@pytest.fixture
+def three_workspaces(tmp_path: Path) -> Path:
+    """u1 said something (indexed, with a memory) in two guilds and a DM; u2 in guild A."""
+    path = tmp_path / "forget.toml"
+    path.write_text(
+        '[storage]\npath = "forget.db"\n\n[logging]\nlevel = "warning"\n\n'
+        "[memory]\nkeep_messages_on_forget = false\n"
+    )
+
+    async def fill() -> None:
+        cfg = load_config(path)
+        async with Runtime(cfg, llm=ScriptedLLM()) as rt:
+            for n, key in enumerate((GUILD_A, GUILD_B, DM)):
+                await rt.submit(inbound(key, f"u1 fact number {n}", pid=f"u1-{n}",
+                                        author="u1", addressed=False))  # fmt: skip
+            await rt.submit(inbound(GUILD_A, "u2 talks too", pid="u2-0", author="u2",
+                                    addressed=False))  # fmt: skip
+            await rt.drain()
+            await rt.memory.indexer.flush()
+            for n, key in enumerate((GUILD_A, GUILD_B, DM)):
+                await rt.memory.graph.save(f"u1 knows fact {n}", "fact", channel=key,
+                                           author_id="u1", sources=[f"u1-{n}"])  # fmt: skip
+
+    asyncio.run(fill())
+    return path
+
+
+def _stored(path: Path) -> list[tuple[str, str]]:
+    async def read() -> list[tuple[str, str]]:
+        cfg = load_config(path)
+        async with await Store.open(cfg.storage_path()) as store:
+            return [(key, m.platform_id) for key in (GUILD_A, GUILD_B, DM)
+                    async for m in store.export(key)]  # fmt: skip
+
+    return asyncio.run(read())
+
+
+def test_global_forget_author_previews_per_channel_and_deletes_only_with_yes(
+    three_workspaces: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`memory forget --author` without --yes deletes nothing, prints counts per channel and
+    exits 2 asking for --yes; with --yes it deletes u1's memories and messages everywhere."""
+    argv = ["memory", "forget", "--author", "u1", "--config", str(three_workspaces)]
+    before = _stored(three_workspaces)
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    preview = json.loads(captured.out)
+    assert preview["deleted"] is False and preview["memories"] == 3
+    assert preview["channels"] == [
+        {"channel": key, "memories": 1, "indexed_messages": 1, "messages": 1}
+        for key in sorted((GUILD_A, GUILD_B, DM))
+    ]
+    assert "re-run with --yes" in captured.err and "\n" not in captured.err.strip()
+    assert _stored(three_workspaces) == before
+    assert main(["memory", "export", "--config", str(three_workspaces)]) == 0
+    assert len([x for x in capsys.readouterr().out.splitlines() if '"fact"' in x]) == 3
+
+    assert main([*argv, "--yes"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert (done["deleted"], done["memories_deleted"], done["messages_deleted"]) == (True, 3, 3)
+    assert _stored(three_workspaces) == [(GUILD_A, "u2-0")]
+    assert main(["memory", "export", "--config", str(three_workspaces)]) == 0
+    assert '"fact"' not in capsys.readouterr().out

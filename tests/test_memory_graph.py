@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from bot.config import MemoryConfig
 from bot.errors import ToolError
 from bot.messages import Message, Role
 from memory_graph import HashingEmbedder, MemoryDraft, MemoryGraph
+from tests.helpers import wait_for
 
 GUILD_A = "discord:111:1"
 GUILD_A2 = "discord:111:2"
@@ -302,6 +304,31 @@ async def test_forget_author_removes_everything_derived_from_their_messages(
     with pytest.raises(ToolError) as err:
         await graph.save("Alice has a cat", "fact", channel=GUILD_A, author_id="u1")
     assert err.value.argument == "author_id"
+
+
+async def test_scoped_forget_author_holds_in_its_workspace_only(graph: MemoryGraph) -> None:
+    """A dry run deletes nothing; a forget scoped to guild A deletes and blocks the author
+    there (guild A's other channels included) while guild B keeps and still indexes them."""
+    await graph.add_episodes([msg(GUILD_A, "1", "I live at 12 Elm Street"),
+                              msg(GUILD_B, "2", "I live at 12 Elm Street too")])  # fmt: skip
+    preview = await graph.forget_author("u1", channel=GUILD_A2, dry_run=True)
+    assert (preview.episodes_deleted, preview.per_channel) == (1, ((GUILD_A, 0, 1, 1),))
+    assert len(await graph.recall("Elm Street", channel=GUILD_A)) == 1
+    report = await graph.forget_author("u1", channel=GUILD_A2)
+    assert (report.episodes_deleted, report.messages) == (1, ((GUILD_A, "1"),))
+    assert await graph.recall("Elm Street", channel=GUILD_A) == []
+    assert len(await graph.recall("Elm Street", channel=GUILD_B)) == 1
+    older = [msg(GUILD_A2, "3", "old words about Elm Street", ts=1.5e9),
+             msg(GUILD_B, "4", "old words about Elm Street", ts=1.5e9)]  # fmt: skip
+    assert await graph.add_episodes(older) == 1
+    assert await graph.is_forgotten(author_id="u1", channel=GUILD_A)
+    assert not await graph.is_forgotten(author_id="u1", channel=GUILD_B)
+    # Said after that forget, not yet indexed when the author is forgotten again: indexed
+    # later (a restart catching up), it must stay forgotten.
+    later = msg(GUILD_A, "5", "new words about Elm Street", ts=time.time())
+    await wait_for(lambda: time.time() > later.ts)  # the next forget comes after it was said
+    await graph.forget_author("u1", channel=GUILD_A2)
+    assert await graph.add_episodes([later]) == 0
 
 
 # --- indexes --------------------------------------------------------------------------

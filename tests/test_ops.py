@@ -165,7 +165,7 @@ async def test_metrics_parse_and_their_counters_move_with_a_replay(
     ended = sum(
         moved("tierbot_compactions_total", tier=t, outcome=o)
         for t in ("background", "aggressive", "rescue", "meta")
-        for o in ("ok", "failed")
+        for o in ("ok", "noop", "failed")
     )
     assert ended == summaries
     assert moved("tierbot_compaction_duration_seconds_count", tier="background") >= 1

@@ -242,11 +242,12 @@ async def test_messages_outside_the_allow_lists_are_ignored_with_a_reason(fake: 
 
 
 async def test_admin_commands_run_only_for_admins(fake: FakeSlack, started: Any) -> None:
-    """/status runs as admin only for listed admins, is answered in place, never submitted."""
+    """A mentioned /status runs as admin only for listed admins, is answered in place, never
+    submitted."""
     _, dispatcher = started
-    await fake.send_event(fake.message(CHANNEL, "/status", user=ALICE))
+    await fake.send_event(fake.message(CHANNEL, "<@UBOT> /status", user=ALICE))
     await fake.wait_for(lambda: len(fake.posted(CHANNEL)) == 1)
-    await fake.send_event(fake.message(CHANNEL, "/status", user=BOB))
+    await fake.send_event(fake.message(CHANNEL, "<@UBOT> /status", user=BOB))
     await fake.wait_for(lambda: len(fake.posted(CHANNEL)) == 2)
     assert [is_admin for _, is_admin in dispatcher.commands] == [True, False]
     assert [p["text"] for p in fake.posted(CHANNEL)] == [

@@ -46,8 +46,8 @@ class Dispatcher(Protocol):
 
     ``submit`` returns once the message is durably stored (or was a duplicate),
     so an adapter may acknowledge it to the platform after it returns.
-    ``command`` runs an admin command (``/status`` ...) and returns its text, or
-    None when ``text`` is not a command.
+    ``command`` runs a known command (``/status`` ...) and returns its text, or
+    None when ``text`` is not one (it is then conversation).
     """
 
     async def submit(self, message: InboundMessage) -> Delivery: ...
@@ -93,13 +93,17 @@ async def route_inbound(
 ) -> Delivery | None:
     """The one path every adapter takes once a message passed its allow-lists.
 
-    A message starting with ``/`` goes to ``dispatcher.command`` first; when
-    that returns text, the text is sent back as a reply to the message and the
-    message is *not* submitted as conversation (returns None).  Anything else
-    is submitted; a refusal is logged with the runtime's reason, never dropped
-    silently.  ``log`` is the adapter's bound structlog logger.
+    A message *addressed* to the bot (a mention, a reply to the bot, a DM) goes to
+    ``dispatcher.command`` first; when that returns text (a known command), the
+    text is sent back as a reply and the message is *not* submitted as
+    conversation (returns None).  Everything else is conversation and is
+    submitted, stored, and answered per the channel's respond mode: an unknown
+    ``/word`` ("/etc/hosts is ...", "/r/python"), and a known command said in a
+    channel without addressing the bot (people talk about ``/status`` too).  A
+    refusal is logged with the runtime's reason, never dropped silently.  ``log``
+    is the adapter's bound structlog logger.
     """
-    if message.text.startswith("/"):
+    if message.addressed:
         reply = await dispatcher.command(message, is_admin=is_admin)
         if reply is not None:
             log.info(

@@ -310,7 +310,12 @@ class OfflineProvider:
         )
         new = messages[since:]
         people = [m for m in new if m.role == "user" and not is_quoted(m.content)]
-        questions = [m for m in people if is_question(m.content)]
+        # Each question with where it stands: it may be answered from anything said before it.
+        questions = [
+            (since + i, m)
+            for i, m in enumerate(new)
+            if m.role == "user" and not is_quoted(m.content) and is_question(m.content)
+        ]
         results = [m for m in new if m.role == "tool"]
         asked = {c.id: c for m in new for c in m.tool_calls}
         conclusions = _conclusions(results)
@@ -325,8 +330,6 @@ class OfflineProvider:
             what = f"that as a {kind}" if kind else "that"
             return f"Noted {what}, {speaker}.", []
 
-        first = next((i for i, m in enumerate(new) if any(m is p for p in people)), len(new))
-        candidates = self._candidates(messages[: since + first], results)
         started = {
             str(asked[m.tool_call_id].arguments.get("task"))
             for m in results
@@ -335,12 +338,12 @@ class OfflineProvider:
         answers: list[tuple[str, str]] = []  # (what was asked, the answer)
         waiting: list[str] = []
         calls: list[ToolCall] = []
-        for q in questions:
+        for at, q in questions:
             task = q.content
             if task in conclusions:
                 answers.append((task, conclusions.pop(task)))
                 continue
-            best, score = self._best(task, candidates)
+            best, score = self._best(task, self._candidates(messages[:at], results))
             tried = {
                 c.name for c in asked.values()
                 if task in (c.arguments.get("task"), c.arguments.get("query"))

@@ -9,7 +9,8 @@ A tool exchange is a call with every result that answers it, matched by call
 id rather than by position (other messages may sit between them), and, for a
 branch, also the ``branch_result`` pair that brings its conclusion back later:
 the ``{"started": "branch-3"}`` result links the two.  An exchange whose branch
-is still running (``in_flight``) is open: a cut may take only what comes before it.
+is still running (``in_flight``) is open: it stays live, whole, and a cut takes
+what is around it (so a long branch never stops a channel from shrinking).
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ def _started(m: Message) -> str | None:
     return started if isinstance(started, str) else None
 
 
-def exchange_spans(
+def exchanges(
     items: Sequence[Message], in_flight: Collection[str] = ()
-) -> list[tuple[int, int]]:
-    """``(first, last)`` index in ``items`` of every tool exchange that spans more than one
-    message; ``last`` is ``len(items)`` for an exchange still waiting for a branch."""
+) -> tuple[list[tuple[int, int]], set[int]]:
+    """The tool exchanges in ``items``: ``(first, last)`` index of every finished one that
+    spans more than one message, and the indexes of the messages of open ones (a branch
+    in ``in_flight`` has not brought its branch_result back yet)."""
     parent: dict[str, str] = {}
 
     def find(k: str) -> str:
@@ -68,9 +70,6 @@ def exchange_spans(
             parent[k] = parent[parent[k]]
             k = parent[k]
         return k
-
-    def union(a: str, b: str) -> None:
-        parent[find(a)] = find(b)
 
     keys: list[list[str]] = []
     for m in items:
@@ -83,19 +82,20 @@ def exchange_spans(
             if started:
                 own.append(started)  # the later branch_result call carries this id
         for k in own[1:]:
-            union(own[0], k)
+            parent[find(own[0])] = find(k)
         keys.append(own)
-    spans: dict[str, list[int]] = {}
+    members: dict[str, list[int]] = {}
     for i, own in enumerate(keys):
         for k in own:
-            span = spans.setdefault(find(k), [i, i])
-            span[0], span[1] = min(span[0], i), max(span[1], i)
+            members.setdefault(find(k), []).append(i)
     open_roots = {find(k) for k in in_flight if k in parent}
-    return [
-        (lo, len(items) if root in open_roots else hi)
-        for root, (lo, hi) in spans.items()
-        if hi > lo or root in open_roots
+    spans = [
+        (min(idx), max(idx))
+        for root, idx in members.items()
+        if root not in open_roots and max(idx) > min(idx)
     ]
+    held = {i for root in open_roots for i in members.get(root, [])}
+    return spans, held
 
 
 def _splits(spans: Sequence[tuple[int, int]], cut: int) -> bool:
@@ -112,13 +112,16 @@ def choose_cut(
     still running.  The result is empty when nothing may be taken.
     """
     cand = compactable(items)
+    spans, held = exchanges(cand, in_flight)
+    if held:  # a running branch's exchange stays; the cut works around it
+        cand = [m for i, m in enumerate(cand) if i not in held]
+        spans, _ = exchanges(cand)
     if not cand:
         return []
     limit_index = last_turn_start(cand)
     if limit_index <= 0:
         return []
     target = min(max(1, math.ceil(fraction * len(cand))), limit_index)
-    spans = exchange_spans(cand, in_flight)
 
     def at_boundary(c: int) -> bool:
         return 0 < c <= limit_index and _is_turn_start(cand, c) and not _splits(spans, c)

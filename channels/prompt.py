@@ -31,8 +31,10 @@ _MATERIAL = {Role.SUMMARY: "summary", Role.MARKER: "note", Role.SYSTEM: "note"}
 
 def _result(m: Message) -> ChatMessage:
     tool = str(m.meta.get("tool", "tool"))
-    tag = "memory" if tool == "memory_recall" else "quoted"
-    text = quote(m.text, source=f"tool:{tool}", tag=tag)
+    if tool == "memory_recall":
+        text = quote(m.text, source=f"tool:{tool}", tag="memory")
+    else:
+        text = quote(m.text, source=f"tool:{tool}")
     return ChatMessage("tool", text, tool_call_id=m.meta.get("call_id"))
 
 

@@ -42,8 +42,9 @@ log = structlog.get_logger("tierbot.channel")
 
 MAX_TOOL_ROUNDS = 4
 # The bot's entries sit this far apart after the newest entered message; messages are
-# positioned at their integer id, so ten thousand entries fit before the next one.
-_POS_STEP = 1e-4
+# positioned at their integer id, so 100,000 entries fit before the next one (and a
+# hundred before a reworded marker, placed 1e-3 after what it follows).
+_POS_STEP = 1e-5
 BOT_AUTHOR = "tierbot"
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.llm.base import ChatMessage, ToolCall
-from bot.llm.quoting import quote
+from bot.llm.quoting import quote, quote_tool_result
 from bot.messages import Message, Role
 
 __all__ = ["build_prompt"]
@@ -30,11 +30,7 @@ _MATERIAL = {Role.SUMMARY: "summary", Role.MARKER: "note", Role.SYSTEM: "note"}
 
 
 def _result(m: Message) -> ChatMessage:
-    tool = str(m.meta.get("tool", "tool"))
-    if tool == "memory_recall":
-        text = quote(m.text, source=f"tool:{tool}", tag="memory")
-    else:
-        text = quote(m.text, source=f"tool:{tool}")
+    text = quote_tool_result(str(m.meta.get("tool", "tool")), m.text)
     return ChatMessage("tool", text, tool_call_id=m.meta.get("call_id"))
 
 

@@ -29,7 +29,7 @@ import structlog
 
 from bot.errors import ContextOverflowError, LLMError
 from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
-from bot.llm.quoting import quote
+from bot.llm.quoting import quote, quote_tool_result, unquote
 from bot.tokens import TokenCounter
 from workers.supervisor import TaskFailed, TaskHandle, Transcript
 from workers.tools import ToolRegistry, ToolResult, message_tokens, specs_tokens, units
@@ -99,7 +99,7 @@ class Recap:
 
     def add(self, unit: Sequence[ChatMessage]) -> None:
         head = unit[0]
-        results = {m.tool_call_id: m.content for m in unit[1:]}
+        results = {m.tool_call_id: unquote(m.content) for m in unit[1:]}
         if not head.tool_calls:
             return
         self.turns += 1
@@ -295,7 +295,7 @@ class TaskWorker:
         results: list[ToolResult] = [await self.tools.run(c) for c in calls]
         messages = [ChatMessage("assistant", completion.text, tool_calls=calls)]
         messages += [
-            ChatMessage("tool", r.text, tool_call_id=c.id)
+            ChatMessage("tool", quote_tool_result(c.name, r.text), tool_call_id=c.id)
             for c, r in zip(calls, results, strict=True)
         ]
         await self._add(messages)

@@ -23,7 +23,15 @@ from typing import Literal
 
 from bot.llm.base import ChatMessage
 
-__all__ = ["Block", "blocks", "demote_system", "is_quoted", "quote", "unquote"]
+__all__ = [
+    "Block",
+    "blocks",
+    "demote_system",
+    "is_quoted",
+    "quote",
+    "quote_tool_result",
+    "unquote",
+]
 
 Tag = Literal["quoted", "memory"]
 
@@ -44,6 +52,14 @@ def quote(text: str, *, source: str, tag: Tag = "quoted") -> str:
     """``text`` as one escaped ``<tag source="...">`` block; ``source`` says what it is."""
     src = _SOURCE_SAFE.sub("_", source)
     return f'<{tag} source="{src}">\n{html.escape(text, quote=False)}\n</{tag}>'
+
+
+def quote_tool_result(tool: str, text: str) -> str:
+    """A tool's result as a model reads it: recalled memories in ``<memory>``, anything
+    else (searches, branch conclusions, errors) in ``<quoted>``."""
+    if tool == "memory_recall":
+        return quote(text, source=f"tool:{tool}", tag="memory")
+    return quote(text, source=f"tool:{tool}")
 
 
 def is_quoted(content: str) -> bool:

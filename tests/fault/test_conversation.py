@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
+
 from bot.cli import replay
 from bot.config import Config
 from bot.llm.base import Completion, ToolCall
@@ -62,19 +64,22 @@ async def exported(store: Store, channel: str) -> list[Message]:
 # -- a burst of questions ------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("looked_up", ["first", "last"])
 async def test_regression_a_burst_is_answered_whole_and_once_through_the_runtime(
-    make_config: Callable[..., Config],
+    make_config: Callable[..., Config], looked_up: str
 ) -> None:
     """Four questions sent one after another while the bot answers the first (and branches
-    for one of them) each get an answer, and none is answered twice."""
+    for the one about an archived fact, asked first or last) each get an answer, and none is
+    answered twice: the branch's late answer is for its own question, not the newest one."""
     cfg = make_config({"defaults": {"respond": "always"}})
+    questions = QUESTIONS[-1:] + QUESTIONS[:-1] if looked_up == "first" else QUESTIONS
     async with Runtime(cfg, llm=OfflineProvider()) as rt:
         await rt.store.append_many([archived(CH, *ARCHIVED)])
         for pid, author, text in FACTS:
             await rt.submit(inbound(CH, text, pid=pid, author=author))
         await rt.drain()
         before = len(await exported(rt.store, CH))
-        for pid, question, _ in QUESTIONS:  # no wait in between: a real burst
+        for pid, question, _ in questions:  # no wait in between: a real burst
             await rt.submit(inbound(CH, question, pid=pid, author="erin"))
         await rt.drain()
         history = (await exported(rt.store, CH))[before:]

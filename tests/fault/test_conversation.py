@@ -249,3 +249,46 @@ async def test_regression_a_small_window_never_splits_a_tool_call_from_its_resul
             await check_whole(rt, actor)
         counters = actor.compactor.counters
         assert counters["background"] + counters["aggressive"] >= 1
+
+
+async def test_regression_a_model_cannot_save_the_bots_quote_of_a_user_as_its_memory(
+    make_config: Callable[..., Config],
+) -> None:
+    """A summarizing model that saves the bot's reply quoting a user as a memory is refused
+    (the user's own line is the memory); what the bot itself promised is saved."""
+    llm = ScriptedLLM()
+    cfg = make_config(
+        {"memory": {"enabled": True},
+         "defaults": {"respond": "always", "compaction": {"background_fraction": 0.9}}}
+    )  # fmt: skip
+    said = "The staging server is called kestrel-03 and runs Debian."
+    async with Runtime(cfg, llm=llm) as rt:
+        actor = await rt.registry.actor(CH)
+        llm.push("chat", Completion(f"Earlier, dave said: «{said}»"),
+                 Completion("I will rotate the kestrel-03 keys on Monday."))  # fmt: skip
+        await rt.submit(inbound(CH, said, pid="u1", author="dave", addressed=False))
+        await rt.submit(inbound(CH, "what is the staging server?", pid="u2"))
+        await rt.drain()
+        await rt.submit(inbound(CH, "can you rotate its keys?", pid="u3"))
+        await rt.drain()
+        await rt.submit(inbound(CH, "thanks", pid="u4"))
+        await rt.drain()
+        quote_id, promise_id = [m.platform_id for m in actor.ctx.items
+                                if m.role is Role.ASSISTANT][:2]  # fmt: skip
+
+        def save(content: str, source: str, cid: str) -> ToolCall:
+            args = {"content": content, "memory_type": "fact", "source_ids": [source]}
+            return ToolCall(cid, "memory_save", args)
+
+        copied = f"tierbot: Earlier, dave said: {said}"
+        promise = "tierbot promised to rotate the kestrel-03 keys on Monday"
+        saves = (save(copied, quote_id, "s1"), save(promise, promise_id, "s2"))
+        summary = "dave named the staging server; tierbot will rotate its keys."
+        llm.push("summary", Completion("", tool_calls=saves), Completion(summary))
+        assert "Compacting" in await actor.call(lambda a: a.force_compaction())
+        await wait_for(lambda: actor.compactor.counters["background"] == 1, timeout=15)
+        await rt.drain()
+        contents = [n["content"] async for n in rt.memory.graph.export()
+                    if n["kind"] == "node" and n["type"] != "episode"]  # fmt: skip
+        assert promise in contents
+        assert copied not in contents

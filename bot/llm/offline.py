@@ -2,9 +2,11 @@
 
 What it does:
 
-* **chat** answers from what it can see.  A question is matched (stemmed,
-  IDF-weighted word overlap) against earlier messages, summaries and recalled
-  memories in its context, and the best match is quoted back with who said it.
+* **chat** answers from what it can see.  Every question since its last reply
+  (a burst may hold several; one reply answers them all, each once) is matched
+  (stemmed, IDF-weighted word overlap) against what was said before it,
+  summaries and recalled memories (read out of their quoted blocks), and the
+  best match is quoted back with who said it.
   When nothing in context matches and a ``memory_recall`` tool is offered, it
   calls the tool first and answers from the results.  Greetings are greeted and
   statements acknowledged.  It does not reason, infer, calculate or write prose.
@@ -15,8 +17,9 @@ What it does:
   (identity, preference, decision, goal, todo, event, fact).
 * **chat** with a ``branch`` tool: when the context does not cover a question,
   it recalls in a branch instead (``branch(task=question)``), says it is
-  looking further back, and answers from the branch's conclusion when it comes
-  back; the channel keeps answering meanwhile.
+  looking further back, and answers from the branch's conclusion, for the
+  question that started it, when it comes back; the channel keeps answering
+  meanwhile.
 * **branch** and **worker** search first (``memory_recall`` and
   ``conversation_search``, whichever is offered, with the task as the query),
   then conclude with the best match.

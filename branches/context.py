@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.llm.base import ChatMessage, ToolSpec
-from bot.llm.quoting import quote
+from bot.llm.quoting import is_quoted, quote
 from bot.tokens import TokenCounter
 from workers.task import CONTINUE_NOTE
 from workers.tools import message_tokens, sanitize, specs_tokens, units
@@ -101,7 +101,8 @@ class BranchContext:
         """Index of the first history unit of the channel's last turn: its newest user message
         and what follows (kept whatever happens, as in :func:`compactor.last_turn_start`)."""
         for i in range(len(self._units) - 1, -1, -1):
-            if self._units[i][0].role == "user":
+            first = self._units[i][0]
+            if first.role == "user" and not is_quoted(first.content):  # a person, not a note
                 return i
         return len(self._units)
 

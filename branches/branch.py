@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from bot.llm.base import ChatMessage, LLMProvider
+from bot.llm.quoting import quote_tool_result
 from bot.tokens import TokenCounter
 from branches.context import BranchContext
 from workers.supervisor import TaskFailed, TaskHandle, Transcript
@@ -107,7 +108,8 @@ async def run_branch(
         turn_messages = [ChatMessage("assistant", completion.text, tool_calls=calls)]
         for call in calls:
             result = await tools.run(call)
-            turn_messages.append(ChatMessage("tool", result.text, tool_call_id=call.id))
+            text = quote_tool_result(call.name, result.text)  # user-derived: quoted material
+            turn_messages.append(ChatMessage("tool", text, tool_call_id=call.id))
         ctx.own.extend(turn_messages)
         await record(turn_messages)
     raise TaskFailed("the branch ran out of turns")  # unreachable: the last turn has no tools

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.llm.base import ChatMessage, ToolSpec
+from bot.llm.quoting import is_quoted, quote
 from bot.tokens import TokenCounter
 from workers.task import CONTINUE_NOTE
 from workers.tools import message_tokens, sanitize, specs_tokens, units
@@ -27,12 +28,13 @@ def request_tokens(
 
 
 def _marker(dropped: int) -> ChatMessage:
-    return ChatMessage(
-        "system",
+    # A note about the conversation, sent like every other note: quoted, never system text.
+    text = (
         f"[Branch copy: the {dropped} oldest messages of this conversation were left out of "
         "this copy to fit the context window; the channel still has them. Search them with "
-        "conversation_search or memory_recall if you need them.]",
+        "conversation_search or memory_recall if you need them.]"
     )
+    return ChatMessage("user", quote(text, source="note"))
 
 
 @dataclass
@@ -99,7 +101,8 @@ class BranchContext:
         """Index of the first history unit of the channel's last turn: its newest user message
         and what follows (kept whatever happens, as in :func:`compactor.last_turn_start`)."""
         for i in range(len(self._units) - 1, -1, -1):
-            if self._units[i][0].role == "user":
+            first = self._units[i][0]
+            if first.role == "user" and not is_quoted(first.content):  # a person, not a note
                 return i
         return len(self._units)
 

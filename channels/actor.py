@@ -33,6 +33,7 @@ from bot.store import ChannelState, CompactionRecord, Store
 from bot.tokens import TokenCounter
 from branches import Delegation
 from channels.context import LiveContext
+from channels.prompt import build_prompt
 from compactor import Compactor, Kind, Plan, forced_note
 from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
 from workers.supervisor import TaskOutcome, TaskPool
@@ -40,6 +41,10 @@ from workers.supervisor import TaskOutcome, TaskPool
 log = structlog.get_logger("tierbot.channel")
 
 MAX_TOOL_ROUNDS = 4
+# The bot's entries sit this far apart after the newest entered message; messages are
+# positioned at their integer id, so 100,000 entries fit before the next one (and a
+# hundred before a reworded marker, placed 1e-3 after what it follows).
+_POS_STEP = 1e-5
 BOT_AUTHOR = "tierbot"
 
 
@@ -127,6 +132,8 @@ class ChannelActor:
         self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        # Branches started here whose branch_result has not entered the history yet.
+        self._awaiting: set[str] = set()
         self.delegation = Delegation(
             key, config=deps.config, llm=deps.llm, counter=deps.counter, store=deps.store,
             pool=deps.tasks, recall=deps.memory, writer=deps.worker.memory,
@@ -314,6 +321,7 @@ class ChannelActor:
         plan = self.compactor.check(
             self.ctx.items, usage, s.context_window, s.compaction,
             markers=self.ctx.marker_count, summary_tokens=self.ctx.summary_tokens,
+            in_flight=self._awaiting,
         )  # fmt: skip
         if plan is None:
             return
@@ -324,6 +332,14 @@ class ChannelActor:
             self._launch(plan)
 
     async def _append(self, msg: Message) -> Message:
+        """Store and enter one of the bot's own entries, right after what the actor has seen.
+
+        A message stored meanwhile but not entered yet (it waits in the mailbox) comes
+        after it: the context keeps the order the actor saw things in, so a tool call
+        stays next to its result and a reply before the questions it never saw.
+        """
+        if len(self.ctx):
+            msg = msg.with_(pos=self.ctx.items[-1].pos + _POS_STEP)
         stored = await self.deps.store.append(msg)
         assert stored is not None, "internal platform ids are unique"
         await self._enter(stored)
@@ -357,21 +373,8 @@ class ChannelActor:
         return memory + ([] if listening else self.delegation.tools())
 
     def build_prompt(self) -> list[ChatMessage]:
-        """The provider-neutral request for the current live context."""
-        out = [ChatMessage("system", self.settings.system_prompt)]
-        for m in self.ctx.items:
-            if m.role in (Role.SUMMARY, Role.MARKER, Role.SYSTEM):
-                out.append(ChatMessage("system", m.text))
-            elif m.role is Role.USER:
-                out.append(ChatMessage("user", m.text, name=m.author_name or None))
-            elif m.role is Role.ASSISTANT:
-                out.append(ChatMessage("assistant", m.text))
-            elif m.role is Role.TOOL_CALL:
-                calls = tuple(ToolCall(**c) for c in m.meta.get("calls", []))
-                out.append(ChatMessage("assistant", m.text, tool_calls=calls))
-            elif m.role is Role.TOOL_RESULT:
-                out.append(ChatMessage("tool", m.text, tool_call_id=m.meta.get("call_id")))
-        return out
+        """The provider-neutral request for the current live context (see channels.prompt)."""
+        return build_prompt(self.settings.system_prompt, self.ctx.items)
 
     async def _turn(self, users: list[Message]) -> None:
         last = users[-1]
@@ -380,8 +383,14 @@ class ChannelActor:
         if self.deps.progress is not None:
             handle = await self.deps.progress(self.key, last.platform_id)
         try:
+            waiting = set(self._awaiting)
             text = await self._complete()
-            reply = await self._append(self._new(Role.ASSISTANT, text, reply_to=last.platform_id))
+            # A reply written while a branch it started still runs is a progress note: the
+            # answer comes later, so it is never mined for memories nor indexed.
+            note = {"progress": True} if self._awaiting - waiting else {}
+            reply = await self._append(
+                self._new(Role.ASSISTANT, text, reply_to=last.platform_id, **note)
+            )
             await self.deps.deliver(Outbound(self.key, reply.text, reply_to=last.platform_id))
             self.log.info(
                 "turn.completed",
@@ -406,7 +415,9 @@ class ChannelActor:
                     return "Sorry, this conversation is too long for the model right now."
                 overflowed = True
                 self.log.warning("channel.context_overflow", usage=round(self.usage, 3))
-                plan = self.compactor.check(self.ctx.items, 1.0, s.context_window, s.compaction)
+                plan = self.compactor.check(
+                    self.ctx.items, 1.0, s.context_window, s.compaction, in_flight=self._awaiting
+                )
                 if plan is not None and plan.kind is Kind.EMERGENCY:
                     await self._truncate(plan)
                 continue
@@ -426,6 +437,8 @@ class ChannelActor:
         await self._append(self._new(Role.TOOL_CALL, shown, calls=payload))
         for c in calls:
             result = await self._tool(c)
+            if c.name == "branch" and result.startswith('{"started"'):
+                self._awaiting.add(json.loads(result)["started"])
             await self._append(self._new(Role.TOOL_RESULT, result, call_id=c.id, tool=c.name))
 
     async def _tool(self, call: ToolCall) -> str:
@@ -466,6 +479,7 @@ class ChannelActor:
                 await self._append(entry)
             else:
                 await self.deps.store.append(entry)
+        self._awaiting.discard(outcome.id)  # only now may a cut take the whole exchange
         if outcome.kind == "worker" and live:
             await self.deps.deliver(Outbound(self.key, outcome.report(), reply_to=outcome.origin))
         return live and outcome.kind == "branch" and outcome.status != "cancelled"
@@ -561,7 +575,7 @@ class ChannelActor:
     async def force_compaction(self) -> str:
         """Start a background compaction now (the ``/compact`` command)."""
         s = self.settings
-        plan = self.compactor.forced(self.ctx.items, self.usage, s.compaction)
+        plan = self.compactor.forced(self.ctx.items, self.usage, s.compaction, self._awaiting)
         if plan is None:
             running = self.compactor.running
             return "A compaction is already running." if running else "Nothing to compact yet."

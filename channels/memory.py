@@ -23,9 +23,10 @@ import structlog
 from bot.config import Config
 from bot.errors import ToolError
 from bot.llm.base import ToolSpec
+from bot.llm.text import sentences, stems
 from bot.messages import Message, Role
 from memory_graph import MemoryGraph, memory_tools, run_memory_tool
-from workers import infer_sources
+from workers import infer_sources, minable
 
 log = structlog.get_logger("tierbot.memory")
 
@@ -62,10 +63,15 @@ class _Writer:
         ):
             raise ToolError("source_ids: must be a list of strings", tool="memory_save",
                             argument="source_ids")  # fmt: skip
-        by_id = {m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT)}
+        by_id = {m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT)
+                 and minable(m)}  # fmt: skip
         sources = [c for c in cited or [] if c in by_id]
         if not sources:
             sources = infer_sources(str(args.get("content", "")), covered)
+        if sources and all(by_id[s].role is Role.ASSISTANT for s in sources if s in by_id):
+            if _repeats_a_user(str(args.get("content", "")), covered):
+                return json.dumps({"skipped": "it repeats what a user said; save it from "
+                                   "the user's own message"})  # fmt: skip
         authors = [by_id[s].author_id for s in sources if s in by_id]
         if sources and await self.graph.is_forgotten(platform_ids=sources):
             return json.dumps({"skipped": "its source messages were forgotten"})
@@ -78,6 +84,19 @@ class _Writer:
 
     async def add_episodes(self, messages: Sequence[Message]) -> int:
         return await self.graph.add_episodes(messages)
+
+
+def _repeats_a_user(content: str, covered: Sequence[Message]) -> bool:
+    """True when ``content`` (from the bot's replies) holds a whole sentence a user said:
+    the bot quoting someone is never a memory of its own."""
+    said = set(stems(content))
+    return any(
+        len(part) >= 3 and part <= said
+        for m in covered
+        if m.role is Role.USER
+        for sentence in sentences(m.text)
+        if (part := set(stems(sentence)))
+    )
 
 
 _INDEXED_ROLES = (Role.USER, Role.ASSISTANT)

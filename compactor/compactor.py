@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -97,16 +97,18 @@ class Compactor:
         *,
         markers: int | None = None,
         summary_tokens: int | None = None,
+        in_flight: Collection[str] = (),
     ) -> Plan | None:
         """The next compaction to run for this context, or None.
 
         ``markers`` and ``summary_tokens`` are the context's running counts; given,
         they spare the scan of ``items`` on the common path (nothing to do).
+        ``in_flight`` names running branches: their exchanges stay whole (see cuts).
         """
         now = time.monotonic() if now is None else now
         tier = choose_tier(usage, config)
         if tier is Tier.EMERGENCY:
-            covered = choose_cut(items, fraction_for(Tier.EMERGENCY, config))
+            covered = choose_cut(items, fraction_for(Tier.EMERGENCY, config), in_flight)
             if covered:
                 return Plan(Kind.EMERGENCY, tuple(covered), usage)
             tier = Tier.AGGRESSIVE
@@ -119,7 +121,7 @@ class Compactor:
         if tier in (Tier.BACKGROUND, Tier.AGGRESSIVE) and self.since_last >= (
             config.min_messages_between
         ):
-            covered = choose_cut(items, fraction_for(tier, config))
+            covered = choose_cut(items, fraction_for(tier, config), in_flight)
             ids = frozenset(m.id for m in covered)
             if covered and ids not in self.failed_sets:
                 kind = Kind.AGGRESSIVE if tier is Tier.AGGRESSIVE else Kind.BACKGROUND
@@ -141,12 +143,16 @@ class Compactor:
         return None
 
     def forced(
-        self, items: Sequence[Message], usage: float, config: CompactionConfig
+        self,
+        items: Sequence[Message],
+        usage: float,
+        config: CompactionConfig,
+        in_flight: Collection[str] = (),
     ) -> Plan | None:
         """A background plan now (the ``/compact`` command), ignoring thresholds and guard."""
         if self.running is not None:
             return None
-        covered = choose_cut(items, config.background_fraction)
+        covered = choose_cut(items, config.background_fraction, in_flight)
         return Plan(Kind.BACKGROUND, tuple(covered), usage, forced=True) if covered else None
 
     # -- bookkeeping --------------------------------------------------------------

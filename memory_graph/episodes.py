@@ -23,7 +23,11 @@ from .types import MAX_CONTENT_BYTES
 if TYPE_CHECKING:
     from .graph import MemoryGraph
 
-_SKIPPED_ROLES = frozenset({Role.SUMMARY, Role.MARKER, Role.SYSTEM})
+# Tool calls and results (branch conclusions included) are the bot's machinery, not
+# conversation: never episodes, like its progress notes (meta "progress").
+_SKIPPED_ROLES = frozenset(
+    {Role.SUMMARY, Role.MARKER, Role.SYSTEM, Role.TOOL_CALL, Role.TOOL_RESULT}
+)
 #: Neighbouring turns further apart than this are another conversation, not context.
 CONTEXT_GAP_SECONDS = 6 * 3600.0
 #: Turns on each side that an episode's context columns cover (1 "near", the rest "far").
@@ -59,7 +63,11 @@ def _contexts(seq: list[tuple[float, list[str]]]) -> list[tuple[str, str]]:
 
 
 async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
-    msgs = [m for m in messages if m.role not in _SKIPPED_ROLES and m.text.strip()]
+    msgs = [
+        m
+        for m in messages
+        if m.role not in _SKIPPED_ROLES and m.text.strip() and not m.meta.get("progress")
+    ]
     if not msgs:
         return 0
     authors = {m.author_id for m in msgs if m.author_id}

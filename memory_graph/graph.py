@@ -488,8 +488,9 @@ class MemoryGraph:
     async def add_episodes(self, messages: Sequence[Message]) -> int:
         """Index archived raw messages as episodes; returns how many were new.
 
-        Skips summaries, markers and system messages, messages already indexed
-        (idempotent per channel and platform id) and forgotten ones.
+        Skips summaries, markers, system messages, tool calls and results, the bot's
+        progress notes, messages already indexed (idempotent per channel and platform
+        id) and forgotten ones.
         """
         return await episodes.add_episodes(self, messages)
 

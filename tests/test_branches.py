@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 from bot.errors import ContextOverflowError
 from bot.llm.base import Completion, ToolCall
 from bot.llm.offline import OfflineProvider
+from bot.llm.quoting import unquote
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Message, Role, State
 from bot.runtime import Runtime
@@ -100,7 +101,7 @@ async def test_branch_over_a_full_channel_precompacts_its_copy_and_leaves_the_ch
             assert first.tools == [s.name for s in specs]
             used = request_tokens(get_counter(), first.messages, specs) / WINDOW
             assert used < 0.60
-            assert any(m.content.startswith("[Branch copy:") for m in first.messages)
+            assert any(unquote(m.content).startswith("[Branch copy:") for m in first.messages)
             assert first.messages[-1].content == "what did we say about alpha?"  # the task
             assert any(m.role == "user" and m.content.startswith("what did") for m in
                        first.messages[:-1])  # fmt: skip
@@ -166,7 +167,7 @@ async def test_three_overflows_in_a_row_fail_cleanly_and_the_channel_is_told(mak
         told = results(actor)[-1]
         assert "overflowed 3 times" in told["failed"]
         assert told["branch"] == "branch-1"
-        assert json.loads(llm.calls[-1].messages[-1].content) == told
+        assert json.loads(unquote(llm.calls[-1].messages[-1].content)) == told
         assert rt.outbox.sent[-1].text == "sorry, I could not look that up"
         assert rt.outbox.sent[-1].reply_to == "q"
         runs = await read_runs(rt.store, CH)

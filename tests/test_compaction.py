@@ -13,6 +13,7 @@ import pytest
 from bot.cli import replay
 from bot.errors import TransientLLMError
 from bot.llm.base import Completion
+from bot.llm.quoting import unquote
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Role
 from bot.runtime import Runtime
@@ -58,7 +59,7 @@ def covered_tokens(messages: list[Any]) -> int:
     from bot.llm.transcript import parse_transcript
     from bot.tokens import get_counter
 
-    entries = parse_transcript(messages[-1].content)
+    entries = parse_transcript(unquote(messages[-1].content))
     return sum(get_counter().count_message(e.text) for e in entries)
 
 
@@ -67,7 +68,7 @@ def barely_smaller(messages: list[Any], free: int = 2) -> Completion:
     from bot.llm.transcript import parse_transcript
     from bot.tokens import get_counter
 
-    n_entries = len(parse_transcript(messages[-1].content))
+    n_entries = len(parse_transcript(unquote(messages[-1].content)))
     goal = covered_tokens(messages) - free
     header = f"[Summary of {n_entries} earlier messages]\n"
     n = goal

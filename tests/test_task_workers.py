@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 
 from bot.errors import ContextOverflowError, ToolError
 from bot.llm.base import ChatMessage, Completion, ToolCall
+from bot.llm.quoting import unquote
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Message, Role, State
 from bot.runtime import Runtime
@@ -89,7 +90,7 @@ async def test_worker_with_60_tool_calls_compacts_between_segments_and_keeps_its
             assert usage[24] > 0.70 and usage[49] > 0.70
             assert usage[25] <= 0.35 and usage[50] <= 0.35
             assert all(usage[i + 1] > usage[i] for i in range(60) if i not in (24, 49))
-            assert calls[25].messages[2].content.startswith("[Recap of ")
+            assert unquote(calls[25].messages[2].content).startswith("[Recap of ")
 
             runs = await read_runs(rt.store, CH)
             assert [(r["kind"], r["status"], r["result"]) for r in runs] == [

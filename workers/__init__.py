@@ -6,6 +6,7 @@ from workers.compaction import (
     CompactionWorker,
     MemoryWriter,
     infer_sources,
+    minable,
 )
 from workers.pool import WorkerPool
 from workers.supervisor import LimitReached, Supervisor, TaskFailed, TaskOutcome, TaskPool
@@ -27,4 +28,5 @@ __all__ = [
     "WorkerLimits",
     "WorkerPool",
     "infer_sources",
+    "minable",
 ]

@@ -29,6 +29,7 @@ import structlog
 
 from bot.errors import ContextOverflowError, LLMError
 from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
+from bot.llm.quoting import quote, quote_tool_result, unquote
 from bot.tokens import TokenCounter
 from workers.supervisor import TaskFailed, TaskHandle, Transcript
 from workers.tools import ToolRegistry, ToolResult, message_tokens, specs_tokens, units
@@ -98,7 +99,7 @@ class Recap:
 
     def add(self, unit: Sequence[ChatMessage]) -> None:
         head = unit[0]
-        results = {m.tool_call_id: m.content for m in unit[1:]}
+        results = {m.tool_call_id: unquote(m.content) for m in unit[1:]}
         if not head.tool_calls:
             return
         self.turns += 1
@@ -181,8 +182,12 @@ class TaskWorker:
     # -- context ------------------------------------------------------------------------------
 
     def prompt(self) -> list[ChatMessage]:
-        recap = [ChatMessage("system", self.recap.text())] if self.recap.turns else []
+        # The recap repeats tool output (user-derived text): quoted material, never system text.
+        recap = [self._recap_message()] if self.recap.turns else []
         return [*self.head, *recap, *(m for m, _ in self.body)]
+
+    def _recap_message(self) -> ChatMessage:
+        return ChatMessage("user", quote(self.recap.text(), source="recap"))
 
     def tokens(self) -> int:
         return self._fixed + sum(message_tokens(self.counter, m) for m in self.prompt())
@@ -229,7 +234,7 @@ class TaskWorker:
         self.compactions += 1
         dropped = [s for i in sorted(drop) for _, s in groups[i]]
         await self.transcript.dropped(dropped, self.compactions)
-        await self.transcript.add(self.segment, [ChatMessage("system", recap.text())], "recap")
+        await self.transcript.add(self.segment, [self._recap_message()], "recap")
         self.log.info(
             "worker.compacted", segment=self.segment, forced=force, dropped=len(dropped),
             tokens_before=before, tokens_after=self.tokens(),
@@ -290,7 +295,7 @@ class TaskWorker:
         results: list[ToolResult] = [await self.tools.run(c) for c in calls]
         messages = [ChatMessage("assistant", completion.text, tool_calls=calls)]
         messages += [
-            ChatMessage("tool", r.text, tool_call_id=c.id)
+            ChatMessage("tool", quote_tool_result(c.name, r.text), tool_call_id=c.id)
             for c, r in zip(calls, results, strict=True)
         ]
         await self._add(messages)

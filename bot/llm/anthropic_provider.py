@@ -1,8 +1,11 @@
 """AnthropicProvider: Claude through the official SDK's Messages API.
 
-tierbot's flat message list becomes Anthropic's shape: system messages move to
-the ``system`` parameter, tool calls and results become ``tool_use`` /
-``tool_result`` content blocks, and consecutive same-role turns are merged.
+tierbot's flat message list becomes Anthropic's shape: the leading system
+messages (the operator's prompt) become the ``system`` parameter, a system
+message anywhere else is sent as quoted user text (never promoted), tool calls
+and results become ``tool_use`` / ``tool_result`` content blocks, and
+consecutive same-role turns are merged (the API wants user and assistant turns
+to alternate).
 The SDK's own retries are off; :func:`bot.retry.retry_call` retries rate limits,
 overloads and transient failures so every provider backs off the same way.
 """
@@ -35,6 +38,7 @@ from bot.errors import (
 )
 from bot.llm._http import api_key_from_env, clip, retry_after_seconds
 from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from bot.llm.quoting import demote_system
 from bot.retry import Backoff, retry_call
 
 __all__ = ["AnthropicProvider"]
@@ -182,17 +186,13 @@ class AnthropicProvider:
 
 def _messages_to_wire(messages: Sequence[ChatMessage]) -> tuple[str, list[MessageParam]]:
     """Split out the system prompt and build alternating user/assistant turns of blocks."""
-    system: list[str] = []
+    system, conversation = demote_system(messages)
     turns: list[tuple[Literal["user", "assistant"], list[_Block]]] = []
-    for message in messages:
+    for message in conversation:
         role: Literal["user", "assistant"]
         blocks: list[_Block] = []
         match message.role:
-            case "system":
-                if message.content:
-                    system.append(message.content)
-                continue
-            case "user":
+            case "user" | "system":
                 role = "user"
                 text = f"{message.name}: {message.content}" if message.name else message.content
                 if text:
@@ -230,7 +230,7 @@ def _messages_to_wire(messages: Sequence[ChatMessage]) -> tuple[str, list[Messag
             wire.append({"role": "user", "content": blocks})
         else:
             wire.append({"role": "assistant", "content": blocks})
-    return "\n\n".join(system), wire
+    return system, wire
 
 
 def _tool_to_wire(tool: ToolSpec) -> ToolParam:

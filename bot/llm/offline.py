@@ -2,9 +2,11 @@
 
 What it does:
 
-* **chat** answers from what it can see.  A question is matched (stemmed,
-  IDF-weighted word overlap) against earlier messages, summaries and recalled
-  memories in its context, and the best match is quoted back with who said it.
+* **chat** answers from what it can see.  Every question since its last reply
+  (a burst may hold several; one reply answers them all, each once) is matched
+  (stemmed, IDF-weighted word overlap) against what was said before it,
+  summaries and recalled memories (read out of their quoted blocks), and the
+  best match is quoted back with who said it.
   When nothing in context matches and a ``memory_recall`` tool is offered, it
   calls the tool first and answers from the results.  Greetings are greeted and
   statements acknowledged.  It does not reason, infer, calculate or write prose.
@@ -15,8 +17,9 @@ What it does:
   (identity, preference, decision, goal, todo, event, fact).
 * **chat** with a ``branch`` tool: when the context does not cover a question,
   it recalls in a branch instead (``branch(task=question)``), says it is
-  looking further back, and answers from the branch's conclusion when it comes
-  back; the channel keeps answering meanwhile.
+  looking further back, and answers from the branch's conclusion, for the
+  question that started it, when it comes back; the channel keeps answering
+  meanwhile.
 * **branch** and **worker** search first (``memory_recall`` and
   ``conversation_search``, whichever is offered, with the task as the query),
   then conclude with the best match.
@@ -25,7 +28,6 @@ What it does:
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import re
 from collections import Counter, defaultdict
@@ -35,8 +37,9 @@ from dataclasses import dataclass
 import networkx as nx
 
 from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from bot.llm.quoting import blocks, is_quoted, unquote
 from bot.llm.text import Overlap, sentences, stems, words
-from bot.llm.transcript import TranscriptEntry, parse_transcript
+from bot.llm.transcript import BOT_MARK, TranscriptEntry, parse_transcript
 from bot.tokens import TokenCounter, get_counter
 
 _QUESTION_START = re.compile(
@@ -45,11 +48,23 @@ _QUESTION_START = re.compile(
     re.I,
 )
 _GREETING = re.compile(r"^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|evening))\b", re.I)
-_MEMORY_TAG = re.compile(r"<memory\b[^>]*>(.*?)</memory>", re.S)
 # The notes workers.task adds to a branch's or worker's context: never the task itself.
 _NOTE = re.compile(r"^(Older context has been compacted|You have used all your tool turns)")
 _SEARCH_TOOLS = ("memory_recall", "conversation_search")
 _HOLDING = "Let me look further back for that; I'll answer in a moment."
+# What the bot quotes of others («...»), and how its answers introduce what it recalls.
+_QUOTED_SPAN = re.compile(r"«[^»]*»?|\"[^\"]*\"|\{.*\}", re.S)
+_REPORTING = re.compile(
+    r"^\s*(«|earlier,|i remember|from an earlier summary|noted|hello|i don't know|"
+    r"let me look|sorry)",
+    re.I,
+)
+_BOT_COMMITMENT = re.compile(
+    r"\b(i will|i'll|i shall|i promise|i decided|i've decided|i have decided|i am going to|"
+    r"i'm going to|i won't|i will not|we (decided|agreed))\b",
+    re.I,
+)
+_BOT_DECISION = re.compile(r"\b(decided|agreed)\b", re.I)
 _IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
 
 # (memory type, default importance, pattern); first match wins, most specific first.
@@ -128,17 +143,24 @@ class ExtractedMemory:
 
 
 def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> list[ExtractedMemory]:
-    """Typed memories found by rules in ``entries``, most important first."""
+    """Typed memories found by rules in ``entries``, most important first.
+
+    The bot's own lines (author marked :data:`BOT_MARK`) give only what it decided
+    or promised itself; whatever it quotes of others is never saved again.
+    """
     found: list[ExtractedMemory] = []
     seen: set[str] = set()
     for e in entries:
-        for sent in sentences(e.text):
+        bot = e.author.endswith(f" {BOT_MARK}")
+        author = e.author.removesuffix(f" {BOT_MARK}")
+        text = _QUOTED_SPAN.sub(" ", e.text) if bot else e.text
+        for sent in sentences(text):
             if len(words(sent)) < 4 or is_question(sent):
                 continue
-            kind, importance = _classify(sent)
+            kind, importance = _classify_bot(sent) if bot else _classify(sent)
             if kind is None:
                 continue
-            content = f"{e.author}: {sent}"[:500]
+            content = f"{author}: {sent}"[:500]
             key = " ".join(stems(sent))
             if key in seen:
                 continue
@@ -146,6 +168,13 @@ def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> lis
             found.append(ExtractedMemory(kind, importance, content, e.id))
     found.sort(key=lambda m: -m.importance)
     return found[:limit]
+
+
+def _classify_bot(sentence: str) -> tuple[str | None, float]:
+    """The bot's own sentence: a decision or a promise it made, else nothing."""
+    if _REPORTING.match(sentence) or not _BOT_COMMITMENT.search(sentence):
+        return None, 0.0
+    return ("decision", 0.8) if _BOT_DECISION.search(sentence) else ("todo", 0.75)
 
 
 def _classify(sentence: str) -> tuple[str | None, float]:
@@ -250,7 +279,7 @@ class OfflineProvider:
     def _summarize(
         self, messages: Sequence[ChatMessage], tools: set[str], max_tokens: int
     ) -> tuple[str, list[ToolCall]]:
-        transcript = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        transcript = unquote(next((m.content for m in reversed(messages) if m.role == "user"), ""))
         entries = parse_transcript(transcript)
         summary = extractive_summary(entries, max_tokens, self.counter)
         answered = any(m.role == "tool" for m in messages)
@@ -276,42 +305,78 @@ class OfflineProvider:
     def _chat(
         self, messages: Sequence[ChatMessage], tools: set[str], max_tokens: int
     ) -> tuple[str, list[ToolCall]]:
-        last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
-        if last_user < 0:
-            return "Hello! I'm listening.", []
-        turn_start = last_user
-        while turn_start > 0 and messages[turn_start - 1].role == "user":
-            turn_start -= 1
-        current = messages[last_user]
-        question = next(
-            (m for m in reversed(messages[turn_start : last_user + 1]) if is_question(m.content)),
-            None,
+        """Answer everything since the bot's last reply: each question of a burst, and each
+        branch conclusion that came back; statements are acknowledged."""
+        since = 1 + max(
+            (i for i, m in enumerate(messages) if m.role == "assistant" and not m.tool_calls),
+            default=-1,
         )
-        speaker = current.name or "there"
-        if question is None:
+        new = messages[since:]
+        people = [m for m in new if m.role == "user" and not is_quoted(m.content)]
+        # Each question with where it stands: it may be answered from anything said before it.
+        questions = [
+            (since + i, m)
+            for i, m in enumerate(new)
+            if m.role == "user" and not is_quoted(m.content) and is_question(m.content)
+        ]
+        results = [m for m in new if m.role == "tool"]
+        asked = {c.id: c for m in new for c in m.tool_calls}
+        conclusions = _conclusions(results)
+        if not questions and not conclusions:
+            if not people:
+                return "Hello! I'm listening.", []
+            current = people[-1]
+            speaker = current.name or "there"
             if _GREETING.match(current.content.strip()):
                 return f"Hello {speaker}! Ask me anything about this conversation.", []
             kind, _ = _classify(current.content)
             what = f"that as a {kind}" if kind else "that"
             return f"Noted {what}, {speaker}.", []
 
-        tool_results = [m for m in messages[last_user + 1 :] if m.role == "tool"]
-        candidates = self._candidates(messages[:turn_start], tool_results)
-        best, score = self._best(question.content, candidates)
-        started, concluded = _delegated(tool_results)
-        if score < 0.34 and not concluded:
-            asked = any(c.name == "branch" for m in messages[last_user:] for c in m.tool_calls)
-            if "branch" in tools and not asked:
-                return "", [ToolCall("branch-0", "branch", {"task": question.content})]
-            if started:
-                return _HOLDING, []
-        if score < 0.34 and "memory_recall" in tools and not tool_results:
-            call = ToolCall("recall-0", "memory_recall", {"query": question.content, "limit": 5})
-            return "", [call]
-        if best is None or score < 0.2:
-            return "I don't know yet: nothing I can see or remember covers that.", []
-        source, text = best
-        reply = f"{source} «{text}»" if source else text
+        started = {
+            str(asked[m.tool_call_id].arguments.get("task"))
+            for m in results
+            if m.tool_call_id in asked and isinstance(b := _tool_json(m), dict) and "started" in b
+        }
+        answers: list[tuple[str, str]] = []  # (what was asked, the answer)
+        waiting: list[str] = []
+        calls: list[ToolCall] = []
+        for at, q in questions:
+            task = q.content
+            if task in conclusions:
+                answers.append((task, conclusions.pop(task)))
+                continue
+            best, score = self._best(task, self._candidates(messages[:at], results))
+            tried = {
+                c.name for c in asked.values()
+                if task in (c.arguments.get("task"), c.arguments.get("query"))
+            }  # fmt: skip
+            if score < 0.34 and "branch" in tools and "branch" not in tried:
+                calls.append(ToolCall(f"branch-{since}-{len(calls)}", "branch", {"task": task}))
+            elif score < 0.34 and task in started:
+                waiting.append(task)
+            elif score < 0.34 and "memory_recall" in tools and "memory_recall" not in tried:
+                call = ToolCall(f"recall-{since}-{len(calls)}", "memory_recall",
+                                {"query": task, "limit": 5})  # fmt: skip
+                calls.append(call)
+            elif best is None or score < 0.2:
+                answers.append(
+                    (task, "I don't know yet: nothing I can see or remember covers that.")
+                )
+            else:
+                source, text = best
+                answers.append((task, f"{source} «{text}»" if source else text))
+        if calls:
+            return "", calls
+        answers.extend(conclusions.items())  # branches that came back for earlier questions
+        if not answers:
+            return _HOLDING, []
+        if len(answers) == 1 and not waiting:
+            reply = answers[0][1]
+        else:
+            lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
+            lines += [f"«{task}» {_HOLDING}" for task in waiting]
+            reply = "\n".join(lines)
         return self.counter.truncate(reply, max_tokens), []
 
     @staticmethod
@@ -320,10 +385,7 @@ class OfflineProvider:
     ) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         for m in tool_results:
-            try:
-                hits = json.loads(m.content)
-            except json.JSONDecodeError:
-                continue
+            hits = _tool_json(m)
             if isinstance(hits, dict) and hits.get("conclusion"):
                 out.append(("", str(hits["conclusion"])))  # a branch's, already attributed
             for h in hits if isinstance(hits, list) else []:
@@ -332,14 +394,18 @@ class OfflineProvider:
                 elif isinstance(h, dict) and h.get("content"):
                     out.append(("I remember:", str(h["content"])))
         for m in history:
-            if m.role == "user":
+            if m.role != "user":
+                continue
+            if not is_quoted(m.content):
                 out.append((f"Earlier, {m.name or 'someone'} said:", m.content))
-            elif m.role == "system":
-                for block in _MEMORY_TAG.findall(m.content):
-                    out.append(("I remember:", html.unescape(block.strip())))
-                if m.content.startswith("[Summary") or m.content.startswith("Summary"):
-                    for line in m.content.splitlines()[1:]:
-                        out.append(("From an earlier summary:", line.lstrip("- ")))
+                continue
+            for block in blocks(m.content):
+                if block.tag == "memory":
+                    out.append(("I remember:", block.text.strip()))
+                elif block.source == "summary":
+                    for line in block.text.splitlines():
+                        if line.strip() and not line.startswith(("[Summary", "Summary of")):
+                            out.append(("From an earlier summary:", line.lstrip("- ")))
         return out
 
     @staticmethod
@@ -362,7 +428,11 @@ class OfflineProvider:
     ) -> tuple[str, list[ToolCall]]:
         """Search with the task as the query, then conclude with the best match."""
         task_at = max(
-            (i for i, m in enumerate(messages) if m.role == "user" and not _NOTE.match(m.content)),
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.role == "user" and not _NOTE.match(m.content) and not is_quoted(m.content)
+            ),
             default=-1,
         )
         if task_at < 0:
@@ -380,15 +450,25 @@ class OfflineProvider:
         return self.counter.truncate(f"{source} «{text}»" if source else text, max_tokens), []
 
 
-def _delegated(tool_results: Sequence[ChatMessage]) -> tuple[bool, bool]:
-    """Whether a branch was started in this turn, and whether one has come back."""
-    started = concluded = False
+def _tool_json(message: ChatMessage) -> object:
+    """A tool result's JSON body (tool results reach models quoted), or None."""
+    try:
+        return json.loads(unquote(message.content))
+    except json.JSONDecodeError:
+        return None
+
+
+def _conclusions(tool_results: Sequence[ChatMessage]) -> dict[str, str]:
+    """What each branch that came back concluded, by its task (a failure says so)."""
+    out: dict[str, str] = {}
     for m in tool_results:
-        try:
-            body = json.loads(m.content)
-        except json.JSONDecodeError:
+        body = _tool_json(m)
+        if not isinstance(body, dict) or "branch" not in body:
             continue
-        if isinstance(body, dict):
-            started |= str(body.get("started", "")).startswith("branch-")
-            concluded |= "branch" in body
-    return started, concluded
+        task = str(body.get("task", ""))
+        if body.get("conclusion"):
+            out[task] = str(body["conclusion"])
+        else:
+            status = next((k for k in body if k not in ("branch", "task")), "failed")
+            out[task] = f"I could not look further back for that ({status}: {body.get(status)})."
+    return out

@@ -32,6 +32,7 @@ from bot.errors import (
 )
 from bot.llm._http import api_key_from_env, clip, retry_after_seconds
 from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from bot.llm.quoting import demote_system
 from bot.retry import Backoff, retry_call
 
 __all__ = ["OpenAIProvider"]
@@ -106,7 +107,10 @@ class OpenAIProvider:
         model = (
             config.summary_model if purpose == "summary" and config.summary_model else config.model
         )
-        wire_messages = [_message_to_wire(m) for m in messages]
+        # Only the leading system messages stay system text; see demote_system.
+        system, conversation = demote_system(messages)
+        head = [ChatMessage("system", system)] if system else []
+        wire_messages = [_message_to_wire(m) for m in (*head, *conversation)]
         wire_tools = [_tool_to_wire(t) for t in tools]
 
         async def call() -> Completion:

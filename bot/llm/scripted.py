@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.llm.base import ChatMessage, Completion, Purpose, ToolSpec, Usage
+from bot.llm.quoting import unquote
 from bot.llm.transcript import parse_transcript
 
 Step = Completion | BaseException | Callable[[Sequence[ChatMessage]], Completion]
@@ -30,7 +31,7 @@ class Call:
 def default_summary(messages: Sequence[ChatMessage]) -> Completion:
     """A tiny deterministic summary naming how many transcript entries it covers."""
     transcript = next((m.content for m in reversed(messages) if m.role == "user"), "")
-    entries = parse_transcript(transcript)
+    entries = parse_transcript(unquote(transcript))
     span = f"[{entries[0].id}] to [{entries[-1].id}]" if entries else "nothing"
     return Completion(text=f"Summary of {len(entries)} messages ({span}).")
 

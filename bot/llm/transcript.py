@@ -2,6 +2,7 @@
 
 Each message becomes ``[<platform id>] <author>: <text>`` so a model can cite
 message ids when it saves memories, and the offline provider can parse it back.
+The bot's own lines carry :data:`BOT_MARK` after its name.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+#: Follows the author of the bot's own lines: ``[id] tierbot (bot): ...``.
+BOT_MARK = "(bot)"
 
 _LINE = re.compile(r"^\[(?P<id>[^\]\n]{1,200})\] (?P<author>[^:\n]{0,120}): ?(?P<text>.*)$")
 

@@ -38,13 +38,22 @@ def _config(args: argparse.Namespace) -> Config:
 
 
 @asynccontextmanager
-async def _graph(cfg: Config) -> AsyncIterator[Any]:
+async def _graph(cfg: Config, *, write: bool = False) -> AsyncIterator[Any]:
+    """The memory graph: read-only (safe beside a running bot), or under the store's
+    writer lock (refused while a bot or another writer runs)."""
+    from bot.storelock import WriterLock
     from memory_graph import MemoryGraph
 
     path = cfg.storage_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    async with await MemoryGraph.open(path, cfg.memory) as graph:
-        yield graph
+    if not path.is_file():
+        raise _BadInput(f"no store at {path}: check [storage] path in {cfg.source}")
+    if not write:
+        async with await MemoryGraph.open(path, cfg.memory, read_only=True) as graph:
+            yield graph
+        return
+    with WriterLock(path):
+        async with await MemoryGraph.open(path, cfg.memory) as graph:
+            yield graph
 
 
 def _emit(obj: Any) -> None:
@@ -92,7 +101,7 @@ async def _show(cfg: Config, args: argparse.Namespace) -> None:
 async def _forget(cfg: Config, args: argparse.Namespace) -> None:
     if (args.id is None) == (args.author is None):
         raise _BadInput("give either ID or --author USER")
-    async with _graph(cfg) as graph:
+    async with _graph(cfg, write=True) as graph:
         if args.author is not None:
             report = await graph.forget_author(args.author)
             _emit(

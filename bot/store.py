@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,7 +150,9 @@ _MIGRATIONS: tuple[str, ...] = (
     INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', MAX(
         COALESCE((SELECT MAX(id) FROM messages), 0),
         COALESCE((SELECT MAX(handled_upto) FROM channels), 0),
-        COALESCE((SELECT MAX(message_id) FROM summary_members), 0)))
+        COALESCE((SELECT MAX(message_id) FROM summary_members), 0)));
+    CREATE TRIGGER messages_pos_default AFTER INSERT ON messages WHEN NEW.pos = 0
+    BEGIN UPDATE messages SET pos = NEW.id WHERE id = NEW.id; END
     """,
 )
 
@@ -159,8 +162,22 @@ _COLUMNS = (
 # Every column but the id, which SQLite assigns.
 _INSERT = (
     "INSERT INTO messages (channel, platform_id, role, author_id, author_name, text, ts, "
-    "tokens, state, pos, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    "tokens, state, pos, meta) VALUES "
 )
+_ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
+_ROWS_PER_INSERT = 500  # 11 parameters a row, well under SQLite's variable limit
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a migration script (a trigger body's ``;`` does not end one)."""
+    out, buf = [], ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n;"):
+                out.append(buf)
+            buf = ""
+    return out
 
 
 def _insert_args(m: Message) -> tuple[Any, ...]:
@@ -170,19 +187,29 @@ def _insert_args(m: Message) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-async def _insert(db: aiosqlite.Connection, m: Message, *, redelivery_ok: bool) -> Message | None:
-    """Insert ``m``; return it with its id (and pos, when it had none), or None for a
-    redelivery.  Only a ``(channel, platform_id)`` conflict is a redelivery: any other
-    constraint error raises."""
-    sql = _INSERT + (" ON CONFLICT(channel, platform_id) DO NOTHING" if redelivery_ok else "")
-    async with db.execute(sql + " RETURNING id", _insert_args(m)) as cur:
-        row = await cur.fetchone()
-    if row is None:
-        return None
-    mid = int(row[0])
-    if not m.pos:
-        await db.execute("UPDATE messages SET pos = ? WHERE id = ?", (float(mid), mid))
-    return m.with_(id=mid, pos=m.pos or float(mid))
+async def _insert(
+    db: aiosqlite.Connection, msgs: Sequence[Message], *, redelivery_ok: bool
+) -> list[Message | None]:
+    """Insert ``msgs`` in order; each comes back with its id (and pos, when it had none), or
+    None for a redelivery. Only a ``(channel, platform_id)`` conflict is a redelivery (a
+    repeat inside ``msgs`` too): any other constraint error raises."""
+    conflict = " ON CONFLICT(channel, platform_id) DO NOTHING" if redelivery_ok else ""
+    out: list[Message | None] = []
+    for start in range(0, len(msgs), _ROWS_PER_INSERT):
+        chunk = msgs[start : start + _ROWS_PER_INSERT]
+        rows = await db.execute_fetchall(
+            _INSERT
+            + ",".join([_ROW] * len(chunk))
+            + conflict
+            + " RETURNING id, channel, platform_id",
+            [arg for m in chunk for arg in _insert_args(m)],
+        )
+        ids = {(ch, pid): int(mid) for mid, ch, pid in rows}
+        for m in chunk:
+            # pop: a platform id repeated within the batch was stored once, the first time.
+            mid = ids.pop((m.channel, m.platform_id), None)
+            out.append(None if mid is None else m.with_(id=mid, pos=m.pos or float(mid)))
+    return out
 
 
 def _row_to_message(row: Sequence[Any]) -> Message:
@@ -337,9 +364,8 @@ class Store:
         for version in range(current + 1, len(_MIGRATIONS) + 1):
             await self._db.execute("BEGIN IMMEDIATE")
             try:
-                for stmt in _MIGRATIONS[version - 1].split(";"):
-                    if stmt.strip():
-                        await self._db.execute(stmt)
+                for stmt in _statements(_MIGRATIONS[version - 1]):
+                    await self._db.execute(stmt)
                 await self._db.execute("INSERT INTO schema_version VALUES (?)", (version,))
                 await self._db.execute("COMMIT")
             except BaseException:
@@ -473,7 +499,7 @@ class Store:
         as None."""
 
         async def op(db: aiosqlite.Connection) -> list[Message | None]:
-            return [await _insert(db, m, redelivery_ok=True) for m in msgs]
+            return await _insert(db, msgs, redelivery_ok=True)
 
         result: list[Message | None] = await self.write(op)
         return result
@@ -579,7 +605,7 @@ class Store:
                 )
             placed = None
             if replacement is not None:
-                m = placed = await _insert(db, replacement, redelivery_ok=False)
+                m = placed = (await _insert(db, [replacement], redelivery_ok=False))[0]
                 assert m is not None
                 await db.executemany(
                     "INSERT OR IGNORE INTO summary_members VALUES (?, ?)",

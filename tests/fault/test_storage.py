@@ -52,6 +52,7 @@ async def test_ids_never_reused_after_the_newest_rows_are_forgotten(tmp_path: Pa
         again = await store.append(msg("p6"))
         assert again is not None and again.id > after.id
         assert again.pos == float(again.id)
+        assert [(m.id, m.pos) for m in await store.load_live("c")][-1] == (again.id, again.id)
 
 
 async def test_upgrade_from_v2_keeps_ids_and_never_goes_below_handled_upto(
@@ -94,9 +95,11 @@ async def test_constraint_error_is_an_error_not_a_duplicate(tmp_path: Path) -> N
         with pytest.raises(StoreError, match="poisoned row refused"):
             await store.append(msg("b", "poison"))
         assert await store.append(msg("a")) is None  # a true redelivery
+        twice = await store.append_many([msg("d"), msg("d")])  # redelivered within one batch
+        assert twice[0] is not None and twice[1] is None
         with pytest.raises(StoreError, match="poisoned row refused"):
             await store.append_many([msg("c1"), msg("c2", "poison")])
-        assert [m.platform_id async for m in store.export("c")] == ["a"]
+        assert [m.platform_id async for m in store.export("c")] == ["a", "d"]
 
 
 @pytest.mark.slow

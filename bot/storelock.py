@@ -86,8 +86,9 @@ class WriterLock:
                 holder=holder,
             ) from None
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(_me()).encode(), 0)
+            data = json.dumps(_me()).encode()
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
         except OSError:
             pass  # the lock holds all the same; a refused process just cannot name us
         self._fd = fd
@@ -112,9 +113,36 @@ class WriterLock:
         self.release()
 
 
+_HOLDER_WAIT = 2.0
+
+
 def _read_holder(fd: int) -> dict[str, Any]:
+    """The holder's details. A holder that has just taken the lock writes them a moment
+    later (and a killed one leaves its own behind), so wait briefly for a live pid."""
+    deadline = time.monotonic() + _HOLDER_WAIT
+    data: Any = {}
+    while True:
+        try:
+            data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        except (OSError, ValueError):
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        if _plausible(data) or time.monotonic() > deadline:
+            return data
+        time.sleep(0.02)
+
+
+def _plausible(holder: dict[str, Any]) -> bool:
+    pid = holder.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if holder.get("host") != socket.gethostname():
+        return True  # cannot check another host's processes
     try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, owned by another user
+    return True

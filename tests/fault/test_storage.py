@@ -46,9 +46,10 @@ async def test_ids_never_reused_after_the_newest_rows_are_forgotten(tmp_path: Pa
     async with await Store.open(path) as store:
         stored = [m for m in await store.append_many([msg(f"p{i}") for i in range(5)]) if m]
         assert await store.delete_messages([("c", "p3"), ("c", "p4")]) == 2
+    async with await Store.open(path) as store:
         after = await store.append(msg("p5"))
         assert after is not None and after.id > stored[-1].id
-    async with await Store.open(path) as store:
+        assert await store.delete_messages([("c", "p5")]) == 1
         again = await store.append(msg("p6"))
         assert again is not None and again.id > after.id
         assert again.pos == float(again.id)
@@ -100,6 +101,12 @@ async def test_constraint_error_is_an_error_not_a_duplicate(tmp_path: Path) -> N
         with pytest.raises(StoreError, match="poisoned row refused"):
             await store.append_many([msg("c1"), msg("c2", "poison")])
         assert [m.platform_id async for m in store.export("c")] == ["a", "d"]
+    with sqlite3.connect(path) as db:  # any other uniqueness rule is not a redelivery either
+        db.execute("CREATE UNIQUE INDEX one_hello ON messages (text) WHERE text = 'hello'")
+    async with await Store.open(path) as store:
+        assert await store.append(msg("h1", "hello")) is not None
+        with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+            await store.append(msg("h2", "hello"))
 
 
 @pytest.mark.slow
@@ -118,7 +125,9 @@ def test_replay_with_a_constraint_error_exits_nonzero_naming_it(tmp_path: Path) 
     feed = write_lines(tmp_path / "feed.jsonl", rows)
     proc = run("replay", str(feed), "--channel", "r:1", "--config", str(cfg))
     assert proc.returncode == 1
-    assert "poisoned row refused" in last_line(proc.stderr)
+    line = last_line(proc.stderr)
+    assert line.startswith("tierbot: cannot write to the store") and "poisoned row refused" in line
+    assert no_traceback(proc.stderr)
     assert "duplicate" not in proc.stderr
     assert stored_ids(tmp_path / "bot.db", "r:1") == ["s0", "s1", "s2"]
 

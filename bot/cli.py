@@ -9,12 +9,15 @@ import argparse
 import asyncio
 import gc
 import json
+import math
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import structlog
 
@@ -120,48 +123,131 @@ def cmd_chat(args: argparse.Namespace) -> int:
 # -- replay -----------------------------------------------------------------------------
 
 
-def _parse_ts(value: Any, where: str) -> float:
+#: Replay input limits; a line over them is rejected and reported, never stored cut short.
+MAX_TEXT_CHARS = 100_000
+MAX_NAME_CHARS = 1_000
+MAX_LINE_BYTES = 4 * 1024 * 1024
+#: 1970-01-01 .. 9999-12-30 23:59:59 UTC: a time every export can render in any time zone.
+TS_MIN, TS_MAX = 0.0, 253_402_214_399.0
+REJECTED_LISTED = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A replay line that was not stored, and why."""
+
+    line: int
+    error: str
+
+
+class _BadLine(Exception):
+    """Why one replay line cannot be stored."""
+
+
+def _parse_ts(value: Any) -> float:
     if value is None:
         return time.time()
-    if isinstance(value, int | float):
-        return float(value)
+    shown = repr(value)[:60]
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _BadLine(f"'ts' must be seconds since 1970 or an ISO-8601 string, got {shown}")
     try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        raise UsageError(f"{where}: ts must be ISO-8601, got {value!r}") from None
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                raise _BadLine(f"'ts' must be ISO-8601, got {shown}") from None
+            ts = parsed.timestamp()
+        else:
+            ts = float(value)
+    except (OverflowError, ValueError, OSError):
+        ts = math.inf
+    if not math.isfinite(ts):
+        raise _BadLine(f"'ts' must be a finite time between 1970-01-01 and 9999-12-30, got {shown}")
+    if not TS_MIN <= ts <= TS_MAX:
+        raise _BadLine(f"'ts' must be between 1970-01-01 and 9999-12-30, got {shown}")
+    return ts
 
 
-def read_replay(path: Path, channel: str) -> Iterator[InboundMessage]:
-    """Parse a replay file lazily; a bad line raises UsageError naming file and line."""
+def _parse_line(raw: bytes, channel: str) -> InboundMessage | None:
+    """One replay line as a message; None for a blank line; _BadLine says what is wrong."""
     try:
-        fh = path.open(encoding="utf-8")
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadLine(f"not valid UTF-8 (byte {exc.start + 1} of the line)") from None
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _BadLine(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise _BadLine("invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with too many digits
+        raise _BadLine(f"invalid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise _BadLine("expected a JSON object")
+    for key in ("id", "author", "text"):
+        value = obj.get(key)
+        if not isinstance(value, str):
+            raise _BadLine(f"{key!r} must be a string")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _BadLine(
+                f"{key!r} is not valid Unicode (a lone surrogate at character {exc.start + 1})"
+            ) from None
+        limit = MAX_TEXT_CHARS if key == "text" else MAX_NAME_CHARS
+        if len(value) > limit:
+            raise _BadLine(f"{key!r} is {len(value):,} characters long; the limit is {limit:,}")
+    if not obj["id"]:
+        raise _BadLine("'id' must not be empty")
+    return InboundMessage(
+        channel=channel,
+        platform_id=obj["id"],
+        author_id=obj["author"],
+        author_name=obj["author"],
+        text=obj["text"],
+        ts=_parse_ts(obj.get("ts")),
+        addressed=True,
+    )
+
+
+def _raw_lines(fh: BinaryIO) -> Iterator[bytes | None]:
+    """The file's lines as bytes; None for a line longer than MAX_LINE_BYTES (skipped)."""
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield None
+        else:
+            yield raw
+
+
+def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]:
+    """Parse a replay file lazily: a message per good line, a Rejected per bad one.
+
+    Every line is checked on its own (bytes decoded per line), so one bad line never
+    takes the good lines around it down; an unreadable file raises UsageError.
+    """
+    try:
+        fh = path.open("rb")
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     with fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
+        for n, raw in enumerate(_raw_lines(fh), 1):
+            if raw is None:
+                yield Rejected(n, f"line longer than {MAX_LINE_BYTES:,} bytes")
                 continue
-            where = f"{path}:{n}"
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{where}: invalid JSON: {exc.msg}") from None
-            if not isinstance(obj, dict):
-                raise UsageError(f"{where}: expected a JSON object")
-            for key in ("id", "author", "text"):
-                if not isinstance(obj.get(key), str):
-                    raise UsageError(f"{where}: {key!r} must be a string")
-            if not obj["id"]:
-                raise UsageError(f"{where}: 'id' must not be empty")
-            yield InboundMessage(
-                channel=channel,
-                platform_id=obj["id"],
-                author_id=obj["author"],
-                author_name=obj["author"],
-                text=obj["text"],
-                ts=_parse_ts(obj.get("ts"), where),
-                addressed=True,
-            )
+                msg = _parse_line(raw, channel)
+            except _BadLine as exc:
+                yield Rejected(n, str(exc))
+                continue
+            if msg is not None:
+                yield msg
 
 
 async def replay(
@@ -171,19 +257,33 @@ async def replay(
     from bot.runtime import Runtime
 
     started = time.monotonic()
-    lines = 0
+    lines = duplicates = 0
+    rejected: list[Rejected] = []
+    rejected_total = 0
+
+    async def submit(chunk: list[InboundMessage]) -> None:
+        nonlocal duplicates
+        deliveries = await rt.registry.submit_many(chunk)
+        duplicates += sum(1 for d in deliveries if not d.accepted)
+
     async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
         chunk: list[InboundMessage] = []
-        for msg in read_replay(path, channel):
-            chunk.append(msg)
+        for item in read_replay(path, channel):
+            if isinstance(item, Rejected):
+                rejected_total += 1
+                if len(rejected) < REJECTED_LISTED:
+                    rejected.append(item)
+                print(f"tierbot: {path}:{item.line}: {item.error} (skipped)", file=sys.stderr)
+                continue
+            chunk.append(item)
             lines += 1
             if len(chunk) >= REPLAY_CHUNK:
-                await rt.registry.submit_many(chunk)
+                await submit(chunk)
                 chunk = []
                 if progress:
                     print(f"\rreplayed {lines} messages", end="", file=sys.stderr, flush=True)
         if chunk:
-            await rt.registry.submit_many(chunk)
+            await submit(chunk)
         await rt.drain()
         if progress:
             print(f"\rreplayed {lines} messages", file=sys.stderr)
@@ -194,6 +294,9 @@ async def replay(
     return {
         "channel": channel,
         "messages_in": lines,
+        "duplicates": duplicates,
+        "rejected": [{"line": r.line, "error": r.error} for r in rejected],
+        "rejected_total": rejected_total,
         "live_messages": snap["live_messages"],
         "live_tokens": snap["live_tokens"],
         "context_window": snap["context_window"],
@@ -214,7 +317,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                progress=sys.stderr.isatty())
     )  # fmt: skip
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
-    return EXIT_OK
+    # Bad lines were skipped and reported; every good line is stored.
+    return EXIT_USAGE if report["rejected_total"] else EXIT_OK
 
 
 # -- history ------------------------------------------------------------------------------
@@ -223,18 +327,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
 async def export_history(cfg: Config, channel: str) -> list[dict[str, Any]]:
     from bot.store import Store
 
+    path = cfg.storage_path()
+    if not path.is_file():
+        raise UsageError(f"no store at {path}: check [storage] path in {cfg.source}")
     rows = []
-    async with await Store.open(cfg.storage_path(), synchronous=cfg.storage.synchronous) as store:
+    async with await Store.open(path, read_only=True) as store:
         async for m in store.export(channel):
             rows.append({
                 "id": m.platform_id,
                 "author": m.author_name or m.author_id,
                 "role": m.role.value,
                 "text": m.text,
-                "ts": datetime.fromtimestamp(m.ts).astimezone().isoformat(),
+                "ts": _render_ts(m.ts),
                 "state": m.state.value,
             })  # fmt: skip
     return rows
+
+
+def _render_ts(ts: float) -> str | float:
+    """ISO-8601 local time; a time no calendar can show (stored by an older tierbot) as is."""
+    try:
+        return datetime.fromtimestamp(ts).astimezone().isoformat()
+    except (OverflowError, ValueError, OSError):
+        return ts
 
 
 def cmd_history_export(args: argparse.Namespace) -> int:
@@ -271,7 +386,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("chat", parents=[common], help="chat in the terminal")
     p.add_argument("--channel", default=None, help="channel key (default console:local)")
     p.set_defaults(func=cmd_chat)
-    p = sub.add_parser("replay", parents=[common], help="feed a JSON Lines file into a channel")
+    p = sub.add_parser(
+        "replay", parents=[common], help="feed a JSON Lines file into a channel",
+        description="Feed a JSON Lines file ({\"id\", \"author\", \"text\", \"ts\"} per line) "
+        "into a channel as inbound messages and print a JSON report. Every line is checked: "
+        "a bad line (not UTF-8, not a JSON object, a missing or non-string id/author/text, "
+        f"text over {MAX_TEXT_CHARS:,} characters, a ts that is not a finite time between "
+        "1970-01-01 and 9999-12-30) is skipped, named on stderr as FILE:LINE: reason, and "
+        "listed in the report's \"rejected\"; every good line is stored. Exit 0 when every "
+        "line was stored, 2 when some were skipped, 1 when the store failed. Only one "
+        "process may write a store: replay is refused while a bot runs on it.",
+    )  # fmt: skip
     p.add_argument("file")
     p.add_argument("--channel", required=True)
     p.add_argument("--listen-only", action="store_true", help="record only, never reply")
@@ -314,6 +439,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TierbotError as exc:
         structlog.get_logger("tierbot.cli").error("fatal", error=str(exc))
         print(f"tierbot: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    except sqlite3.DatabaseError as exc:
+        # A read deep inside a command hit a damaged file: one line, not a traceback.
+        structlog.get_logger("tierbot.cli").error("fatal", error=str(exc))
+        print(f"tierbot: the database cannot be read: {exc} (see 'corrupt database' in "
+              "docs/operations.md)", file=sys.stderr)  # fmt: skip
         return EXIT_FAIL
     except KeyboardInterrupt:
         return EXIT_OK

@@ -38,13 +38,22 @@ def _config(args: argparse.Namespace) -> Config:
 
 
 @asynccontextmanager
-async def _graph(cfg: Config) -> AsyncIterator[Any]:
+async def _graph(cfg: Config, *, write: bool = False) -> AsyncIterator[Any]:
+    """The memory graph: read-only (safe beside a running bot), or under the store's
+    writer lock (refused while a bot or another writer runs)."""
+    from bot.storelock import WriterLock
     from memory_graph import MemoryGraph
 
     path = cfg.storage_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    async with await MemoryGraph.open(path, cfg.memory) as graph:
-        yield graph
+    if not path.is_file():
+        raise _BadInput(f"no store at {path}: check [storage] path in {cfg.source}")
+    if not write:
+        async with await MemoryGraph.open(path, cfg.memory, read_only=True) as graph:
+            yield graph
+        return
+    with WriterLock(path):
+        async with await MemoryGraph.open(path, cfg.memory) as graph:
+            yield graph
 
 
 def _emit(obj: Any) -> None:
@@ -107,7 +116,7 @@ async def _forget(cfg: Config, args: argparse.Namespace) -> None:
     if args.author is not None:
         await _forget_author(cfg, args.author, yes=args.yes)
         return
-    async with _graph(cfg) as graph:
+    async with _graph(cfg, write=True) as graph:
         if not await graph.forget(args.id):
             raise _BadInput(f"no memory with id {args.id!r}")
         _emit({"forgotten": args.id})
@@ -120,24 +129,30 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
     ``/forget``.
     """
     keep = cfg.memory.keep_messages_on_forget
-    async with _graph(cfg) as graph:
-        report = await graph.forget_author(author, dry_run=not yes)
-    out = _footprint(report) | {"keep_messages": keep}
     if not yes:
+        async with _graph(cfg) as graph:  # a preview reads only: safe beside a running bot
+            report = await graph.forget_author(author, dry_run=True)
         raw = sum(n for *_, n in report.per_channel) if not keep else 0
-        _emit(out | {"deleted": False})
+        _emit(_footprint(report) | {"keep_messages": keep, "deleted": False})
         raise _BadInput(
             f"nothing deleted: {author} has {report.memories_deleted} memories and "
             f"{report.episodes_deleted} indexed messages in {len(report.per_channel)} channels"
             + (f" ({raw} raw messages would be deleted too)" if raw else "")
             + "; re-run with --yes to delete them everywhere"
         )
-    deleted = 0
-    if not keep and report.messages:
-        from bot.store import Store
+    from bot.store import Store
+    from memory_graph import MemoryGraph
 
-        async with await Store.open(cfg.storage_path(), synchronous=cfg.storage.synchronous) as st:
-            deleted = await st.delete_messages(report.messages)
+    path = cfg.storage_path()
+    if not path.is_file():
+        raise _BadInput(f"no store at {path}: check [storage] path in {cfg.source}")
+    # Opening the store as a writer takes its lock: the graph and the raw messages are
+    # changed under one lock, refused while a bot runs.
+    async with await Store.open(path, synchronous=cfg.storage.synchronous) as st:
+        async with await MemoryGraph.open(path, cfg.memory) as graph:
+            report = await graph.forget_author(author)
+        deleted = await st.delete_messages(report.messages) if not keep and report.messages else 0
+    out = _footprint(report) | {"keep_messages": keep}
     _emit(
         out
         | {

@@ -217,7 +217,7 @@ async def compaction_history(cfg: Config, channel: str, limit: int) -> list[Comp
         raise OpsUnavailable(
             f"no store at {path}: check [storage] path in {cfg.source}", usage=True
         )
-    async with await Store.open(path, synchronous=cfg.storage.synchronous) as store:
+    async with await Store.open(path, read_only=True) as store:
         records = await store.compactions(channel, limit)
     return list(reversed(records))
 

@@ -156,6 +156,7 @@ class StorageConfig(_Model):
     path: str = "data/tierbot.db"
     synchronous: Literal["full", "normal"] = "full"
     commit_batch: int = Field(512, ge=1, le=100_000)
+    busy_timeout_seconds: float = Field(10.0, ge=0, le=3600)
 
 
 class LoggingConfig(_Model):

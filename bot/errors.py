@@ -8,6 +8,7 @@ react without parsing messages, and each message says what to do next::
     ├── ConfigError                 a config file or override is invalid (carries .problems)
     ├── TokenizerError              no tiktoken encoding could be loaded
     ├── StoreError                  the SQLite store cannot be opened or written
+    │   └── StoreLockedError        another process is the store's writer (.holder says which)
     ├── LLMError                    a provider call failed
     │   ├── ContextOverflowError    the request did not fit the model's context window
     │   ├── RateLimitedError        the provider asked us to slow down (.retry_after seconds)
@@ -53,6 +54,14 @@ class TokenizerError(TierbotError):
 
 class StoreError(TierbotError):
     """The SQLite store could not be opened, migrated or written."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store's writer lock; ``holder`` describes it (may be empty)."""
+
+    def __init__(self, message: str, *, holder: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.holder = dict(holder or {})
 
 
 class LLMError(TierbotError):

@@ -86,44 +86,59 @@ class Runtime(Dispatcher):
                 adapter.config = section  # type: ignore[attr-defined]
 
     async def __aenter__(self) -> Runtime:
+        """Open everything; when a step fails, close what the earlier steps opened and raise.
+
+        Nothing may stay open on failure: aiosqlite's threads would keep a process that
+        cannot run alive forever instead of letting it exit with its reason.
+        """
         cfg = self._config
-        encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
-        self.counter = get_counter(encoding)
-        self.store = await Store.open(
-            cfg.storage_path(),
-            synchronous=cfg.storage.synchronous,
-            commit_batch=cfg.storage.commit_batch,
-        )
-        if self._llm is None:
-            self._llm = make_provider(cfg.llm, self.counter, self._environ)
-        self._llm = MeteredProvider(self._llm, self.metrics)
-        self.memory = await self._open_memory()
-        self.pool = WorkerPool(cfg.workers.compaction_concurrency)
-        self.pool.start()
-        worker = CompactionWorker(
-            self._llm,
-            self.counter,
-            self.memory.writer() if self.memory is not None else None,
-            timeout=cfg.workers.compaction_timeout_seconds,
-        )
-        deps = ChannelDeps(
-            config=lambda: self._config,
-            store=self.store,
-            llm=self._llm,
-            counter=self.counter,
-            pool=self.pool,
-            worker=worker,
-            deliver=self.deliver,
-            respond_mode=self.respond_mode,
-            memory=MeteredMemory(self.memory.access(), self.metrics)
-            if self.memory is not None
-            else None,
-            progress=self._progress,
-        )
-        self.registry = ChannelRegistry(deps)
-        self.registry.start_sweeper()
-        self.metrics.watch_pool("compaction", self.pool)
-        self.metrics.attach()
+        async with contextlib.AsyncExitStack() as opened:
+            encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
+            self.counter = get_counter(encoding)
+            self.store = await Store.open(
+                cfg.storage_path(),
+                synchronous=cfg.storage.synchronous,
+                commit_batch=cfg.storage.commit_batch,
+                busy_timeout=cfg.storage.busy_timeout_seconds,
+            )
+            opened.push_async_callback(self.store.aclose)
+            if self._llm is None:
+                self._llm = make_provider(cfg.llm, self.counter, self._environ)
+            self._llm = MeteredProvider(self._llm, self.metrics)
+            opened.push_async_callback(self._llm.aclose)
+            self.memory = await self._open_memory()
+            if self.memory is not None:
+                opened.push_async_callback(self.memory.aclose)
+            self.pool = WorkerPool(cfg.workers.compaction_concurrency)
+            self.pool.start()
+            opened.push_async_callback(self.pool.aclose)
+            worker = CompactionWorker(
+                self._llm,
+                self.counter,
+                self.memory.writer() if self.memory is not None else None,
+                timeout=cfg.workers.compaction_timeout_seconds,
+            )
+            deps = ChannelDeps(
+                config=lambda: self._config,
+                store=self.store,
+                llm=self._llm,
+                counter=self.counter,
+                pool=self.pool,
+                worker=worker,
+                deliver=self.deliver,
+                respond_mode=self.respond_mode,
+                memory=MeteredMemory(self.memory.access(), self.metrics)
+                if self.memory is not None
+                else None,
+                progress=self._progress,
+            )
+            self.registry = ChannelRegistry(deps)
+            self.registry.start_sweeper()
+            opened.push_async_callback(self.registry.aclose)
+            self.metrics.watch_pool("compaction", self.pool)
+            self.metrics.attach()
+            opened.callback(self.metrics.detach)
+            opened.pop_all()  # from here on aclose() owns them
         log.info("runtime.started", provider=self._llm.name, store=str(cfg.storage_path()))
         return self
 

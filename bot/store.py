@@ -7,7 +7,14 @@ Invariants:
   ``archived`` (forgetting a user is the one deliberate exception).
 * ``append`` returns only after the row is committed, so an adapter may
   acknowledge a platform message once it returns; a crash afterwards loses
-  nothing.  A duplicate ``(channel, platform_id)`` is ignored.
+  nothing.  Only a redelivered ``(channel, platform_id)`` is a duplicate (and
+  ignored); every other failure raises :class:`~bot.errors.StoreError`.
+* Message ids come from SQLite (AUTOINCREMENT): they only grow, even after
+  forgetting deletes the newest rows, because channels compare ids with their
+  ``handled_upto``.
+* One process writes a store at a time (:mod:`bot.storelock`); any number of
+  read-only opens (``read_only=True``: no migration, no writer, no lock) may run
+  beside it.
 * One writer task owns every write and commits them in batches (group commit):
   thousands of channels share one fsync instead of queueing for their own.
 * A compaction swap (archive the covered messages, insert the summary that
@@ -18,7 +25,9 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +40,7 @@ import structlog
 
 from bot.errors import StoreError
 from bot.messages import Message, Role, State
+from bot.storelock import WriterLock
 
 T = TypeVar("T")
 log = structlog.get_logger("tierbot.store")
@@ -114,11 +124,92 @@ _MIGRATIONS: tuple[str, ...] = (
         UNIQUE (task_id, seq)
     );
     """,
+    # 3: ids assigned by SQLite and never reused (AUTOINCREMENT), seeded past every id a
+    # channel may already have handled, so a deleted newest row cannot hand its id on.
+    """
+    CREATE TABLE messages_v3 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        channel TEXT NOT NULL,
+        platform_id TEXT NOT NULL,
+        role TEXT NOT NULL,
+        author_id TEXT NOT NULL DEFAULT '',
+        author_name TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        ts REAL NOT NULL,
+        tokens INTEGER NOT NULL,
+        state TEXT NOT NULL DEFAULT 'live',
+        pos REAL NOT NULL,
+        meta TEXT NOT NULL DEFAULT '{}',
+        UNIQUE (channel, platform_id)
+    );
+    INSERT INTO messages_v3 SELECT * FROM messages;
+    DROP TABLE messages;
+    ALTER TABLE messages_v3 RENAME TO messages;
+    CREATE INDEX messages_live ON messages (channel, state, pos);
+    DELETE FROM sqlite_sequence WHERE name IN ('messages', 'messages_v3');
+    INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', MAX(
+        COALESCE((SELECT MAX(id) FROM messages), 0),
+        COALESCE((SELECT MAX(handled_upto) FROM channels), 0),
+        COALESCE((SELECT MAX(message_id) FROM summary_members), 0)));
+    CREATE TRIGGER messages_pos_default AFTER INSERT ON messages WHEN NEW.pos = 0
+    BEGIN UPDATE messages SET pos = NEW.id WHERE id = NEW.id; END
+    """,
 )
 
 _COLUMNS = (
     "id, channel, platform_id, role, author_id, author_name, text, ts, tokens, state, pos, meta"
 )
+# Every column but the id, which SQLite assigns.
+_INSERT = (
+    "INSERT INTO messages (channel, platform_id, role, author_id, author_name, text, ts, "
+    "tokens, state, pos, meta) VALUES "
+)
+_ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
+_ROWS_PER_INSERT = 500  # 11 parameters a row, well under SQLite's variable limit
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a migration script (a trigger body's ``;`` does not end one)."""
+    out, buf = [], ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n;"):
+                out.append(buf)
+            buf = ""
+    return out
+
+
+def _insert_args(m: Message) -> tuple[Any, ...]:
+    return (
+        m.channel, m.platform_id, m.role.value, m.author_id, m.author_name, m.text, m.ts,
+        m.tokens, m.state.value, m.pos, json.dumps(m.meta) if m.meta else "{}",
+    )  # fmt: skip
+
+
+async def _insert(
+    db: aiosqlite.Connection, msgs: Sequence[Message], *, redelivery_ok: bool
+) -> list[Message | None]:
+    """Insert ``msgs`` in order; each comes back with its id (and pos, when it had none), or
+    None for a redelivery. Only a ``(channel, platform_id)`` conflict is a redelivery (a
+    repeat inside ``msgs`` too): any other constraint error raises."""
+    conflict = " ON CONFLICT(channel, platform_id) DO NOTHING" if redelivery_ok else ""
+    out: list[Message | None] = []
+    for start in range(0, len(msgs), _ROWS_PER_INSERT):
+        chunk = msgs[start : start + _ROWS_PER_INSERT]
+        rows = await db.execute_fetchall(
+            _INSERT
+            + ",".join([_ROW] * len(chunk))
+            + conflict
+            + " RETURNING id, channel, platform_id",
+            [arg for m in chunk for arg in _insert_args(m)],
+        )
+        ids = {(ch, pid): int(mid) for mid, ch, pid in rows}
+        for m in chunk:
+            # pop: a platform id repeated within the batch was stored once, the first time.
+            mid = ids.pop((m.channel, m.platform_id), None)
+            out.append(None if mid is None else m.with_(id=mid, pos=m.pos or float(mid)))
+    return out
 
 
 def _row_to_message(row: Sequence[Any]) -> Message:
@@ -170,38 +261,64 @@ WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
 class Store:
     """Async SQLite store with a single group-committing writer; an async context manager."""
 
-    def __init__(self, path: Path, *, synchronous: str = "full", commit_batch: int = 512) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: str = "full",
+        commit_batch: int = 512,
+        busy_timeout: float = 10.0,
+        read_only: bool = False,
+    ) -> None:
         self.path = path
+        self.read_only = read_only
         self._synchronous = synchronous.upper()
         self._commit_batch = commit_batch
+        self._busy_ms = max(0, int(busy_timeout * 1000))
         self._db: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._lock: WriterLock | None = None
         self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future[Any]] | None] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
-        self._next_id = 1
         self.commits = 0
 
     # -- lifecycle -------------------------------------------------------------
 
     @classmethod
-    async def open(cls, path: Path, *, synchronous: str = "full", commit_batch: int = 512) -> Store:
-        store = cls(path, synchronous=synchronous, commit_batch=commit_batch)
+    async def open(
+        cls,
+        path: Path,
+        *,
+        synchronous: str = "full",
+        commit_batch: int = 512,
+        busy_timeout: float = 10.0,
+        read_only: bool = False,
+    ) -> Store:
+        """Open the store; raise StoreError (StoreLockedError: another writer) on failure.
+
+        ``read_only``: no lock, no migration, no writer task; the file must exist.
+        """
+        store = cls(
+            path, synchronous=synchronous, commit_batch=commit_batch,
+            busy_timeout=busy_timeout, read_only=read_only,
+        )  # fmt: skip
         await store._open()
         return store
 
     async def _open(self) -> None:
         try:
+            if self.read_only:
+                await self._open_read_only()
+                return
+            self._lock = WriterLock(self.path).acquire()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = await aiosqlite.connect(self.path, isolation_level=None)
+            await self._db.execute(f"PRAGMA busy_timeout={self._busy_ms}")
             await self._db.execute("PRAGMA journal_mode=WAL")
             await self._db.execute(f"PRAGMA synchronous={self._synchronous}")
-            await self._db.execute("PRAGMA busy_timeout=10000")
             await self._migrate()
-            async with self._db.execute("SELECT COALESCE(MAX(id), 0) FROM messages") as cur:
-                row = await cur.fetchone()
-            self._next_id = (row[0] if row else 0) + 1
             self._reader = await aiosqlite.connect(self.path, isolation_level=None)
-            await self._reader.execute("PRAGMA busy_timeout=10000")
+            await self._reader.execute(f"PRAGMA busy_timeout={self._busy_ms}")
             await self._reader.execute("PRAGMA query_only=1")
         except (OSError, aiosqlite.Error) as exc:
             await self.aclose()
@@ -211,27 +328,49 @@ class Store:
             raise
         self._writer = asyncio.create_task(self._write_loop(), name="store-writer")
 
-    async def _migrate(self) -> None:
-        assert self._db is not None
-        await self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
-        async with self._db.execute("SELECT MAX(version) FROM schema_version") as cur:
+    async def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise StoreError(f"no store at {self.path}: check [storage] path in the config")
+        uri = self.path.resolve().as_uri() + "?mode=ro"
+        self._reader = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        await self._reader.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+        try:
+            current = await self._schema_version(self._reader)
+        except aiosqlite.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
+            current = 0
+        if current == 0:
+            raise StoreError(f"{self.path} is not a tierbot store (no message log in it)")
+        self._check_version(current)
+
+    async def _schema_version(self, db: aiosqlite.Connection) -> int:
+        async with db.execute("SELECT MAX(version) FROM schema_version") as cur:
             row = await cur.fetchone()
-        current = row[0] if row and row[0] is not None else 0
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _check_version(self, current: int) -> None:
         if current > len(_MIGRATIONS):
             raise StoreError(
                 f"the store at {self.path} has schema version {current}, newer than this "
                 f"tierbot ({len(_MIGRATIONS)}); upgrade tierbot"
             )
+
+    async def _migrate(self) -> None:
+        assert self._db is not None
+        await self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
+        current = await self._schema_version(self._db)
+        self._check_version(current)
         for version in range(current + 1, len(_MIGRATIONS) + 1):
             await self._db.execute("BEGIN IMMEDIATE")
             try:
-                for stmt in _MIGRATIONS[version - 1].split(";"):
-                    if stmt.strip():
-                        await self._db.execute(stmt)
+                for stmt in _statements(_MIGRATIONS[version - 1]):
+                    await self._db.execute(stmt)
                 await self._db.execute("INSERT INTO schema_version VALUES (?)", (version,))
                 await self._db.execute("COMMIT")
             except BaseException:
-                await self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    await self._db.execute("ROLLBACK")
                 raise
             log.info("store.migrated", version=version)
 
@@ -247,15 +386,24 @@ class Store:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Flush pending writes, stop the writer, close both connections. Safe to call twice."""
-        if self._writer is not None:
-            await self._queue.put(None)
-            await self._writer
-            self._writer = None
-        for conn in (self._reader, self._db):
-            if conn is not None:
-                await conn.close()
-        self._reader = self._db = None
+        """Flush pending writes, stop the writer, close both connections, drop the writer
+        lock. Safe to call twice, and after a failed open."""
+        try:
+            if self._writer is not None:
+                await self._queue.put(None)
+                await self._writer
+                self._writer = None
+        finally:
+            try:
+                for conn in (self._reader, self._db):
+                    if conn is not None:
+                        with contextlib.suppress(aiosqlite.Error):
+                            await conn.close()
+                self._reader = self._db = None
+            finally:
+                if self._lock is not None:
+                    self._lock.release()
+                    self._lock = None
 
     # -- the writer --------------------------------------------------------------
 
@@ -266,7 +414,11 @@ class Store:
         its error raised to its caller without affecting the rest of the batch.
         """
         if self._writer is None:
-            raise StoreError("the store is closed")
+            raise StoreError(
+                f"the store at {self.path} was opened read-only"
+                if self.read_only
+                else "the store is closed"
+            )
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         await self._queue.put((op, fut))
         return await fut
@@ -293,21 +445,29 @@ class Store:
                     await db.execute("SAVEPOINT op")
                     try:
                         value = await op(db)
-                        await db.execute("RELEASE op")
-                        results.append((fut, value, None))
-                    except Exception as exc:  # the op's own failure goes to its caller
+                    except Exception as exc:
+                        if not db.in_transaction:
+                            # SQLite rolled the whole transaction back (disk full, I/O
+                            # error): the batch's earlier ops are gone too.
+                            raise
+                        # The op's own failure goes to its caller alone.
                         await db.execute("ROLLBACK TO op")
                         await db.execute("RELEASE op")
-                        results.append((fut, None, exc))
+                        results.append((fut, None, self._error(exc)))
+                        continue
+                    await db.execute("RELEASE op")
+                    results.append((fut, value, None))
                 await db.execute("COMMIT")
                 self.commits += 1
             except Exception as exc:
+                # Report the error that stopped the batch, never a failed rollback's.
                 log.error("store.commit_failed", error=str(exc), batch=len(batch))
-                try:
-                    await db.execute("ROLLBACK")
-                except aiosqlite.Error:
-                    pass
-                err = StoreError(f"cannot write to the store at {self.path}: {exc}")
+                if db.in_transaction:
+                    try:
+                        await db.execute("ROLLBACK")
+                    except aiosqlite.Error as again:
+                        log.error("store.rollback_failed", error=str(again))
+                err = self._error(exc)
                 results = [(fut, None, err) for _, fut in batch]
             for fut, value, error in results:
                 if fut.done():
@@ -317,43 +477,29 @@ class Store:
                 else:
                     fut.set_result(value)
 
+    def _error(self, exc: Exception) -> Exception:
+        """SQLite's own errors become a StoreError naming the store and the real cause."""
+        if isinstance(exc, aiosqlite.Error):
+            err = StoreError(f"cannot write to the store at {self.path}: {exc}")
+            err.__cause__ = exc
+            return err
+        return exc
+
     # -- messages ------------------------------------------------------------------
 
-    def _assign(self, msg: Message) -> Message:
-        mid = self._next_id
-        self._next_id += 1
-        return msg.with_(id=mid, pos=msg.pos or float(mid))
-
     async def append(self, msg: Message) -> Message | None:
-        """Durably append ``msg``; return it with its id, or None if it is a duplicate."""
+        """Durably append ``msg``; return it with its id, or None if it is a redelivery.
+
+        Raises StoreError when it could not be stored (any other constraint, a full
+        disk, a locked database)."""
         return (await self.append_many([msg]))[0]
 
     async def append_many(self, msgs: Sequence[Message]) -> list[Message | None]:
-        """Append several messages in one transaction; duplicates come back as None."""
-        assigned = [self._assign(m) for m in msgs]
+        """Append several messages in one transaction (all or none); redeliveries come back
+        as None."""
 
         async def op(db: aiosqlite.Connection) -> list[Message | None]:
-            out: list[Message | None] = []
-            for m in assigned:
-                cur = await db.execute(
-                    f"INSERT OR IGNORE INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        m.id,
-                        m.channel,
-                        m.platform_id,
-                        m.role.value,
-                        m.author_id,
-                        m.author_name,
-                        m.text,
-                        m.ts,
-                        m.tokens,
-                        m.state.value,
-                        m.pos,
-                        json.dumps(m.meta) if m.meta else "{}",
-                    ),
-                )
-                out.append(m if cur.rowcount == 1 else None)
-            return out
+            return await _insert(db, msgs, redelivery_ok=True)
 
         result: list[Message | None] = await self.write(op)
         return result
@@ -448,7 +594,6 @@ class Store:
         archived stay archived; the replacement still lands once.  ``updates``
         rewrites live entries (text, tokens, pos, meta) in the same transaction.
         """
-        placed = self._assign(replacement) if replacement is not None else None
 
         async def op(db: aiosqlite.Connection) -> Message | None:
             for i in range(0, len(covered), 500):
@@ -458,16 +603,10 @@ class Store:
                     f"UPDATE messages SET state='archived' WHERE channel=? AND id IN ({marks})",
                     (channel, *chunk),
                 )
-            if placed is not None:
-                m = placed
-                await db.execute(
-                    f"INSERT INTO messages ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        m.id, m.channel, m.platform_id, m.role.value, m.author_id,
-                        m.author_name, m.text, m.ts, m.tokens, m.state.value, m.pos,
-                        json.dumps(m.meta),
-                    ),
-                )  # fmt: skip
+            placed = None
+            if replacement is not None:
+                m = placed = (await _insert(db, [replacement], redelivery_ok=False))[0]
+                assert m is not None
                 await db.executemany(
                     "INSERT OR IGNORE INTO summary_members VALUES (?, ?)",
                     [(m.id, mid) for mid in covered],

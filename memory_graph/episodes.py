@@ -212,10 +212,11 @@ async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
             texts = [embed_text(t, c, n) for _, _, _, t, c, n in stale]
             mat = await asyncio.to_thread(g.embedder.embed, texts)
             fresh_vecs = {r[0]: v for r, v in zip(stale, mat, strict=True)}
-            await g.db.executemany(
-                "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
-                [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
-            )
+            if not g.read_only:
+                await g.db.executemany(
+                    "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
+                    [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
+                )
         labels = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.stack([fresh_vecs[r[0]] if r[0] in fresh_vecs else _vec(r[1]) for r in rows])
         await asyncio.to_thread(g.vectors.add, labels, matrix)

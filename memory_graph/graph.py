@@ -29,6 +29,7 @@ import numpy as np
 import structlog
 
 from bot.config import MemoryConfig
+from bot.errors import StoreError
 from bot.messages import Message, workspace_of
 
 from . import background, episodes, forgetting, maintenance, recall, schema, writing
@@ -91,6 +92,7 @@ class MemoryGraph:
         self.pending_counts: dict[int, int] = {}
         self._last_flush = time.monotonic()
         self._closed = False
+        self.read_only = False
 
     # --- lifecycle ---------------------------------------------------------
 
@@ -102,8 +104,14 @@ class MemoryGraph:
         *,
         index_dir: Path | None = None,
         embedder: Embedder | None = None,
+        read_only: bool = False,
     ) -> MemoryGraph:
-        """Open (creating if needed) the graph in ``db_path``; rebuild stale indexes."""
+        """Open (creating if needed) the graph in ``db_path``; rebuild stale indexes.
+
+        ``read_only``: safe beside a running bot: nothing is created, migrated, rebuilt
+        on disk or saved on close (a missing vector index is built in memory only).
+        Raises StoreError naming the database or index directory when it cannot open.
+        """
         db_path = Path(db_path)
         if index_dir is None:
             index_dir = (
@@ -113,18 +121,27 @@ class MemoryGraph:
             )
         if embedder is None:
             embedder = await asyncio.to_thread(embedder_from_config, config)
-        db = await schema.connect(str(db_path))
+        db = await schema.connect(str(db_path), read_only=read_only)
         self = cls(db, config, embedder, Path(index_dir))
+        self.read_only = read_only
         try:
-            await schema.migrate(db)
+            if read_only:
+                await schema.check(db)
+            else:
+                await schema.migrate(db)
             await self._load_state()
             await self._ensure_fts()
             await self._ensure_vectors()
             if config.background_rows:  # load the word frequencies now, not in a first recall
                 await asyncio.to_thread(background.table)
-            await schema.set_meta(db, "clean_shutdown", "0")
-        except BaseException:
+            if not read_only:
+                await schema.set_meta(db, "clean_shutdown", "0")
+        except BaseException as exc:
             await db.close()
+            if isinstance(exc, OSError | aiosqlite.Error):
+                raise StoreError(
+                    f"cannot open the memory graph in {db_path} (index {index_dir}): {exc}"
+                ) from exc
             raise
         return self
 
@@ -144,6 +161,9 @@ class MemoryGraph:
         if self._closed:
             return
         self._closed = True
+        if self.read_only:
+            await self.db.close()
+            return
         try:
             async with self.lock:
                 await self.flush_access()
@@ -194,6 +214,14 @@ class MemoryGraph:
         ) as cur:
             exists = await cur.fetchone() is not None
         ok = exists and await schema.get_meta(self.db, "fts_version") == TEXT_VERSION
+        if self.read_only:
+            if not ok:
+                raise StoreError(
+                    "the memory search index is missing or was built by another tierbot "
+                    "version; start the bot once (it rebuilds the index), then search again"
+                )
+            await self._load_df()
+            return
         if ok and await schema.get_meta(self.db, "clean_shutdown") != "1":
             try:
                 await self.db.execute(
@@ -250,6 +278,8 @@ class MemoryGraph:
             self.vectors = loaded
             since = loaded.max_label
         await episodes.catch_up_vectors(self, since)
+        if self.read_only:
+            return
         await schema.set_meta(self.db, "embedder", identity)
         if loaded is None:
             await asyncio.to_thread(self.vectors.save, self.index_dir)
@@ -437,6 +467,9 @@ class MemoryGraph:
 
     async def flush_access(self) -> None:
         """Write deferred access counts (recall defers them to stay off the write path)."""
+        if self.read_only:  # recall counts accesses only in the process that owns the graph
+            self.pending_counts, self.pending_access = {}, {}
+            return
         if not self.pending_counts:
             return
         rows = [(self.pending_counts[r], self.pending_access[r], r) for r in self.pending_counts]

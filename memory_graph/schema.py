@@ -6,7 +6,10 @@ rebuilt from it.  ``memory_nodes.rowid`` is a node's label in both indexes.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
@@ -83,19 +86,42 @@ FTS_DDL = (
 )
 
 
-async def connect(path: str) -> aiosqlite.Connection:
-    """Open our own connection: WAL, a busy timeout, foreign keys on."""
+def _read_only_uri(path: str) -> str:
+    if not os.path.isfile(path):
+        raise StoreError(f"no store at {path}: check [storage] path in the config")
+    return Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+
+
+async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection:
+    """Open our own connection: WAL, a busy timeout, foreign keys on.
+
+    ``read_only``: the file must exist and is opened ``mode=ro`` (no journal-mode
+    change). On failure the connection is closed before StoreError is raised, so no
+    aiosqlite thread is left to keep the process alive.
+    """
+    db: aiosqlite.Connection | None = None
     try:
-        db = await aiosqlite.connect(path, isolation_level=None)
+        if read_only:
+            db = await aiosqlite.connect(_read_only_uri(path), uri=True, isolation_level=None)
+        else:
+            db = await aiosqlite.connect(path, isolation_level=None)
         await db.execute("PRAGMA busy_timeout = 10000")
-        await db.execute("PRAGMA journal_mode = WAL")
-        await db.execute("PRAGMA synchronous = NORMAL")
+        if not read_only:
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
         await db.execute("PRAGMA foreign_keys = ON")
         # Random-key indexes (ids, content hashes) and FTS pages want more than the
         # default 2 MB page cache once the graph holds ~100k nodes.
         await db.execute("PRAGMA cache_size = -65536")
         await db.execute("PRAGMA mmap_size = 268435456")
+    except StoreError:
+        if db is not None:
+            await db.close()
+        raise
     except Exception as exc:  # aiosqlite surfaces sqlite3 and OS errors alike
+        if db is not None:
+            with contextlib.suppress(Exception):
+                await db.close()
         raise StoreError(f"cannot open memory database {path}: {exc}") from exc
     return db
 
@@ -108,6 +134,27 @@ async def migrate(db: aiosqlite.Connection) -> None:
     if row is None:
         await db.execute("INSERT INTO memory_schema_version VALUES (?)", (SCHEMA_VERSION,))
     elif row[0] > SCHEMA_VERSION:
+        raise StoreError(
+            f"memory schema version {row[0]} is newer than this tierbot ({SCHEMA_VERSION}); "
+            "upgrade tierbot"
+        )
+
+
+async def check(db: aiosqlite.Connection) -> None:
+    """For a read-only open: the memory tables exist and are not from a newer tierbot."""
+    try:
+        async with db.execute("SELECT version FROM memory_schema_version") as cur:
+            row = await cur.fetchone()
+    except aiosqlite.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        row = None
+    if row is None:
+        raise StoreError(
+            "no memory graph in this store yet: it is created when tierbot runs with "
+            "[memory] enabled = true"
+        )
+    if row[0] > SCHEMA_VERSION:
         raise StoreError(
             f"memory schema version {row[0]} is newer than this tierbot ({SCHEMA_VERSION}); "
             "upgrade tierbot"

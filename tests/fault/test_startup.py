@@ -1,0 +1,77 @@
+"""Processes that cannot run end within seconds, non-zero, with a one-line reason, so systemd
+or Docker can restart them (a corrupt database: see test_storage.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .procs import EXIT_BOUND, env, last_line, messages, no_traceback, write_config, write_lines
+
+pytestmark = pytest.mark.slow
+
+
+def _run_bounded(args: list[str], extra_env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``tierbot ARGS``; fail the test if it is still alive after EXIT_BOUND seconds."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**env(), **(extra_env or {})},
+    )  # fmt: skip
+    try:
+        _, err = proc.communicate(timeout=EXIT_BOUND)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"tierbot {' '.join(args)} still running after {EXIT_BOUND:.0f} s")
+    assert time.monotonic() - started < EXIT_BOUND
+    return proc.returncode, err
+
+
+def _config(tmp: Path, case: str) -> tuple[Path, dict[str, str], str]:
+    """A config with one fatal startup error, the environment it runs in, what must be said."""
+    if case == "openai with an empty model":
+        cfg = write_config(tmp, '[llm]\nprovider = "openai"\nmodel = ""\n')
+        return cfg, {"OPENAI_API_KEY": "sk-test"}, "[llm] model is empty"
+    blocker = tmp / "not-a-directory"
+    blocker.write_text("a file where the index directory should be")
+    cfg = write_config(tmp, memory=True)
+    cfg.write_text(
+        cfg.read_text().replace(
+            "[memory]\nenabled = true\n",
+            f'[memory]\nenabled = true\nindex_dir = "{blocker / "index"}"\n',
+        )
+    )
+    return cfg, {}, str(blocker / "index")
+
+
+@pytest.mark.parametrize("case", ["openai with an empty model", "memory index cannot be created"])
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_fatal_startup_error_exits_within_seconds(tmp_path: Path, case: str, command: str) -> None:
+    """`tierbot run` / `replay` that cannot start print one line naming the problem and exit
+    non-zero within 15 s instead of hanging on open database threads; the store is unlocked."""
+    cfg, extra_env, named = _config(tmp_path, case)
+    feed = write_lines(tmp_path / "feed.jsonl", messages(3))
+    args = ["run"] if command == "run" else ["replay", str(feed), "--channel", "s:1"]
+    code, err = _run_bounded([*args, "--config", str(cfg)], extra_env)
+    assert code != 0
+    line = last_line(err)
+    assert line.startswith("tierbot: ") and named in line, err
+    assert no_traceback(err)
+    # Nothing stays locked behind it: the next writer is not told the store is in use.
+    code, err = _run_bounded(["replay", str(feed), "--channel", "s:1", "--config", str(cfg)],
+                             extra_env)  # fmt: skip
+    assert "in use by" not in err
+
+
+def test_no_adapter_exits_within_seconds(tmp_path: Path) -> None:
+    """`tierbot run` with every adapter off says so and exits 1 within seconds."""
+    cfg = write_config(tmp_path)
+    code, err = _run_bounded(["run", "--config", str(cfg)])
+    assert code == 1 and "no adapter is running" in last_line(err)
+    assert os.path.exists(tmp_path / "bot.db")

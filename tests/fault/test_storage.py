@@ -205,8 +205,11 @@ def test_replay_beside_a_running_bot_is_refused_naming_it(running_bot, tmp_path:
     line = last_line(proc.stderr)
     assert f"in use by pid {bot.pid}" in line and "chat" in line, line
     assert stored_ids(tmp_path / "bot.db", "r:2") == []
-    forget = run("memory", "forget", "--author", "u1", "--config", str(cfg))
+    forget = run("memory", "forget", "--author", "u1", "--yes", "--config", str(cfg))
     assert forget.returncode == 1 and f"pid {bot.pid}" in last_line(forget.stderr)
+    # The preview only reads: it works beside the bot, deletes nothing, and asks for --yes.
+    preview = run("memory", "forget", "--author", "u1", "--config", str(cfg))
+    assert preview.returncode == 2 and "--yes" in last_line(preview.stderr)
     assert bot.poll() is None
 
 

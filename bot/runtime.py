@@ -91,6 +91,7 @@ class Runtime(Dispatcher):
         self.parked = 0  # messages stored during shutdown, answered after the restart
         self.kept = 0  # replies this process could not deliver and kept for later
         self._background: dict[str, asyncio.Task[None]] = {}  # reconnects and redeliveries
+        self._retrying: dict[str, Adapter] = {}  # adapters reconnecting in the background
         self._redelivering: dict[str, asyncio.Lock] = {}
 
     # -- lifecycle -------------------------------------------------------------------
@@ -209,7 +210,8 @@ class Runtime(Dispatcher):
                 hint="turns still running were stopped; their messages are answered after "
                 "the restart ([runtime] drain_seconds)",
             )
-        for name, adapter in list(self.adapters.items()):
+        # A reconnect cut off above may have left a half-open client behind.
+        for name, adapter in [*self.adapters.items(), *self._retrying.items()]:
             try:
                 await adapter.stop()
             except Exception as exc:
@@ -267,6 +269,7 @@ class Runtime(Dispatcher):
             self.adapter_problems[adapter.name] = f"not connected: {_why(exc)}"
             if retry and not self._closed:
                 self.adapter_problems[adapter.name] = f"retrying: {_why(exc)}"
+                self._retrying[adapter.name] = adapter
                 self._spawn(f"reconnect:{adapter.name}", self._reconnect(adapter))
             return False
         self._connected(adapter)
@@ -274,6 +277,7 @@ class Runtime(Dispatcher):
 
     def _connected(self, adapter: Adapter) -> None:
         self.adapters[adapter.name] = adapter
+        self._retrying.pop(adapter.name, None)
         self.adapter_problems.pop(adapter.name, None)
         log.info("adapter.started", adapter=adapter.name)
         self._spawn(f"redeliver:{adapter.name}", self._after_connect(adapter))

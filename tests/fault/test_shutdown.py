@@ -126,3 +126,27 @@ async def test_messages_arriving_during_the_drain_are_stored_and_answered_after_
             await again.drain()
         assert [p["text"] for p in fake.posted(DM)] == ["second answer"]
         assert again_llm.count("chat") == 1
+
+
+async def test_reply_refused_while_running_is_kept_and_posted_once_when_slack_takes_it(
+    tmp_path: Path,
+) -> None:
+    """Slack keeps answering 429 past the client's retries: the reply is not dropped but
+    kept, and posted once a few seconds later when Slack accepts it again."""
+    path = tmp_path / "config.toml"
+    path.write_text(f'[storage]\npath = "{tmp_path / "bot.db"}"\n[memory]\nenabled = false\n')
+    cfg = load_config(path)
+    async with FakeSlack() as fake:
+        slack = cfg.adapters.slack.model_copy(
+            update={"enabled": True, "api_base_url": fake.api_base_url}
+        )
+        adapter = SlackAdapter(slack, environ=slack_env(fake), rate_limit_retries=1)
+        async with Runtime(cfg, llm=ScriptedLLM(chat_reply="patience")) as rt:
+            assert await rt.start_adapter(adapter)
+            fake.rate_limit(2, retry_after=0)  # the first try and its one retry
+            await fake.send_event(fake.message(DM, "hello?", channel_type="im"))
+            await until(lambda: rt.kept == 1, within=15, what="the reply to be kept")
+            await fake.wait_for(lambda: fake.posted(DM), within=30)
+            await rt.drain()
+            assert await rt.store.undelivered() == []
+        assert [p["text"] for p in fake.posted(DM)] == ["patience"]

@@ -234,7 +234,7 @@ class Runtime(Dispatcher):
         log.info(
             "runtime.stopped",
             drained=drained,
-            drain_seconds=round(time.monotonic() - started, 3),
+            seconds=round(time.monotonic() - started, 3),
             undelivered=pending,
             parked=self.parked,
         )

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import structlog
 
 from bot.config import Config, default_config_path, load_config
-from bot.errors import ConfigError, TierbotError
+from bot.errors import ConfigError, FatalAdapterError, TierbotError
 from bot.logging import configure_logging
 from bot.messages import InboundMessage, State
 
@@ -64,22 +64,30 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
         # Everything loaded at startup lives as long as the process: keep it out of the
         # collector's full passes, which otherwise stall a turn now and then.
         gc.freeze()
-        waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+        waiters: list[asyncio.Future[Any]] = [
+            asyncio.ensure_future(stop.wait()),
+            # An adapter's reconnects ending in a refused token end the process too.
+            asyncio.ensure_future(rt.fatal.wait()),
+        ]
         console = None
         if console_only or cfg.adapters.console.enabled:
             console = ConsoleAdapter(cfg.adapters.console, channel=console_channel)
             await rt.start_adapter(console)
         if not console_only:
+            # A refused token raises FatalAdapterError (exit 1); an unreachable platform
+            # is retried in the background and shown by /health.
             for adapter in _platform_adapters(cfg):
                 await rt.start_adapter(adapter)
         if console is not None and (console_only or len(rt.adapters) == 1):
             waiters.append(asyncio.ensure_future(console.finished.wait()))
-        if not rt.adapters:
+        if not rt.adapters and not rt.adapter_problems:
             print("no adapter is running: enable one in config.toml", file=sys.stderr)
             return EXIT_FAIL
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for w in waiters:
             w.cancel()
+        if rt.fatal_error is not None:
+            raise rt.fatal_error
     return EXIT_OK
 
 
@@ -436,6 +444,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"tierbot: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except FatalAdapterError as exc:
+        structlog.get_logger("tierbot.cli").error("fatal", adapter=exc.adapter, error=str(exc))
+        print(f"tierbot: [adapters.{exc.adapter}] {exc}", file=sys.stderr)
+        return EXIT_FAIL
     except TierbotError as exc:
         structlog.get_logger("tierbot.cli").error("fatal", error=str(exc))
         print(f"tierbot: {exc}", file=sys.stderr)

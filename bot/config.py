@@ -236,6 +236,16 @@ class WorkersConfig(_Model):
     task_worker_concurrency: int = Field(default=4, ge=1, le=10_000)
 
 
+class RuntimeConfig(_Model):
+    """``[runtime]``: how a stopping bot finishes its work.
+
+    On SIGTERM/SIGINT the channels get ``drain_seconds`` to finish their
+    turns and deliver the replies before the adapters disconnect.
+    """
+
+    drain_seconds: float = Field(10.0, ge=0, le=3600)
+
+
 class MemoryConfig(_Model):
     """The memory graph: embedder, scoping, dedupe and maintenance."""
 
@@ -297,6 +307,7 @@ class Config(_Model):
     logging: LoggingConfig = LoggingConfig()
     adapters: AdaptersConfig = AdaptersConfig()
     workers: WorkersConfig = WorkersConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
     memory: MemoryConfig = MemoryConfig()
     ops: OpsConfig = OpsConfig()
     channels: list[ChannelOverride] = []

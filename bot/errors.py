@@ -16,6 +16,7 @@ react without parsing messages, and each message says what to do next::
     │   └── FatalLLMError           bad credentials, unknown model, malformed request: not retried
     ├── ToolError                   a tool was called with bad arguments; returned to the model
     └── AdapterError                a chat platform refused to start or to deliver
+        └── FatalAdapterError       a refused token or a missing setting: retrying cannot fix it
 """
 
 from __future__ import annotations
@@ -115,3 +116,16 @@ class AdapterError(TierbotError):
     def __init__(self, message: str, *, adapter: str = "") -> None:
         super().__init__(message)
         self.adapter = adapter
+
+
+class FatalAdapterError(AdapterError):
+    """An adapter cannot start until the operator fixes something (``setting`` names it).
+
+    A refused token, a missing environment variable, a refused intent: retrying
+    would fail the same way, so ``tierbot run`` stops (exit 1) instead of waiting.
+    Any other :class:`AdapterError` at startup is transient and retried.
+    """
+
+    def __init__(self, message: str, *, adapter: str = "", setting: str = "") -> None:
+        super().__init__(message, adapter=adapter)
+        self.setting = setting

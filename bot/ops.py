@@ -97,7 +97,7 @@ async def check_health(rt: Runtime, adapters: Iterable[str] | None = None) -> He
     for name in expected_adapters(rt) if adapters is None else adapters:
         adapter = rt.adapters.get(name)
         if adapter is None:
-            checks[f"adapter:{name}"] = "not started"
+            checks[f"adapter:{name}"] = rt.adapter_problems.get(name, "not started")
         else:
             checks[f"adapter:{name}"] = "ok" if adapter.connected() else "not connected"
     failing = tuple(f"{k}: {v}" for k, v in checks.items() if v != "ok")
@@ -135,7 +135,10 @@ def status_snapshot(
         "channels": channels,
         "compactions_running": running,
         "pools": rt.metrics.pool_counts(),
-        "adapters": {name: {"connected": a.connected()} for name, a in rt.adapters.items()},
+        "adapters": {
+            **{name: {"connected": False, "problem": p} for name, p in rt.adapter_problems.items()},
+            **{name: {"connected": a.connected()} for name, a in rt.adapters.items()},
+        },
         "messages": {
             "stored": rt.registry.messages_in,
             "duplicates": rt.registry.duplicates,

@@ -54,6 +54,7 @@ LIVE_KEYS: tuple[str, ...] = (
     # branch/worker threshold and fraction (read by channels at each check)
     "channels",  # [[channels]] overrides, resolved once per new config
     "workers.*",  # pool sizes and timeouts, compaction retry backoff
+    "runtime.drain_seconds",  # read when shutdown begins
     "adapters.*.respond",
     "adapters.*.allowed_*",  # allow-lists and admin lists are read per message
     "adapters.*.admins",

@@ -62,3 +62,36 @@ async def retry_call(
             )
         attempt += 1
         await sleep(wait)
+
+
+async def retry_forever(
+    call: Callable[[], Awaitable[T]],
+    *,
+    backoff: Backoff,
+    what: str,
+    fatal: tuple[type[BaseException], ...] = (),
+    on_failure: Callable[[int, float, Exception], None] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> T:
+    """Run ``call`` until it succeeds, waiting ``backoff.delay(attempt)`` between tries.
+
+    For reconnects, where "unreachable for now" may last hours: there is no
+    attempt limit, only the backoff cap.  An error of a ``fatal`` type
+    propagates at once; every other ``Exception`` is reported to
+    ``on_failure(attempt, wait, error)`` (attempt counts from 1) and retried.
+    Cancel the awaiting task to give up.
+    """
+    attempt = 0
+    while True:
+        try:
+            return await call()
+        except fatal:
+            raise
+        except Exception as exc:
+            wait = backoff.delay(attempt)
+            attempt += 1
+            log.warning("retry.reconnect", what=what, attempt=attempt, wait=round(wait, 2),
+                        error=str(exc) or repr(exc))  # fmt: skip
+            if on_failure is not None:
+                on_failure(attempt, wait, exc)
+        await sleep(wait)

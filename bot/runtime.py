@@ -1,8 +1,16 @@
 """The runtime: wires config, store, tokens, LLM, worker pool, channels and adapters.
 
 It is the :class:`~bot.adapters.base.Dispatcher` every adapter talks to, and an
-async context manager that shuts down in order: adapters stop taking messages,
-channels finish their mailboxes, workers stop, the store flushes.
+async context manager that shuts down in order: no new turns start (messages
+that still arrive are stored and answered after the restart), channels finish
+their turns and deliver the replies while the adapters are still connected
+(for at most ``[runtime] drain_seconds``), then the adapters disconnect,
+workers stop and the store flushes.
+
+A reply the platform did not take is kept in the store and posted when its
+adapter next connects (in this process or the next one), once.  An adapter
+whose platform cannot be reached at startup is retried with capped backoff;
+one whose token is refused raises :class:`~bot.errors.FatalAdapterError`.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -20,17 +29,26 @@ import structlog
 from bot.adapters.base import Adapter, Delivery, Dispatcher, Outbound
 from bot.commands import run_command
 from bot.config import Config, RespondMode
+from bot.errors import FatalAdapterError
 from bot.llm.base import LLMProvider
 from bot.llm.factory import make_provider
 from bot.messages import InboundMessage
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
+from bot.retry import Backoff, retry_forever
 from bot.store import Store
 from bot.tokens import TokenCounter, encoding_for_model, get_counter
-from channels import ChannelDeps, ChannelRegistry
+from channels import ChannelDeps, ChannelRegistry, to_message
 from workers import CompactionWorker, WorkerPool
 
 log = structlog.get_logger("tierbot.runtime")
+
+#: Reconnecting an adapter whose platform was unreachable: 1 s, 2 s, 4 s ... at most 60 s.
+RECONNECT_BACKOFF = Backoff(base=1.0, cap=60.0)
+#: Posting kept replies again while the process runs: 5 s, 10 s ... at most 5 minutes.
+REDELIVER_BACKOFF = Backoff(base=5.0, cap=300.0)
+#: A kept reply the platform refused this often is given up (logged with its text).
+MAX_DELIVERY_ATTEMPTS = 10
 
 
 @dataclass
@@ -64,12 +82,28 @@ class Runtime(Dispatcher):
         self.memory: Any = None
         self.metrics = Metrics(self)
         self._closed = False
+        self._draining = False
+        #: Adapters that are not connected yet, and why (``/health`` shows it).
+        self.adapter_problems: dict[str, str] = {}
+        #: Set when an adapter's retries end in a refusal retrying cannot fix.
+        self.fatal = asyncio.Event()
+        self.fatal_error: FatalAdapterError | None = None
+        self.parked = 0  # messages stored during shutdown, answered after the restart
+        self.kept = 0  # replies this process could not deliver and kept for later
+        self._background: dict[str, asyncio.Task[None]] = {}  # reconnects and redeliveries
+        self._retrying: dict[str, Adapter] = {}  # adapters reconnecting in the background
+        self._redelivering: dict[str, asyncio.Lock] = {}
 
     # -- lifecycle -------------------------------------------------------------------
 
     @property
     def config(self) -> Config:
         return self._config
+
+    @property
+    def draining(self) -> bool:
+        """True once shutdown began: new messages are stored but start no turn."""
+        return self._draining
 
     def set_config(self, config: Config) -> None:
         """Swap in a new validated config; channels read it at their next check.
@@ -157,21 +191,54 @@ class Runtime(Dispatcher):
     ) -> None:
         await self.aclose()
 
-    async def aclose(self, drain_seconds: float = 10.0) -> None:
-        """Stop adapters, drain channels (for at most ``drain_seconds``), then workers and
-        the store. Safe to call twice."""
+    async def aclose(self, drain_seconds: float | None = None) -> None:
+        """Drain, then disconnect, then stop workers and the store.  Safe to call twice.
+
+        Draining: new messages are stored but start no turn (``submit`` parks
+        them); the channels finish their mailboxes and deliver their replies
+        through the still-connected adapters, for at most ``drain_seconds``
+        (default ``[runtime] drain_seconds``).  A turn cut off by that limit
+        leaves its messages unanswered, and they are answered after the
+        restart.  Replies that could not be delivered are kept in the store.
+        """
         if self._closed:
             return
         self._closed = True
-        for name, adapter in list(self.adapters.items()):
+        self._draining = True
+        limit = self._config.runtime.drain_seconds if drain_seconds is None else drain_seconds
+        for task in list(self._background.values()):
+            task.cancel()
+        for task in list(self._background.values()):
+            with contextlib.suppress(BaseException):
+                await task
+        started = time.monotonic()
+        busy = sum(not a.idle() for a in self.registry.actors.values())
+        log.info("runtime.draining", seconds=limit, busy_channels=busy)
+        drained = True
+        try:
+            await asyncio.wait_for(self.registry.aclose(), limit)
+        except TimeoutError:
+            drained = False
+            log.warning(
+                "runtime.drain_timeout",
+                seconds=limit,
+                hint="turns still running were stopped; their messages are answered after "
+                "the restart ([runtime] drain_seconds)",
+            )
+        # A reconnect cut off above may have left a half-open client behind.
+        for name, adapter in [*self.adapters.items(), *self._retrying.items()]:
             try:
                 await adapter.stop()
             except Exception as exc:
                 log.warning("adapter.stop_failed", adapter=name, error=str(exc))
-        try:
-            await asyncio.wait_for(self.registry.aclose(), drain_seconds)
-        except TimeoutError:
-            log.warning("runtime.drain_timeout", seconds=drain_seconds)
+        pending = await self._count_undelivered()
+        if pending:
+            log.error(
+                "runtime.replies_undelivered",
+                count=pending,
+                this_run=self.kept,
+                hint="kept in the store; posted when their adapter next connects",
+            )
         await self.pool.aclose()
         if self.memory is not None:
             await self.memory.aclose()
@@ -179,46 +246,213 @@ class Runtime(Dispatcher):
             await self._llm.aclose()
         await self.store.aclose()
         self.metrics.detach()
-        log.info("runtime.stopped")
+        log.info(
+            "runtime.stopped",
+            drained=drained,
+            seconds=round(time.monotonic() - started, 3),
+            undelivered=pending,
+            parked=self.parked,
+        )
+
+    async def _count_undelivered(self) -> int:
+        try:
+            return len(await self.store.undelivered())
+        except Exception as exc:
+            log.error("runtime.undelivered_unknown", error=str(exc))
+            return 0
 
     # -- adapters --------------------------------------------------------------------
 
-    async def start_adapter(self, adapter: Adapter) -> bool:
-        """Start one adapter; a failure is logged and reported, never fatal to the others."""
+    async def start_adapter(self, adapter: Adapter, *, retry: bool = True) -> bool:
+        """Start one adapter; True once it is connected.
+
+        A :class:`FatalAdapterError` (a refused token, a missing variable)
+        propagates: retrying cannot fix it.  Any other failure means the
+        platform cannot be reached for now: it is logged, ``/health`` reports
+        the adapter as retrying, and (with ``retry``) it reconnects in the
+        background with capped backoff.  Either way the other adapters go on.
+        Once connected, the adapter posts the replies kept for its channels and
+        the channels with unanswered messages are resumed.
+        """
         try:
             await adapter.start(self)
+        except FatalAdapterError as exc:
+            log.error("adapter.refused", adapter=adapter.name, error=str(exc), fix=exc.setting)
+            raise
         except Exception as exc:
-            log.error("adapter.start_failed", adapter=adapter.name, error=str(exc))
+            log.error("adapter.start_failed", adapter=adapter.name, error=_why(exc), retrying=retry)
+            self.adapter_problems[adapter.name] = f"not connected: {_why(exc)}"
+            if retry and not self._closed:
+                self.adapter_problems[adapter.name] = f"retrying: {_why(exc)}"
+                self._retrying[adapter.name] = adapter
+                self._spawn(f"reconnect:{adapter.name}", self._reconnect(adapter))
             return False
-        self.adapters[adapter.name] = adapter
-        log.info("adapter.started", adapter=adapter.name)
+        self._connected(adapter)
         return True
+
+    def _connected(self, adapter: Adapter) -> None:
+        self.adapters[adapter.name] = adapter
+        self._retrying.pop(adapter.name, None)
+        self.adapter_problems.pop(adapter.name, None)
+        log.info("adapter.started", adapter=adapter.name)
+        self._spawn(f"redeliver:{adapter.name}", self._after_connect(adapter))
+
+    async def _reconnect(self, adapter: Adapter) -> None:
+        name = adapter.name
+
+        def failed(attempt: int, wait: float, exc: Exception) -> None:
+            self.adapter_problems[name] = (
+                f"retrying: attempt {attempt + 1} failed ({_why(exc)}); next in {wait:.0f} s"
+            )
+
+        await asyncio.sleep(RECONNECT_BACKOFF.delay(0))
+        try:
+            await retry_forever(
+                lambda: adapter.start(self),
+                backoff=RECONNECT_BACKOFF,
+                what=f"adapter {name}",
+                fatal=(FatalAdapterError,),
+                on_failure=failed,
+            )
+        except FatalAdapterError as exc:
+            log.error("adapter.refused", adapter=name, error=str(exc), fix=exc.setting)
+            self.adapter_problems[name] = f"refused: {exc}"
+            self.fatal_error = exc
+            self.fatal.set()
+            return
+        self._connected(adapter)
+
+    def _spawn(self, key: str, work: Any) -> None:
+        old = self._background.get(key)
+        if old is not None and not old.done():
+            work.close()
+            return
+        task = asyncio.create_task(work, name=key)
+        self._background[key] = task
+        task.add_done_callback(lambda t: self._done(key, t))
+
+    def _done(self, key: str, task: asyncio.Task[None]) -> None:
+        if self._background.get(key) is task:
+            del self._background[key]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("runtime.task_failed", task=key, error=_why(task.exception()))
+
+    async def _after_connect(self, adapter: Adapter) -> None:
+        """Post the replies kept for the adapter's channels, then resume its channels."""
+        await self.redeliver(adapter)
+        prefix = f"{adapter.name}:"
+        keys = [k for k in await self.store.channels_awaiting_reply() if k.startswith(prefix)]
+        if keys and not self._draining:
+            log.info("channels.resumed", adapter=adapter.name, channels=len(keys))
+            await self.registry.resume(keys)
+
+    async def redeliver(self, adapter: Adapter) -> int:
+        """Post every reply kept for ``adapter``'s channels, oldest first; return how many
+        are still kept.  Each is deleted once the platform took it, so it is posted once."""
+        lock = self._redelivering.setdefault(adapter.name, asyncio.Lock())
+        async with lock:
+            kept = await self.store.undelivered(f"{adapter.name}:")
+            left = 0
+            for reply in kept:
+                out = Outbound(reply.channel, reply.text, reply_to=reply.reply_to)
+                try:
+                    await adapter.send(out)
+                except Exception as exc:
+                    left += await self._still_undelivered(reply.id, reply.attempts, out, exc)
+                    continue
+                await self.store.mark_delivered(reply.id)
+                self.metrics.message_out(reply.channel)
+                log.info(
+                    "reply.delivered_late",
+                    channel=reply.channel,
+                    reply_to=reply.reply_to,
+                    attempts=reply.attempts + 1,
+                    late_seconds=round(time.time() - reply.created, 1),
+                )
+            if kept:
+                log.info("replies.redelivered", adapter=adapter.name, posted=len(kept) - left,
+                         still_kept=left)  # fmt: skip
+        if left and not self._draining:
+            # A no-op when called from that very task: it goes on by itself.
+            self._spawn(f"retry:{adapter.name}", self._redeliver_later(adapter))
+        return left
+
+    async def _still_undelivered(
+        self, reply_id: int, attempts: int, out: Outbound, exc: Exception
+    ) -> int:
+        if attempts + 1 >= MAX_DELIVERY_ATTEMPTS:
+            log.error("reply.abandoned", channel=out.channel, reply_to=out.reply_to,
+                      attempts=attempts + 1, error=_why(exc), text=out.text)  # fmt: skip
+            await self.store.mark_delivered(reply_id)
+            return 0
+        log.warning("reply.still_undelivered", channel=out.channel, reply_to=out.reply_to,
+                    attempts=attempts + 1, error=_why(exc))  # fmt: skip
+        await self.store.mark_undelivered_again(reply_id, _why(exc))
+        return 1
+
+    async def _redeliver_later(self, adapter: Adapter) -> None:
+        """Post the kept replies again, with backoff, until none is left."""
+        attempt = 0
+        while True:
+            await asyncio.sleep(REDELIVER_BACKOFF.delay(attempt))
+            attempt += 1
+            if adapter.connected() and await self.redeliver(adapter) == 0:
+                return
 
     def _adapter_for(self, channel: str) -> Adapter | None:
         return self.adapters.get(channel.split(":", 1)[0])
 
     async def deliver(self, out: Outbound) -> None:
-        adapter = self._adapter_for(out.channel)
+        """Send a reply; one the platform did not take is kept and posted later, never dropped.
+
+        Channels of no adapter of this runtime (replay, tests) go to :attr:`outbox`.
+        """
+        platform = out.channel.split(":", 1)[0]
+        adapter = self.adapters.get(platform)
         if adapter is None:
+            if platform in self.adapter_problems:
+                await self._keep(out, platform, f"the {platform} adapter is not connected")
+                return
             self.outbox.sent.append(out)
             self.metrics.message_out(out.channel)
             return
         try:
             await adapter.send(out)
         except Exception as exc:
-            log.error("reply.delivery_failed", channel=out.channel, error=str(exc))
+            await self._keep(out, platform, _why(exc))
             return
         self.metrics.message_out(out.channel)
+
+    async def _keep(self, out: Outbound, platform: str, error: str) -> None:
+        try:
+            await self.store.save_undelivered(out.channel, out.text, out.reply_to, error)
+        except Exception as exc:
+            log.error("reply.lost", channel=out.channel, reply_to=out.reply_to, error=error,
+                      store_error=_why(exc), text=out.text)  # fmt: skip
+            return
+        self.kept += 1
+        log.error(
+            "reply.delivery_failed",
+            channel=out.channel,
+            reply_to=out.reply_to,
+            error=error,
+            kept=True,
+            hint="posted when the adapter is connected again (at the latest after a restart)",
+        )
+        adapter = self.adapters.get(platform)
+        if adapter is not None and not self._draining:
+            self._spawn(f"retry:{platform}", self._redeliver_later(adapter))
 
     async def _progress(self, channel: str, message_id: str | None) -> Any:
         adapter = self._adapter_for(channel)
         if adapter is None:
             return None
         try:
-            return await adapter.progress(channel, message_id)
+            handle = await adapter.progress(channel, message_id)
         except Exception as exc:
             log.warning("progress.failed", channel=channel, error=str(exc))
             return None
+        return _QuietProgress(handle, channel)
 
     def respond_mode(self, channel: str) -> RespondMode:
         return self.respond_override or self._config.respond_for(channel)
@@ -230,16 +464,57 @@ class Runtime(Dispatcher):
             # Before the message is stored: whatever indexes or mines it must find the
             # channel's privacy already recorded.
             await self.memory.note_privacy(message.channel, message.private)
+        if self._draining:
+            return await self._park(message)
         delivery = await self.registry.submit(message)
         if delivery.accepted:
             self.metrics.message_in(message.channel)
         return delivery
+
+    async def _park(self, message: InboundMessage) -> Delivery:
+        """Shutting down: store ``message`` (the adapter may acknowledge it) but start no turn.
+
+        Its channel has a message after ``handled_upto``, so the next start
+        resumes the channel and answers it.
+        """
+        msg = to_message(message, self.counter.count_message(message.text))
+        await self.store.ensure_channel(message.channel)
+        stored = await self.store.append_many([msg])
+        if stored[0] is None:
+            return Delivery(False, "duplicate")
+        self.parked += 1
+        self.metrics.message_in(message.channel)
+        log.info("message.parked", channel=message.channel, platform_id=message.platform_id,
+                 reason="shutting down: stored, answered after the restart")  # fmt: skip
+        return Delivery(True)
 
     async def command(self, message: InboundMessage, *, is_admin: bool) -> str | None:
         return await run_command(self, message, is_admin=is_admin)
 
     async def drain(self) -> None:
         await self.registry.drain()
+
+
+class _QuietProgress:
+    """An adapter's progress handle whose ``done`` never fails the turn it belongs to.
+
+    The turn's reply is already stored and handed over when ``done`` runs; a
+    platform gone meanwhile must not mark the turn failed (it would be answered twice).
+    """
+
+    def __init__(self, handle: Any, channel: str) -> None:
+        self._handle = handle
+        self._channel = channel
+
+    async def done(self) -> None:
+        try:
+            await self._handle.done()
+        except Exception as exc:
+            log.warning("progress.done_failed", channel=self._channel, error=_why(exc))
+
+
+def _why(exc: BaseException | None) -> str:
+    return (str(exc) or repr(exc)) if exc is not None else ""
 
 
 def install_signal_handlers(stop: asyncio.Event, reload: Callable[[], None] | None = None) -> None:

@@ -154,6 +154,20 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER messages_pos_default AFTER INSERT ON messages WHEN NEW.pos = 0
     BEGIN UPDATE messages SET pos = NEW.id WHERE id = NEW.id; END
     """,
+    # 4: replies saved in the history but not delivered (the platform was unreachable, or
+    # shutdown came first): posted when their adapter next connects, then deleted.
+    """
+    CREATE TABLE undelivered (
+        id INTEGER PRIMARY KEY,
+        channel TEXT NOT NULL,
+        text TEXT NOT NULL,
+        reply_to TEXT,
+        created REAL NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        error TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX undelivered_channel ON undelivered (channel, id);
+    """,
 )
 
 _COLUMNS = (
@@ -253,6 +267,19 @@ class CompactionRecord:
     tokens_after: int
     memories: int
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UndeliveredReply:
+    """A reply in a channel's history that its platform has not received yet."""
+
+    id: int
+    channel: str
+    text: str
+    reply_to: str | None
+    created: float
+    attempts: int
+    error: str
 
 
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
@@ -575,6 +602,63 @@ class Store:
 
     async def save_channel_state(self, channel: str, state: ChannelState) -> None:
         await self.write(lambda db: _upsert_state(db, channel, state))
+
+    async def ensure_channel(self, channel: str) -> None:
+        """Give ``channel`` a state row (nothing answered yet) unless it has one."""
+        await self.write(
+            lambda db: db.execute("INSERT OR IGNORE INTO channels (key) VALUES (?)", (channel,))
+        )
+
+    async def channels_awaiting_reply(self) -> list[str]:
+        """Channels with live user messages after their ``handled_upto``: never handled."""
+        assert self._reader is not None
+        async with self._reader.execute(
+            "SELECT c.key FROM channels c WHERE EXISTS (SELECT 1 FROM messages m "
+            "WHERE m.channel = c.key AND m.state = 'live' AND m.role = 'user' "
+            "AND m.id > c.handled_upto) ORDER BY c.key"
+        ) as cur:
+            return [r[0] for r in await cur.fetchall()]
+
+    # -- undelivered replies ---------------------------------------------------------
+
+    async def save_undelivered(
+        self, channel: str, text: str, reply_to: str | None, error: str
+    ) -> int:
+        """Remember a reply its platform did not receive; return its id."""
+
+        async def op(db: aiosqlite.Connection) -> int:
+            cur = await db.execute(
+                "INSERT INTO undelivered (channel, text, reply_to, created, error) "
+                "VALUES (?,?,?,?,?)",
+                (channel, text, reply_to, time.time(), error),
+            )
+            return int(cur.lastrowid or 0)
+
+        rowid: int = await self.write(op)
+        return rowid
+
+    async def undelivered(self, prefix: str = "") -> list[UndeliveredReply]:
+        """Undelivered replies of channels whose key starts with ``prefix``, oldest first."""
+        assert self._reader is not None
+        async with self._reader.execute(
+            "SELECT id, channel, text, reply_to, created, attempts, error FROM undelivered "
+            "WHERE substr(channel, 1, ?) = ? ORDER BY id",
+            (len(prefix), prefix),
+        ) as cur:
+            return [UndeliveredReply(*row) for row in await cur.fetchall()]
+
+    async def mark_delivered(self, reply_id: int) -> None:
+        """The platform took the reply: forget it."""
+        await self.write(lambda db: db.execute("DELETE FROM undelivered WHERE id=?", (reply_id,)))
+
+    async def mark_undelivered_again(self, reply_id: int, error: str) -> None:
+        """Another attempt failed: count it and keep the latest error."""
+        await self.write(
+            lambda db: db.execute(
+                "UPDATE undelivered SET attempts = attempts + 1, error=? WHERE id=?",
+                (error, reply_id),
+            )
+        )
 
     # -- compaction ------------------------------------------------------------------
 

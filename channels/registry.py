@@ -97,6 +97,16 @@ class ChannelRegistry:
                     await actor.put(fresh)
         return results
 
+    async def resume(self, keys: Sequence[str]) -> None:
+        """Start the actors of ``keys`` now rather than at their next message.
+
+        A starting actor answers the messages after its ``handled_upto``:
+        those stored just before a shutdown or a crash.
+        """
+        for key in keys:
+            async with self._locks.setdefault(key, asyncio.Lock()):
+                await self.actor(key)
+
     # -- background work -------------------------------------------------------------
 
     def idle(self) -> bool:

@@ -8,6 +8,7 @@ from bot.adapters.discord import DiscordAdapter
 from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
 from bot.config import DiscordAdapterConfig, SlackAdapterConfig
+from bot.errors import FatalAdapterError
 from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
 
@@ -56,12 +57,19 @@ async def test_one_process_answers_discord_and_slack_and_keeps_histories_apart(
                 assert roles == ["user", "assistant"]
 
 
-async def test_an_adapter_that_cannot_start_does_not_stop_the_others(make_config) -> None:
-    """A bad Discord token is reported, and Slack keeps serving in the same process."""
+async def test_an_adapter_that_cannot_reach_its_platform_does_not_stop_the_others(
+    make_config,
+) -> None:
+    """Discord unreachable is reported as retrying, and Slack keeps serving in the same
+    process; a refused token is raised instead (retrying cannot fix it)."""
     async with FakeDiscord() as fd, FakeSlack(team_id=TEAM) as fs:
         fs.users.update({"U100": "alice"})
         async with Runtime(make_config(), llm=ScriptedLLM(chat_reply="still here")) as rt:
-            assert not await rt.start_adapter(discord(fd, "wrong-token"))
+            with pytest.raises(FatalAdapterError, match=r"\$DISCORD_TOKEN"):
+                await rt.start_adapter(discord(fd, "wrong-token"))
+            await fd.close()
+            assert not await rt.start_adapter(discord(fd, fd.token))
+            assert rt.adapter_problems["discord"].startswith("retrying: ")
             assert await rt.start_adapter(slack(fs))
             assert set(rt.adapters) == {"slack"}
             await fs.send_event(fs.message(DM, "anyone?", channel_type="im"))

@@ -30,7 +30,7 @@ from discord.http import Route
 from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
 from bot.adapters.split import split_message
 from bot.config import DiscordAdapterConfig
-from bot.errors import AdapterError
+from bot.errors import AdapterError, FatalAdapterError
 from bot.messages import InboundMessage
 
 __all__ = ["INTENT_HELP", "DiscordAdapter"]
@@ -40,6 +40,9 @@ log = structlog.get_logger("tierbot.adapters.discord")
 MAX_MESSAGE_CHARS = 2000
 INTENT_HELP = "Developer Portal -> Bot -> Privileged Gateway Intents -> Message Content Intent"
 _TOKEN_HELP = "Developer Portal (https://discord.com/developers/applications) -> Bot -> Reset Token"
+# Gateway close codes retrying cannot fix: authentication failed (4004), invalid shard or
+# sharding required (4010, 4011), invalid API version (4012), invalid or disallowed intents.
+_FATAL_CLOSE_CODES = {4004, 4010, 4011, 4012, 4013, 4014}
 _CONVERSATION_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 # Model output must never ping @everyone or a role; users and the replied-to author are fine.
 _ALLOWED_MENTIONS = discord.AllowedMentions(
@@ -100,7 +103,8 @@ class DiscordAdapter:
 
         Idempotent: a second call while connected does nothing, a call after
         the connection died (for example a fatal close) connects afresh.
-        Raises AdapterError naming what to fix (token, intent, endpoint).
+        Raises FatalAdapterError when Discord refuses the token or the intents
+        (naming what to fix), AdapterError when Discord cannot be reached for now.
         """
         async with self._lifecycle:
             self._dispatcher = dispatcher
@@ -124,10 +128,11 @@ class DiscordAdapter:
                 await client.login(token)
             except discord.LoginFailure:
                 await self._shutdown()
-                raise AdapterError(
+                raise FatalAdapterError(
                     f"Discord rejected the bot token in ${self.config.token_env} "
                     f"(401 Unauthorized): copy a fresh one from {_TOKEN_HELP}",
                     adapter=self.name,
+                    setting=self.config.token_env,
                 ) from None
             except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
                 await self._shutdown()
@@ -159,10 +164,11 @@ class DiscordAdapter:
     def _token(self) -> str:
         token = self._environ.get(self.config.token_env, "").strip()
         if not token:
-            raise AdapterError(
+            raise FatalAdapterError(
                 f"environment variable {self.config.token_env} is not set: put the bot token "
                 f"from {_TOKEN_HELP} there",
                 adapter=self.name,
+                setting=self.config.token_env,
             )
         return token
 
@@ -170,10 +176,11 @@ class DiscordAdapter:
         endpoints = (self.config.api_base.rstrip("/"), self.config.gateway_url)
         for owner, used in _endpoint_users.items():
             if owner != id(self) and used != endpoints:
-                raise AdapterError(
+                raise FatalAdapterError(
                     "another Discord adapter in this process uses different endpoints "
                     f"{used}; discord.py supports one api_base/gateway_url per process",
                     adapter=self.name,
+                    setting="adapters.discord.api_base",
                 )
         _endpoint_users[id(self)] = endpoints
         # discord.py reads both from class attributes whenever it builds a request.
@@ -217,10 +224,19 @@ class DiscordAdapter:
         failure = task.result() if task.done() else None
         await self._shutdown()
         if isinstance(failure, discord.PrivilegedIntentsRequired):
-            raise AdapterError(
+            raise FatalAdapterError(
                 "Discord refused the Message Content intent (gateway close 4014): enable it in "
                 f"the {INTENT_HELP} for this bot's application, then start again",
                 adapter=self.name,
+                setting=INTENT_HELP,
+            ) from failure
+        if isinstance(failure, discord.ConnectionClosed) and failure.code in _FATAL_CLOSE_CODES:
+            raise FatalAdapterError(
+                f"Discord closed the gateway with code {failure.code} "
+                f"({failure.reason or 'no reason given'}); check the bot token in "
+                f"${self.config.token_env} and the application's intents",
+                adapter=self.name,
+                setting=self.config.token_env,
             ) from failure
         if isinstance(failure, discord.ConnectionClosed):
             raise AdapterError(

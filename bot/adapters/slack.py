@@ -44,7 +44,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
 from bot.adapters.split import split_message
 from bot.config import SlackAdapterConfig
-from bot.errors import AdapterError
+from bot.errors import AdapterError, FatalAdapterError
 from bot.messages import InboundMessage
 
 __all__ = ["SlackAdapter"]
@@ -64,6 +64,17 @@ _CONVERSATION_SUBTYPES = {None, "file_share", "thread_broadcast", "me_message"}
 _PRIVATE_TYPES = frozenset({"group", "mpim", "im"})
 # Unix seconds, ASCII digits only: int() would also take "+1", " 1", "1_0" and other digits.
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
+# Slack's answers to a token it will never accept: retrying cannot help, the operator must act.
+_REFUSED_TOKEN = {
+    "invalid_auth",
+    "not_authed",
+    "account_inactive",
+    "token_revoked",
+    "token_expired",
+    "not_allowed_token_type",
+    "no_permission",
+    "missing_scope",
+}
 _SPECIAL = re.compile(r"<([@#!])([^>|]+)(?:\|([^>]*))?>|<([^>|]+)(?:\|([^>]*))?>")
 
 
@@ -122,7 +133,8 @@ class SlackAdapter:
 
         Idempotent: a second call while running does nothing; after ``stop`` or
         a failed start it starts afresh.  Socket Mode reconnects by itself.
-        Raises AdapterError naming the variable or setting to fix.
+        Raises FatalAdapterError when Slack refuses a token (naming the variable
+        to fix), AdapterError when Slack cannot be reached for now.
         """
         async with self._lifecycle:
             self._dispatcher = dispatcher
@@ -152,11 +164,18 @@ class SlackAdapter:
         try:
             auth = await client.auth_test()
         except SlackApiError as exc:
-            raise AdapterError(
+            if _error(exc) not in _REFUSED_TOKEN:
+                raise AdapterError(
+                    f"the Slack Web API at {config.api_base_url} answered auth.test with "
+                    f"{_error(exc)}",
+                    adapter=self.name,
+                ) from None
+            raise FatalAdapterError(
                 f"Slack rejected the bot token in ${config.bot_token_env} "
                 f"({_error(exc)}): reinstall the app and copy the Bot User OAuth "
                 "Token from OAuth & Permissions",
                 adapter=self.name,
+                setting=config.bot_token_env,
             ) from None
         except Exception as exc:
             raise AdapterError(
@@ -208,11 +227,18 @@ class SlackAdapter:
         try:
             opened = await client.apps_connections_open(app_token=app_token)
         except SlackApiError as exc:
-            raise AdapterError(
+            if _error(exc) not in _REFUSED_TOKEN:
+                raise AdapterError(
+                    f"the Slack Web API at {config.api_base_url} answered "
+                    f"apps.connections.open with {_error(exc)}",
+                    adapter=self.name,
+                ) from None
+            raise FatalAdapterError(
                 f"Slack refused Socket Mode with the app-level token in ${config.app_token_env} "
                 f"({_error(exc)}): enable Socket Mode and create a token with the "
                 "connections:write scope under Basic Information -> App-Level Tokens",
                 adapter=self.name,
+                setting=config.app_token_env,
             ) from None
         handler = AsyncSocketModeHandler(app, app_token, ping_interval=self._ping_interval)
         self._socket = handler
@@ -236,9 +262,11 @@ class SlackAdapter:
         try:
             await web.TCPSite(runner, config.host, config.port).start()
         except OSError as exc:
-            raise AdapterError(
-                f"cannot listen for Slack events on {config.host}:{config.port}: {exc}",
+            raise FatalAdapterError(
+                f"cannot listen for Slack events on {config.host}:{config.port}: {exc}; "
+                "free the port or change [adapters.slack] port",
                 adapter=self.name,
+                setting="adapters.slack.port",
             ) from exc
 
     @web.middleware
@@ -302,8 +330,10 @@ class SlackAdapter:
     def _secret(self, env: str, what: str) -> str:
         value = self._environ.get(env, "").strip()
         if not value:
-            raise AdapterError(
-                f"environment variable {env} is not set: put {what} there", adapter=self.name
+            raise FatalAdapterError(
+                f"environment variable {env} is not set: put {what} there",
+                adapter=self.name,
+                setting=env,
             )
         return value
 

@@ -128,13 +128,14 @@ class FakeSlack:
     # --- lifecycle ---------------------------------------------------------
 
     async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1."""
+        """Listen on 127.0.0.1: on :attr:`port` when set (before the first start, or to come
+        back after :meth:`close` where clients expect it), else on a free port."""
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link", self._socket)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         self.port = self._runner.addresses[0][1]
 
     async def close(self) -> None:

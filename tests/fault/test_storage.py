@@ -149,18 +149,22 @@ def test_four_parallel_replays_one_writes_the_others_are_refused(tmp_path: Path)
     ]  # fmt: skip
     results = [p.communicate(timeout=180) for p in procs]
     codes = [p.returncode for p in procs]
-    assert sorted(codes) == [0, 1, 1, 1], codes
-    winner = codes.index(0)
+    # Usually one holds the lock while the others start; on a loaded machine a replay may
+    # finish before another starts, and that one may then write too. Either way each
+    # process stored everything it read (exit 0) or nothing and said who holds the store.
+    assert set(codes) <= {0, 1} and 0 in codes, codes
+    writers = {procs[k].pid for k, c in enumerate(codes) if c == 0}
     lost = 0
     for k, (out, err) in enumerate(results):
         ids = stored_ids(tmp_path / "bot.db", f"par:{k}")
-        if k == winner:
+        if codes[k] == 0:
             assert json.loads(out)["messages_in"] == n
             lost += n - len(ids)
         else:
             assert ids == []  # refused before storing anything, and said so:
-            assert f"in use by pid {procs[winner].pid}" in last_line(err), err
-            assert "replay" in last_line(err)
+            line = last_line(err)
+            assert any(f"in use by pid {pid}" in line for pid in writers), err
+            assert "replay" in line
         assert no_traceback(err)
     assert lost == 0
 

@@ -133,7 +133,10 @@ class CompactionWorker:
         started = time.monotonic()
         bound = log.bind(channel=job.channel, kind=job.kind, messages=len(job.messages))
         try:
-            summary, saved = await asyncio.wait_for(self._run(job), self.timeout)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+            # that arrives as the job finishes, and shutdown then waits for it forever.
+            async with asyncio.timeout(self.timeout):
+                summary, saved = await self._run(job)
         except TimeoutError:
             return self._fail(bound, started, f"timed out after {self.timeout:.0f} s")
         except LLMError as exc:

@@ -121,6 +121,12 @@ class WorkerPool:
             except Exception as exc:  # a job's failure is its caller's to handle
                 error = exc
             self._running.pop(key, None)
+            if me is not None and me.cancelling():
+                # The job swallowed our cancellation (Python 3.11's wait_for returns the
+                # inner result when both finish at once): stop anyway, or aclose() waits
+                # forever and the process never exits.
+                self._finish_one()
+                raise asyncio.CancelledError
             try:
                 entry.done(result, error)
             except Exception:

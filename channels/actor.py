@@ -54,8 +54,9 @@ class MemoryAccess(Protocol):
         """Run memory_recall; ``exclude`` names platform ids the channel already has live."""
         ...
 
-    def index_later(self, messages: Sequence[Message]) -> None:
-        """Queue messages to be indexed as episodes in the background; never waits."""
+    def index_wake(self) -> None:
+        """New messages are stored: the background indexer reads them from the store soon;
+        never waits."""
         ...
 
     async def count(self, channel: str) -> int: ...
@@ -149,8 +150,6 @@ class ChannelActor:
         self.compactor.counters.update(state.counters)
         self.peak_usage = self.usage
         pending = tuple(m for m in live if m.role is Role.USER and m.id > self.handled_upto)
-        # Indexing is idempotent: whatever a crash left unindexed is caught up here.
-        self._index_later(live)
         self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
         self.log.debug("channel.started", live=len(live), pending=len(pending))
 
@@ -298,13 +297,13 @@ class ChannelActor:
         """A message entered the history: account for it and let the compactor look."""
         self.ctx.append(msg)
         self.compactor.on_message()
-        self._index_later((msg,))
+        self._index_wake()
         await self._check()
 
-    def _index_later(self, messages: Sequence[Message]) -> None:
-        """Hand messages to the memory graph's background indexer, when it is on."""
+    def _index_wake(self) -> None:
+        """Wake the memory graph's background indexer, when it is on (it reads the store)."""
         if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
-            self.deps.memory.index_later(messages)
+            self.deps.memory.index_wake()
 
     async def _check(self) -> None:
         self._refresh_fixed()

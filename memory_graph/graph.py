@@ -378,13 +378,22 @@ class MemoryGraph:
         """Save many memories in one transaction; all are validated before any is written."""
         return await writing.save_many(self, items)
 
-    async def add_episodes(self, messages: Sequence[Message]) -> int:
-        """Index archived raw messages as episodes; returns how many were new.
+    async def add_episodes(
+        self, messages: Sequence[Message], *, indexed_upto: int | None = None
+    ) -> int:
+        """Index raw messages as episodes; returns how many were new.
 
         Skips summaries, markers and system messages, messages already indexed
-        (idempotent per channel and platform id) and forgotten ones.
+        (idempotent per channel and platform id) and forgotten ones.  With
+        ``indexed_upto`` (a store message id), the live indexer's high-water mark is
+        raised to it in the same transaction as the episodes: the mark never runs
+        ahead of what is written, and never moves back.
         """
-        return await episodes.add_episodes(self, messages)
+        return await episodes.add_episodes(self, messages, indexed_upto=indexed_upto)
+
+    async def indexed_upto(self) -> int:
+        """The live indexer's high-water mark: the store message id indexed up to (0: none)."""
+        return await episodes.indexed_upto(self)
 
     async def recall(
         self,

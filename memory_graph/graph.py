@@ -222,11 +222,18 @@ class MemoryGraph:
 
     async def _ensure_vectors(self) -> None:
         identity = self.embedder.identity
-        loaded = await asyncio.to_thread(
+        loaded, reason = await asyncio.to_thread(
             VectorIndex.load, self.index_dir, identity, self.embedder.dim
         )
         if loaded is None:
-            log.info("memory.vector_rebuild", embedder=identity, index_dir=str(self.index_dir))
+            # A damaged file is worth a warning; a first start or a new embedder is not.
+            level = log.info if reason in ("missing", "built by another embedder") else log.warning
+            level(
+                "memory.vector_rebuild",
+                reason=reason,
+                embedder=identity,
+                index_dir=str(self.index_dir),
+            )
             self.vectors = VectorIndex(self.embedder.dim, identity, capacity=self.next_rowid)
             since = 0
         else:

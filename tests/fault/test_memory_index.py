@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import time
@@ -154,3 +156,60 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
             hits = await rt.memory.search(code(i), channel=CHANNEL, limit=3)
             assert f"p{i}" in [pid for h in hits for pid in h["source_message_ids"]]
     assert unindexed(db) == 0
+
+
+def corrupt_near_end(path: Path, size: int = 64 * 1024) -> None:
+    """Overwrite the last ``size`` bytes of the file's node records with noise; the file
+    keeps its length.  (hnswlib's file: a 96-byte header, then one fixed-size record per
+    node, then the upper layers' link lists.  Noise in the records' neighbour ids is what
+    crashed searches; noise in the trailing link lists already failed to load.)"""
+    total = path.stat().st_size
+    with path.open("r+b") as fh:
+        _, _, count, per_node = struct.unpack("<4Q", fh.read(32))
+        end = 96 + count * per_node
+        assert end - size > 96 and end <= total
+        fh.seek(end - size)
+        fh.write(random.Random(12).randbytes(size))
+    assert path.stat().st_size == total
+
+
+@pytest.mark.slow
+def test_corrupt_vector_index_is_rebuilt_not_a_segfault(tmp_path: Path) -> None:
+    """With 64 KB near the end of vectors.hnsw overwritten, replay and memory search exit 0
+    with the right answers, and the log says the index was rebuilt and why."""
+    n = 1200
+    data = tmp_path / "chat.jsonl"
+    write_replay(data, n)
+    cfg = write_config(tmp_path)
+    first = subprocess.run(
+        tierbot("replay", str(data), "--channel", CHANNEL, "--listen-only", "--config", str(cfg)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    index = tmp_path / "bot.db.memory-index" / "vectors.hnsw"
+    corrupt_near_end(index)
+
+    search_run = subprocess.run(
+        tierbot("memory", "search", code(n - 3), "--channel", CHANNEL, "--config", str(cfg)),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert search_run.returncode == 0, search_run.stderr
+    assert f"n{n - 3}" in [
+        p for h in json.loads(search_run.stdout) for p in h["source_message_ids"]
+    ]
+    assert "memory.vector_rebuild" in search_run.stderr and "corrupt" in search_run.stderr
+
+    corrupt_near_end(index)
+    more = tmp_path / "more.jsonl"
+    more.write_text(
+        json.dumps({"id": "late", "author": "u1", "text": "the pager rotation moves to zqlatex"})
+        + "\n"
+    )
+    again = subprocess.run(
+        tierbot("replay", str(more), "--channel", CHANNEL, "--listen-only", "--config", str(cfg)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "memory.vector_rebuild" in again.stderr and "corrupt" in again.stderr
+    assert "late" in search(cfg, "pager rotation zqlatex")
+    assert "n7" in search(cfg, code(7))

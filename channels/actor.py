@@ -41,6 +41,10 @@ log = structlog.get_logger("tierbot.channel")
 
 MAX_TOOL_ROUNDS = 4
 BOT_AUTHOR = "tierbot"
+#: Set-aside messages one rescue summarizes, oldest first; the marker keeps the rest for
+#: the next rescue.  Bounds a rescue's memory and prompt when a burst outran compaction
+#: (a listen-only replay set 20,000 messages aside, and one rescue held them all).
+RESCUE_BATCH = 400
 
 
 class MemoryAccess(Protocol):
@@ -533,8 +537,7 @@ class ChannelActor:
         async def run() -> CompactionOutcome:
             messages: tuple[Message, ...] = plan.covered
             if plan.kind is Kind.RESCUE and plan.marker is not None:
-                ids = [int(i) for i in plan.marker.meta.get("set_aside", [])]
-                messages = tuple(await store.get_messages(ids))
+                messages = tuple(await store.get_messages(_rescued(plan.marker)))
             job = CompactionJob(
                 channel=self.key,
                 kind=plan.kind.value,
@@ -585,7 +588,9 @@ class ChannelActor:
             return
         cover_ids = {m.id for m in plan.covered}
         if plan.kind is Kind.RESCUE and plan.marker is not None:
-            cover_ids |= {int(i) for i in plan.marker.meta.get("set_aside", [])}
+            # The marker goes only if this rescue covered all it set aside; otherwise the
+            # loop below rewrites it with what is left.
+            cover_ids = set(_rescued(plan.marker))
         updates: list[Message] = []
         for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
             aside = [int(i) for i in mk.meta.get("set_aside", [])]
@@ -647,7 +652,12 @@ class ChannelActor:
         if not grows or projected < s.compaction.background_threshold * s.context_window:
             return summary, cover_ids
         marker = plan.marker
-        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live:
+        if (
+            plan.kind is Kind.RESCUE
+            and marker is not None
+            and marker.id in live
+            and marker.id in cover_ids
+        ):
             n = len(marker.meta.get("set_aside", []))
             text = (
                 f"[{n} earlier messages were set aside and summarized; the summary is archived "
@@ -662,7 +672,7 @@ class ChannelActor:
         covered = plan.covered
         if plan.kind is Kind.RESCUE and plan.marker is not None:
             first_pos = plan.marker.pos
-            n = len(plan.marker.meta.get("set_aside", []))
+            n = len(_rescued(plan.marker))
         else:
             first_pos = min(m.pos for m in covered)
             n = len(covered)
@@ -738,3 +748,8 @@ class ChannelActor:
                 "emergency": s.compaction.emergency_threshold,
             },
         }
+
+
+def _rescued(marker: Message) -> list[int]:
+    """The set-aside message ids one rescue of ``marker`` summarizes: the oldest batch."""
+    return sorted(int(i) for i in marker.meta.get("set_aside", []))[:RESCUE_BATCH]

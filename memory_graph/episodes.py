@@ -234,11 +234,14 @@ async def _write_plan(g: MemoryGraph, plan: _Plan) -> None:
 
 
 async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
-    """After the commit: the vector index and the in-memory views learn the new rows."""
-    await asyncio.to_thread(g.vectors.add, np.array(plan.rowids, dtype=np.int64), plan.vecs)
+    """After the commit: the in-memory views learn the new rows.
+
+    Episodes stay out of the in-RAM vector index: one per message, they would make the
+    process grow with the whole history.  Their vectors live in SQLite and recall scores
+    its text candidates with them (see recall.py)."""
     for m, rowid, fts_row in zip(plan.new, plan.rowids, plan.fts_rows, strict=True):
         g.count_terms(fts_row[1], fts_row[5], fts_row[6])
-        g.register(rowid, plan.workspace, plan.channel)
+        g.register(rowid, plan.workspace, plan.channel, vectorized=False)
         if m.author_name:
             g.add_name(plan.workspace, m.author_name, m.author_id)
     for src, dst, typ, w, _ in plan.edges:
@@ -246,15 +249,17 @@ async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
 
 
 async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
-    """Add to the vector index every node with rowid > ``since``, re-embedding stale rows."""
+    """Add to the vector index every memory with rowid > ``since``; re-embed stale rows,
+    episodes included (their vectors stay in SQLite only)."""
     identity = g.embedder.identity
     last = since
     while True:
         rows = await fetch_all(
             g.db,
             "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "
-            "WHERE rowid > ? ORDER BY rowid LIMIT 20000",
-            [last],
+            "WHERE rowid > ? AND (type != 'episode' OR embedder != ? OR embedding IS NULL) "
+            "ORDER BY rowid LIMIT 20000",
+            [last, identity],
         )
         if not rows:
             return
@@ -269,6 +274,9 @@ async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
                 "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
                 [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
             )
+        rows = [r for r in rows if r[3] != "episode"]
+        if not rows:
+            continue
         labels = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.stack([fresh_vecs[r[0]] if r[0] in fresh_vecs else _vec(r[1]) for r in rows])
         await asyncio.to_thread(g.vectors.add, labels, matrix)

@@ -67,7 +67,9 @@ class MemoryGraph:
         self.ws_of = np.full(1024, -1, dtype=np.int32)
         self.ch_of = np.full(1024, -1, dtype=np.int32)
         self.codes: dict[str, int] = {}
+        # scope code -> nodes of that scope in the vector index (memories, not episodes).
         self.code_counts: dict[int, int] = {}
+        self.vectorized: set[int] = set()
         # Rows in the index (FTS5's N, for recall's idf) and, per rowid, how many index
         # terms its own text has (-1: not computed yet; recall fills it on first use).
         self.n_rows = 0
@@ -151,10 +153,10 @@ class MemoryGraph:
         self.next_rowid = int(row[0] if row else 0) + 1
         self._grow(self.next_rowid)
         # fetchall, not async iteration: aiosqlite fetches one row per thread hop.
-        for rowid, ws, ch in await schema.fetch_all(
-            self.db, "SELECT rowid, workspace, channel FROM memory_nodes", ()
+        for rowid, ws, ch, typ in await schema.fetch_all(
+            self.db, "SELECT rowid, workspace, channel, type FROM memory_nodes", ()
         ):
-            self.register(rowid, ws, ch)
+            self.register(rowid, ws, ch, vectorized=typ != "episode")
         for ws, author_id, author_name in await schema.fetch_all(
             self.db,
             "SELECT DISTINCT workspace, author_id, author_name FROM memory_nodes "
@@ -227,7 +229,7 @@ class MemoryGraph:
         )
         if loaded is None:
             # A damaged file is worth a warning; a first start or a new embedder is not.
-            level = log.info if reason in ("missing", "built by another embedder") else log.warning
+            level = log.info if reason.startswith(("missing", "built by")) else log.warning
             level(
                 "memory.vector_rebuild",
                 reason=reason,
@@ -261,22 +263,31 @@ class MemoryGraph:
                 new[: len(old)] = old
                 setattr(self, name, new)
 
-    def register(self, rowid: int, workspace: str, channel: str) -> None:
+    def register(
+        self, rowid: int, workspace: str, channel: str, *, vectorized: bool = True
+    ) -> None:
+        """Note a node's scope; ``vectorized``: it is in the vector index (memories are,
+        episodes are not: their vectors stay in SQLite, see :mod:`.vectors`)."""
         self._grow(rowid + 1)
         if self.ws_of[rowid] < 0:
             self.n_rows += 1
         for arr, key in ((self.ws_of, workspace), (self.ch_of, channel)):
             code = arr[rowid] = self.code(key)
-            self.code_counts[code] = self.code_counts.get(code, 0) + 1
+            if vectorized:
+                self.code_counts[code] = self.code_counts.get(code, 0) + 1
+        if vectorized:
+            self.vectorized.add(rowid)
 
     def unregister(self, rowid: int) -> None:
         if rowid < len(self.ws_of):
             if self.ws_of[rowid] >= 0:
                 self.n_rows -= 1
             self.term_counts[rowid] = -1
+            counted = rowid in self.vectorized
+            self.vectorized.discard(rowid)
             for arr in (self.ws_of, self.ch_of):
                 code = int(arr[rowid])
-                if code >= 0:
+                if code >= 0 and counted:
                     self.code_counts[code] -= 1
                 arr[rowid] = -1
         self.vectors.remove(rowid)

@@ -25,6 +25,9 @@ _META_FILE = "vectors.json"
 _M = 24
 _EF_CONSTRUCTION = 48
 _EF_SEARCH = 384
+#: What the index holds: memories only (episodes' vectors stay in SQLite).  An index
+#: saved with another layout is rebuilt.
+_LAYOUT = "memories-v1"
 
 
 def _checksum(path: Path) -> str:
@@ -75,6 +78,8 @@ class VectorIndex:
         try:
             if meta.get("identity") != identity or int(meta.get("dim", -1)) != dim:
                 return None, "built by another embedder"
+            if meta.get("layout") != _LAYOUT:
+                return None, "built by an older tierbot (it held every episode too)"
             path = directory / _INDEX_FILE
             if path.stat().st_size != int(meta["bytes"]):
                 return (
@@ -127,6 +132,7 @@ class VectorIndex:
             "max_label": self.max_label,
             "bytes": size,
             "blake2b": digest,
+            "layout": _LAYOUT,
         }
         tmp_meta = directory / (_META_FILE + ".tmp")
         tmp_meta.write_text(json.dumps(meta))

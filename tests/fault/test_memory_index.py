@@ -38,9 +38,10 @@ def write_replay(path: Path, n: int) -> None:
             f.write(json.dumps({"id": f"n{i}", "author": f"u{i % 5}", "text": text}) + "\n")
 
 
-def write_config(tmp: Path, extra: str = "") -> Path:
+def write_config(tmp: Path, extra: str = "", window: int = 32000) -> Path:
     cfg = tmp / "config.toml"
     cfg.write_text(
+        f"[defaults]\ncontext_window = {window}\n"
         f'[storage]\npath = "{tmp / "bot.db"}"\nsynchronous = "normal"\n'
         '[logging]\nlevel = "info"\nformat = "json"\n[adapters.console]\nenabled = false\n'
         f"[memory]\nenabled = true\n{extra}"
@@ -177,10 +178,11 @@ def corrupt_near_end(path: Path, size: int = 64 * 1024) -> None:
 def test_corrupt_vector_index_is_rebuilt_not_a_segfault(tmp_path: Path) -> None:
     """With 64 KB near the end of vectors.hnsw overwritten, replay and memory search exit 0
     with the right answers, and the log says the index was rebuilt and why."""
-    n = 1200
+    n = 2000
     data = tmp_path / "chat.jsonl"
     write_replay(data, n)
-    cfg = write_config(tmp_path)
+    # A small window: many compactions, so many memories (the vector index holds memories).
+    cfg = write_config(tmp_path, window=1500)
     first = subprocess.run(
         tierbot("replay", str(data), "--channel", CHANNEL, "--listen-only", "--config", str(cfg)),
         capture_output=True, text=True, timeout=300,

@@ -56,7 +56,7 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 #: Features whose bucket is cached: bounded, so a long-lived process does not grow with
 #: every word pair it has ever seen (crc32 of the rest is cheap).
-_CACHE_FEATURES = 65_536
+_CACHE_FEATURES = 32_768
 
 
 class HashingEmbedder:

@@ -1,6 +1,8 @@
 """The approximate nearest-neighbour index: hnswlib over unit vectors, persisted beside the db.
 
-The index is a cache of the embeddings stored in SQLite.  ``VectorIndex.load``
+The index is a cache of the embeddings stored in SQLite, for memories only: episodes
+(one per message) keep their vectors in SQLite, so the process does not grow with the
+history it has seen.  ``VectorIndex.load``
 returns None and the reason (and the graph rebuilds, logging it) when the files
 are missing, unreadable, fail their checksum, or were built by another embedder;
 labels added after the last save are caught up from SQLite on open, and labels of

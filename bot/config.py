@@ -264,6 +264,7 @@ class MemoryConfig(_Model):
     decay_half_life_days: float = Field(30.0, gt=0.0)
     keep_messages_on_forget: bool = True
     index_live_messages: bool = True
+    index_drain_seconds: float = Field(30.0, ge=0.0)
     background_rows: int = Field(10_000, ge=0, le=10_000_000)
     maintenance_interval_seconds: float = Field(3600.0, gt=0)
 

@@ -16,7 +16,6 @@ import structlog
 
 from bot.errors import LLMError, ToolError
 from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolSpec
-from bot.messages import Message
 from bot.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -126,5 +125,5 @@ class MeteredMemory:
     async def count(self, channel: str) -> int:
         return await self.inner.count(channel)
 
-    def index_later(self, messages: Sequence[Message]) -> None:
-        self.inner.index_later(messages)
+    def index_wake(self) -> None:
+        self.inner.index_wake()

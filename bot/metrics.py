@@ -432,6 +432,13 @@ class _ScrapeCollector(Collector):
         dup = CounterMetricFamily("tierbot_messages_duplicate", "Inbound duplicates ignored")
         dup.add_metric([], registry.duplicates)
         yield dup
+        memory = getattr(rt, "memory", None)
+        if memory is not None:
+            yield GaugeMetricFamily(
+                "tierbot_memory_index_backlog",
+                "Stored messages not yet indexed for memory search (as of the indexer's last look)",
+                value=memory.indexer.backlog,
+            )
         up = GaugeMetricFamily(
             "tierbot_adapter_connected", "1 when the adapter is connected", labels=["adapter"]
         )

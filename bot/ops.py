@@ -143,6 +143,11 @@ def status_snapshot(
             "stored": rt.registry.messages_in,
             "duplicates": rt.registry.duplicates,
         },
+        "memory_index": (
+            {"backlog": rt.memory.indexer.backlog, "indexed_upto": rt.memory.indexer.mark}
+            if rt.memory is not None
+            else None
+        ),
         "recent_failures": list(rt.metrics.recent_failures)[-20:],
         "config": config,
     }

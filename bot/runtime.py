@@ -184,7 +184,11 @@ class Runtime(Dispatcher):
             from channels.memory import MemoryService
         except ImportError:
             return None
-        return await MemoryService.open(self._config)
+        return await MemoryService.open(
+            self._config,
+            self.store,
+            live_indexing=lambda: self._config.memory.index_live_messages,
+        )
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None

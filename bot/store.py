@@ -544,6 +544,35 @@ class Store:
             (channel, after_id),
         )
 
+    async def messages_since(
+        self, after_id: int, limit: int, roles: Sequence[Role]
+    ) -> tuple[list[Message], int]:
+        """Up to ``limit`` committed messages of ``roles`` with ``id > after_id``, every
+        channel, in id order; and the highest id the scan covered (``after_id`` when none).
+
+        Ids grow in commit order, so a reader that resumes from the covered id misses
+        nothing; the covered id may pass rows of other roles that were skipped."""
+        assert self._reader is not None
+        async with self._reader.execute(
+            "SELECT id, role FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        ) as cur:
+            scanned = list(await cur.fetchall())
+        if not scanned:
+            return [], after_id
+        wanted = {r.value for r in roles}
+        ids = [i for i, role in scanned if role in wanted]
+        return (await self.get_messages(ids) if ids else []), int(scanned[-1][0])
+
+    async def count_since(self, after_id: int, roles: Sequence[Role]) -> int:
+        """Committed messages of ``roles`` with ``id > after_id``."""
+        marks = ",".join("?" * len(roles))
+        sql = f"SELECT COUNT(*) FROM messages WHERE id > ? AND role IN ({marks})"
+        return int(await self._scalar(sql, (after_id, *[r.value for r in roles])))
+
+    async def last_message_id(self) -> int:
+        """The highest committed message id (0 for an empty store)."""
+        return int(await self._scalar("SELECT COALESCE(MAX(id), 0) FROM messages", ()))
+
     async def get_messages(self, ids: Sequence[int]) -> list[Message]:
         if not ids:
             return []

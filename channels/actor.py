@@ -46,6 +46,10 @@ MAX_TOOL_ROUNDS = 4
 # hundred before a reworded marker, placed 1e-3 after what it follows).
 _POS_STEP = 1e-5
 BOT_AUTHOR = "tierbot"
+#: Set-aside messages one rescue summarizes, oldest first; the marker keeps the rest for
+#: the next rescue.  Bounds a rescue's memory and prompt when a burst outran compaction
+#: (a listen-only replay set 20,000 messages aside, and one rescue held them all).
+RESCUE_BATCH = 400
 
 
 class MemoryAccess(Protocol):
@@ -59,8 +63,9 @@ class MemoryAccess(Protocol):
         """Run memory_recall; ``exclude`` names platform ids the channel already has live."""
         ...
 
-    def index_later(self, messages: Sequence[Message]) -> None:
-        """Queue messages to be indexed as episodes in the background; never waits."""
+    def index_wake(self) -> None:
+        """New messages are stored: the background indexer reads them from the store soon;
+        never waits."""
         ...
 
     async def count(self, channel: str) -> int: ...
@@ -156,8 +161,6 @@ class ChannelActor:
         self.compactor.counters.update(state.counters)
         self.peak_usage = self.usage
         pending = tuple(m for m in live if m.role is Role.USER and m.id > self.handled_upto)
-        # Indexing is idempotent: whatever a crash left unindexed is caught up here.
-        self._index_later(live)
         self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
         self.log.debug("channel.started", live=len(live), pending=len(pending))
 
@@ -305,13 +308,13 @@ class ChannelActor:
         """A message entered the history: account for it and let the compactor look."""
         self.ctx.append(msg)
         self.compactor.on_message()
-        self._index_later((msg,))
+        self._index_wake()
         await self._check()
 
-    def _index_later(self, messages: Sequence[Message]) -> None:
-        """Hand messages to the memory graph's background indexer, when it is on."""
+    def _index_wake(self) -> None:
+        """Wake the memory graph's background indexer, when it is on (it reads the store)."""
         if self.deps.memory is not None and self.deps.config().memory.index_live_messages:
-            self.deps.memory.index_later(messages)
+            self.deps.memory.index_wake()
 
     async def _check(self) -> None:
         self._refresh_fixed()
@@ -548,8 +551,7 @@ class ChannelActor:
         async def run() -> CompactionOutcome:
             messages: tuple[Message, ...] = plan.covered
             if plan.kind is Kind.RESCUE and plan.marker is not None:
-                ids = [int(i) for i in plan.marker.meta.get("set_aside", [])]
-                messages = tuple(await store.get_messages(ids))
+                messages = tuple(await store.get_messages(_rescued(plan.marker)))
             job = CompactionJob(
                 channel=self.key,
                 kind=plan.kind.value,
@@ -607,7 +609,9 @@ class ChannelActor:
             return
         cover_ids = {m.id for m in plan.covered}
         if plan.kind is Kind.RESCUE and plan.marker is not None:
-            cover_ids |= {int(i) for i in plan.marker.meta.get("set_aside", [])}
+            # The marker goes only if this rescue covered all it set aside; otherwise the
+            # loop below rewrites it with what is left.
+            cover_ids = set(_rescued(plan.marker))
         updates: list[Message] = []
         for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
             aside = [int(i) for i in mk.meta.get("set_aside", [])]
@@ -672,7 +676,12 @@ class ChannelActor:
         if not grows or projected < s.compaction.background_threshold * s.context_window:
             return summary, cover_ids
         marker = plan.marker
-        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live:
+        if (
+            plan.kind is Kind.RESCUE
+            and marker is not None
+            and marker.id in live
+            and marker.id in cover_ids
+        ):
             n = len(marker.meta.get("set_aside", []))
             text = (
                 f"[{n} earlier messages were set aside and summarized; the summary is archived "
@@ -687,7 +696,7 @@ class ChannelActor:
         covered = plan.covered
         if plan.kind is Kind.RESCUE and plan.marker is not None:
             first_pos = plan.marker.pos
-            n = len(plan.marker.meta.get("set_aside", []))
+            n = len(_rescued(plan.marker))
         else:
             first_pos = min(m.pos for m in covered)
             n = len(covered)
@@ -765,3 +774,8 @@ class ChannelActor:
                 "emergency": s.compaction.emergency_threshold,
             },
         }
+
+
+def _rescued(marker: Message) -> list[int]:
+    """The set-aside message ids one rescue of ``marker`` summarizes: the oldest batch."""
+    return sorted(int(i) for i in marker.meta.get("set_aside", []))[:RESCUE_BATCH]

@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -102,81 +101,177 @@ def _repeats_a_user(content: str, covered: Sequence[Message]) -> bool:
 _INDEXED_ROLES = (Role.USER, Role.ASSISTANT)
 
 
-class EpisodeIndexer:
-    """Indexes messages as episodes shortly after they are stored, in batches, off the turn path.
+class MessageSource(Protocol):
+    """The message store as the indexer reads it (:class:`bot.store.Store` is one)."""
 
-    So memory search finds what was said a minute ago, not only what compaction has
-    archived.  Best effort by design: compaction still indexes everything it archives
-    and a restarted channel hands its live messages over again (indexing is idempotent
-    per channel and platform id), so a message dropped here (queue over ``max_queued``,
-    a crash before its batch ran, an indexing error) is indexed later all the same.
+    async def messages_since(
+        self, after_id: int, limit: int, roles: Sequence[Role]
+    ) -> tuple[list[Message], int]: ...
+
+    async def count_since(self, after_id: int, roles: Sequence[Role]) -> int: ...
+
+    async def last_message_id(self) -> int: ...
+
+
+class EpisodeIndexer:
+    """Indexes stored messages as episodes shortly after they arrive, in batches, off the
+    turn path: memory search finds what was said a minute ago, not only what compaction
+    has archived.
+
+    It reads the message store from a high-water mark (the store's message id) that the
+    memory graph persists in the same transaction as the episodes it covers, so nothing
+    is held in memory between a message's arrival and its indexing, and whatever was
+    stored but not indexed when the process stopped (or crashed) is indexed after the
+    next start, without waiting for the channel to speak again.  Channels only wake it.
+    A batch that keeps failing is retried message by message; a message that still
+    fails is logged and passed over (compaction indexes it again when it archives it).
     """
 
     def __init__(
-        self, graph: MemoryGraph, *, batch: int = 64, delay: float = 0.5,
-        max_queued: int = 100_000,
-    ) -> None:  # fmt: skip
+        self,
+        graph: MemoryGraph,
+        source: MessageSource,
+        *,
+        batch: int = 256,
+        delay: float = 0.5,
+        enabled: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.graph = graph
+        self.source = source
         self.batch = batch
         self.delay = delay
-        self.max_queued = max_queued
-        self.dropped = 0
+        self.enabled = enabled
         self.indexed = 0
-        self._queue: deque[Message] = deque()
+        self.failures = 0
+        #: Store id up to which every message was considered (the persisted mark).
+        self.mark = 0
+        #: Messages stored but not indexed yet, as of the last look (for /status, /metrics).
+        self.backlog = 0
         self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
+        """Start indexing; catches up at once with whatever the store holds past the mark."""
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="memory-episode-indexer")
+            if self.enabled():
+                self._wake.set()
 
-    def submit(self, messages: Sequence[Message]) -> None:
-        """Queue user and bot messages for indexing; never waits."""
-        for m in messages:
-            if m.role in _INDEXED_ROLES and m.text.strip():
-                if len(self._queue) >= self.max_queued:
-                    self._queue.popleft()  # compaction indexes it when it archives it
-                    self.dropped += 1
-                    if self.dropped == 1 or self.dropped % 10_000 == 0:
-                        log.warning("memory.index_backlog", dropped=self.dropped)
-                self._queue.append(m)
-        if self._queue:
-            self._idle.clear()
-            self._wake.set()
+    def wake(self) -> None:
+        """New messages were stored: index them soon; never waits."""
+        self._wake.set()
 
     async def flush(self) -> None:
-        """Return once everything submitted so far has been indexed (or has failed)."""
-        if self._task is None or self._task.done():
+        """Return once every message stored before the call is indexed, an indexing
+        attempt failed meanwhile, or live indexing is off."""
+        if self._task is None or self._task.done() or not self.enabled():
             return
-        await self._idle.wait()
+        target = await self.source.last_message_id()
+        failures = self.failures
+        self._wake.set()
+        async with self._progress:
+            await self._progress.wait_for(
+                lambda: (
+                    self.mark >= target
+                    or self.failures > failures
+                    or self._task is None
+                    or self._task.done()
+                )
+            )
 
     async def _run(self) -> None:
-        while True:
+        self.mark = await self.graph.indexed_upto()
+        pause = 1.0
+        while not self._stopping:
             await self._wake.wait()
+            if self._stopping:
+                return
             await asyncio.sleep(self.delay)  # let a burst gather into one batch
             self._wake.clear()
-            while self._queue:
-                n = min(self.batch, len(self._queue))
-                batch = [self._queue.popleft() for _ in range(n)]
-                try:
-                    self.indexed += await self.graph.add_episodes(batch)
-                except Exception:
-                    log.exception("memory.index_failed", messages=len(batch))
-            if not self._queue:
-                self._idle.set()
+            try:
+                await self._catch_up()
+                pause = 1.0
+            except Exception:
+                # The store or the graph is failing: say so, and try again later.
+                self.failures += 1
+                log.exception("memory.index_failed", indexed_upto=self.mark, retry_in=pause)
+                async with self._progress:
+                    self._progress.notify_all()
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 60.0)
+                self._wake.set()
+
+    async def _catch_up(self) -> None:
+        self.backlog = await self.source.count_since(self.mark, _INDEXED_ROLES)
+        if self.backlog > self.batch:
+            log.info("memory.index_catching_up", backlog=self.backlog, indexed_upto=self.mark)
+        while True:
+            messages, upto = await self.source.messages_since(self.mark, self.batch, _INDEXED_ROLES)
+            if upto <= self.mark or self._stopping:
+                break
+            await self._index(messages, upto)
+            self.backlog = max(0, self.backlog - len(messages))
+            async with self._progress:
+                self._progress.notify_all()
+        self.backlog = 0
+
+    async def _index(self, messages: list[Message], upto: int) -> None:
+        texts = [m for m in messages if m.text.strip()]
+        for attempt in range(3):
+            try:
+                self.indexed += await self.graph.add_episodes(texts, indexed_upto=upto)
+                self.mark = upto
+                return
+            except Exception:
+                self.failures += 1
+                log.exception("memory.index_failed", messages=len(texts), attempt=attempt + 1)
+                async with self._progress:
+                    self._progress.notify_all()
+                await asyncio.sleep(0.5 * 2**attempt)
+        # One message is poisoning the batch: index the rest, name the ones that fail.
+        for m in texts:
+            try:
+                self.indexed += await self.graph.add_episodes([m], indexed_upto=m.id)
+            except Exception as exc:
+                self.failures += 1
+                log.error("memory.index_skipped", channel=m.channel, platform_id=m.platform_id,
+                          error=str(exc))  # fmt: skip
+        self.indexed += await self.graph.add_episodes([], indexed_upto=upto)
+        self.mark = upto
 
     async def aclose(self, drain_seconds: float = 30.0) -> None:
-        """Index what is queued (for at most ``drain_seconds``), then stop."""
+        """Index what is stored (for at most ``drain_seconds``), then stop between two
+        batches; logs how many messages are left for the next start."""
         if self._task is None:
             return
-        with contextlib.suppress(TimeoutError):
+        timed_out = False
+        try:
             async with asyncio.timeout(drain_seconds):
                 await self.flush()
-        self._task.cancel()
+        except TimeoutError:
+            timed_out = True
+        self._stopping = True
+        self._wake.set()
+        try:
+            # A batch in flight commits (or rolls back) whole; one stuck on a locked
+            # database is cancelled, and its rollback keeps the mark where it was.
+            await asyncio.wait_for(asyncio.shield(self._task), 15.0)
+        except TimeoutError:
+            self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+        left = await self.source.count_since(self.mark, _INDEXED_ROLES)
+        self.backlog = left
+        if left and self.enabled():
+            log.warning(
+                "memory.index_backlog_at_shutdown",
+                unindexed=left,
+                indexed_upto=self.mark,
+                drain_seconds=drain_seconds if timed_out else None,
+                hint="they are indexed for memory search after the next start",
+            )
 
 
 class _Access:
@@ -197,8 +292,8 @@ class _Access:
             self.graph, "memory_recall", arguments, channel=channel, exclude=exclude
         )
 
-    def index_later(self, messages: Sequence[Message]) -> None:
-        self.indexer.submit(messages)
+    def index_wake(self) -> None:
+        self.indexer.wake()
 
     async def count(self, channel: str) -> int:
         return await self.graph.count(channel)
@@ -207,18 +302,37 @@ class _Access:
 class MemoryService:
     """One runtime's memory graph, its views, and its maintenance loop."""
 
-    def __init__(self, graph: MemoryGraph, config: Config) -> None:
+    def __init__(
+        self,
+        graph: MemoryGraph,
+        config: Config,
+        source: MessageSource,
+        *,
+        live_indexing: Callable[[], bool] | None = None,
+    ) -> None:
         self.graph = graph
         self.config = config
         self._writer = _Writer(graph)
-        self.indexer = EpisodeIndexer(graph)
+        self.indexer = EpisodeIndexer(
+            graph,
+            source,
+            enabled=live_indexing or (lambda: config.memory.index_live_messages),
+        )
         self._access = _Access(graph, self.indexer)
         self._maintenance: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, config: Config) -> MemoryService:
+    async def open(
+        cls,
+        config: Config,
+        source: MessageSource,
+        *,
+        live_indexing: Callable[[], bool] | None = None,
+    ) -> MemoryService:
+        """Open the graph and start indexing ``source``; ``live_indexing`` tells whether
+        live indexing is on now (default: ``config.memory.index_live_messages``)."""
         graph = await MemoryGraph.open(config.storage_path(), config.memory)
-        service = cls(graph, config)
+        service = cls(graph, config, source, live_indexing=live_indexing)
         service.indexer.start()
         service._maintenance = asyncio.create_task(service._maintain(), name="memory-maintenance")
         return service
@@ -276,5 +390,5 @@ class MemoryService:
             self._maintenance.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
-        await self.indexer.aclose()
+        await self.indexer.aclose(self.config.memory.index_drain_seconds)
         await self.graph.aclose()

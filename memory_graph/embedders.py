@@ -54,6 +54,11 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / norms
 
 
+#: Features whose bucket is cached: bounded, so a long-lived process does not grow with
+#: every word pair it has ever seen (crc32 of the rest is cheap).
+_CACHE_FEATURES = 32_768
+
+
 class HashingEmbedder:
     """Signed feature hashing of stemmed words (weight 1+log tf) and adjacent word pairs.
 
@@ -83,7 +88,7 @@ class HashingEmbedder:
         if hit is None:
             h = zlib.crc32(feature.encode())
             hit = (h % self._dim, 1.0 if (h >> 31) & 1 else -1.0)
-            if len(self._cache) < 500_000:
+            if len(self._cache) < _CACHE_FEATURES:
                 self._cache[feature] = hit
         return hit
 

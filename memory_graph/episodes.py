@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiosqlite
 import numpy as np
 
 from bot.messages import Message, Role, workspace_of
@@ -62,16 +65,37 @@ def _contexts(seq: list[tuple[float, list[str]]]) -> list[tuple[str, str]]:
     return out
 
 
-async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
+#: memory_meta key of the live indexer's high-water mark: every stored message with an id
+#: at or below it has been considered for indexing (indexed, or skipped by rule).
+INDEXED_UPTO = "indexed_upto"
+
+
+@dataclass(slots=True)
+class _Plan:
+    """One channel's new episodes, prepared off the lock-free path, written in one go."""
+
+    channel: str
+    workspace: str
+    new: list[Message]
+    rowids: list[int]
+    node_rows: list[tuple[Any, ...]]
+    fts_rows: list[tuple[Any, ...]]
+    ctx_rows: list[tuple[str, str, int]]
+    edges: list[tuple[int, int, str, float, float]]
+    vecs: np.ndarray
+
+
+async def add_episodes(
+    g: MemoryGraph, messages: Sequence[Message], *, indexed_upto: int | None = None
+) -> int:
     msgs = [
         m
         for m in messages
         if m.role not in _SKIPPED_ROLES and m.text.strip() and not m.meta.get("progress")
     ]
-    if not msgs:
+    if not msgs and indexed_upto is None:
         return 0
     authors = {m.author_id for m in msgs if m.author_id}
-    added = 0
     async with g.lock:  # tombstones checked under the lock forget() takes
         stones = await forgetting.tombstoned(g, authors, {m.platform_id for m in msgs})
         by_channel: dict[str, list[Message]] = defaultdict(list)
@@ -81,12 +105,50 @@ async def add_episodes(g: MemoryGraph, messages: Sequence[Message]) -> int:
                 -math.inf if forgotten_at is None else forgotten_at
             ):
                 by_channel[m.channel].append(m)
-        for channel, group in by_channel.items():
-            added += await _add_channel_episodes(g, channel, group)
-    return added
+        start_rowid = g.next_rowid
+        plans: list[_Plan] = []
+        try:
+            for channel, group in by_channel.items():
+                plan = await _plan_channel(g, channel, group)
+                if plan is not None:
+                    plans.append(plan)
+            if not plans and indexed_upto is None:
+                return 0
+            # Every channel's episodes and the mark that covers them commit together: after a
+            # crash the mark never claims a message whose episode was not written.
+            await g.db.execute("BEGIN IMMEDIATE")
+            try:
+                for plan in plans:
+                    await _write_plan(g, plan)
+                if indexed_upto is not None:
+                    await g.db.execute(
+                        "INSERT INTO memory_meta (key, value) VALUES (?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value = "
+                        "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                        (INDEXED_UPTO, int(indexed_upto)),
+                    )
+                await g.db.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT may have rolled back already: keep the original error.
+                with contextlib.suppress(aiosqlite.Error):
+                    await g.db.execute("ROLLBACK")
+                raise
+        except BaseException:
+            g.next_rowid = start_rowid
+            raise
+        for plan in plans:
+            await _apply_plan(g, plan)
+    return sum(len(p.new) for p in plans)
 
 
-async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message]) -> int:
+async def indexed_upto(g: MemoryGraph) -> int:
+    """The live indexer's high-water mark (0 when it never ran)."""
+    async with g.db.execute("SELECT value FROM memory_meta WHERE key = ?", (INDEXED_UPTO,)) as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+async def _plan_channel(g: MemoryGraph, channel: str, msgs: list[Message]) -> _Plan | None:
     pids = list(dict.fromkeys(m.platform_id for m in msgs))
     have: set[str] = set()
     for start in range(0, len(pids), 500):
@@ -103,7 +165,7 @@ async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message
         if m.platform_id not in have and m.platform_id not in fresh:
             fresh[m.platform_id] = m
     if not fresh:
-        return 0
+        return None
     new = list(fresh.values())
     prev = await fetch_all(
         g.db,
@@ -125,7 +187,6 @@ async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message
 
     contexts, vecs, tags = await asyncio.to_thread(prepare)
     now = time.time()
-    start_rowid = g.next_rowid
     node_rows, fts_rows = [], []
     rowids = []
     for k, m in enumerate(new):
@@ -152,56 +213,61 @@ async def _add_channel_episodes(g: MemoryGraph, channel: str, msgs: list[Message
         )
     rowid_of = {m.platform_id: r for m, r in zip(new, rowids, strict=True)}
     edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in derived]
-    try:
-        await g.db.execute("BEGIN IMMEDIATE")
-        await g.db.executemany(
-            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
-            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
-            "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
-            "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?)",
-            node_rows,
-        )
-        await g.db.executemany(
-            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            fts_rows,
-        )
-        await g.db.executemany(
-            "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", ctx_rows
-        )
-        await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", ctx_rows)
-        await g.db.executemany(
-            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            edges,
-        )
-        await g.db.execute("COMMIT")
-    except BaseException:
-        await g.db.execute("ROLLBACK")
-        g.next_rowid = start_rowid
-        raise
-    await asyncio.to_thread(g.vectors.add, np.array(rowids, dtype=np.int64), vecs)
-    for m, rowid, fts_row in zip(new, rowids, fts_rows, strict=True):
+    return _Plan(channel, ws, new, rowids, node_rows, fts_rows, ctx_rows, edges, vecs)
+
+
+async def _write_plan(g: MemoryGraph, plan: _Plan) -> None:
+    """The plan's rows, inside the caller's transaction."""
+    await g.db.executemany(
+        "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+        "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+        "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
+        "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?)",
+        plan.node_rows,
+    )
+    await g.db.executemany(
+        "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        plan.fts_rows,
+    )
+    await g.db.executemany(
+        "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", plan.ctx_rows
+    )
+    await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", plan.ctx_rows)
+    await g.db.executemany(
+        "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        plan.edges,
+    )
+
+
+async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
+    """After the commit: the in-memory views learn the new rows.
+
+    Episodes stay out of the in-RAM vector index: one per message, they would make the
+    process grow with the whole history.  Their vectors live in SQLite and recall scores
+    its text candidates with them (see recall.py)."""
+    for m, rowid, fts_row in zip(plan.new, plan.rowids, plan.fts_rows, strict=True):
         g.count_terms(fts_row[1], fts_row[5], fts_row[6])
-        g.register(rowid, ws, channel)
+        g.register(rowid, plan.workspace, plan.channel, vectorized=False)
         if m.author_name:
-            g.add_name(ws, m.author_name, m.author_id)
-    for src, dst, typ, w, _ in edges:
+            g.add_name(plan.workspace, m.author_name, m.author_id)
+    for src, dst, typ, w, _ in plan.edges:
         g.edges.add_edge(src, dst, key=typ, weight=w)
-    return len(new)
 
 
 async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
-    """Add to the vector index every node with rowid > ``since``, re-embedding stale rows."""
+    """Add to the vector index every memory with rowid > ``since``; re-embed stale rows,
+    episodes included (their vectors stay in SQLite only)."""
     identity = g.embedder.identity
     last = since
     while True:
         rows = await fetch_all(
             g.db,
             "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "
-            "WHERE rowid > ? ORDER BY rowid LIMIT 20000",
-            [last],
+            "WHERE rowid > ? AND (type != 'episode' OR embedder != ? OR embedding IS NULL) "
+            "ORDER BY rowid LIMIT 20000",
+            [last, identity],
         )
         if not rows:
             return
@@ -217,6 +283,9 @@ async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
                     "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
                     [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
                 )
+        rows = [r for r in rows if r[3] != "episode"]
+        if not rows:
+            continue
         labels = np.array([r[0] for r in rows], dtype=np.int64)
         matrix = np.stack([fresh_vecs[r[0]] if r[0] in fresh_vecs else _vec(r[1]) for r in rows])
         await asyncio.to_thread(g.vectors.add, labels, matrix)

@@ -75,7 +75,9 @@ class MemoryGraph:
         self.ws_of = np.full(1024, -1, dtype=np.int32)
         self.ch_of = np.full(1024, -1, dtype=np.int32)
         self.codes: dict[str, int] = {}
+        # scope code -> nodes of that scope in the vector index (memories, not episodes).
         self.code_counts: dict[int, int] = {}
+        self.vectorized: set[int] = set()
         # Rows in the index (FTS5's N, for recall's idf) and, per rowid, how many index
         # terms its own text has (-1: not computed yet; recall fills it on first use).
         self.n_rows = 0
@@ -188,10 +190,10 @@ class MemoryGraph:
             )
         }
         # fetchall, not async iteration: aiosqlite fetches one row per thread hop.
-        for rowid, ws, ch in await schema.fetch_all(
-            self.db, "SELECT rowid, workspace, channel FROM memory_nodes", ()
+        for rowid, ws, ch, typ in await schema.fetch_all(
+            self.db, "SELECT rowid, workspace, channel, type FROM memory_nodes", ()
         ):
-            self.register(rowid, ws, ch)
+            self.register(rowid, ws, ch, vectorized=typ != "episode")
         for ws, author_id, author_name in await schema.fetch_all(
             self.db,
             "SELECT DISTINCT workspace, author_id, author_name FROM memory_nodes "
@@ -267,11 +269,18 @@ class MemoryGraph:
 
     async def _ensure_vectors(self) -> None:
         identity = self.embedder.identity
-        loaded = await asyncio.to_thread(
+        loaded, reason = await asyncio.to_thread(
             VectorIndex.load, self.index_dir, identity, self.embedder.dim
         )
         if loaded is None:
-            log.info("memory.vector_rebuild", embedder=identity, index_dir=str(self.index_dir))
+            # A damaged file is worth a warning; a first start or a new embedder is not.
+            level = log.info if reason.startswith(("missing", "built by")) else log.warning
+            level(
+                "memory.vector_rebuild",
+                reason=reason,
+                embedder=identity,
+                index_dir=str(self.index_dir),
+            )
             self.vectors = VectorIndex(self.embedder.dim, identity, capacity=self.next_rowid)
             since = 0
         else:
@@ -301,16 +310,22 @@ class MemoryGraph:
                 new[: len(old)] = old
                 setattr(self, name, new)
 
-    def register(self, rowid: int, workspace: str, channel: str) -> None:
-        """Note node ``rowid`` of ``channel`` for scoped search (its workspace scope is
-        ``workspace`` unless the channel is private)."""
+    def register(
+        self, rowid: int, workspace: str, channel: str, *, vectorized: bool = True
+    ) -> None:
+        """Note node ``rowid`` of ``channel`` for scoped search (its scope is ``workspace``
+        unless the channel is private); ``vectorized``: it is in the vector index
+        (memories are, episodes are not: their vectors stay in SQLite, see :mod:`.vectors`)."""
         self._grow(rowid + 1)
         if self.ws_of[rowid] < 0:
             self.n_rows += 1
         scope = self._private_scope(channel) or workspace
         for arr, key in ((self.ws_of, scope), (self.ch_of, channel)):
             code = arr[rowid] = self.code(key)
-            self.code_counts[code] = self.code_counts.get(code, 0) + 1
+            if vectorized:
+                self.code_counts[code] = self.code_counts.get(code, 0) + 1
+        if vectorized:
+            self.vectorized.add(rowid)
 
     def _private_scope(self, channel: str) -> str | None:
         """The private channel whose scope ``channel`` falls in, or None.
@@ -389,8 +404,9 @@ class MemoryGraph:
         old = int(self.ws_of[rowid])
         new = self.code(scope)
         if old != new:
-            self.code_counts[old] -= 1
-            self.code_counts[new] = self.code_counts.get(new, 0) + 1
+            if rowid in self.vectorized:  # code_counts count what the vector index holds
+                self.code_counts[old] -= 1
+                self.code_counts[new] = self.code_counts.get(new, 0) + 1
             self.ws_of[rowid] = new
 
     def unregister(self, rowid: int) -> None:
@@ -398,9 +414,11 @@ class MemoryGraph:
             if self.ws_of[rowid] >= 0:
                 self.n_rows -= 1
             self.term_counts[rowid] = -1
+            counted = rowid in self.vectorized
+            self.vectorized.discard(rowid)
             for arr in (self.ws_of, self.ch_of):
                 code = int(arr[rowid])
-                if code >= 0:
+                if code >= 0 and counted:
                     self.code_counts[code] -= 1
                 arr[rowid] = -1
         self.vectors.remove(rowid)
@@ -518,14 +536,22 @@ class MemoryGraph:
         """Save many memories in one transaction; all are validated before any is written."""
         return await writing.save_many(self, items)
 
-    async def add_episodes(self, messages: Sequence[Message]) -> int:
-        """Index archived raw messages as episodes; returns how many were new.
+    async def add_episodes(
+        self, messages: Sequence[Message], *, indexed_upto: int | None = None
+    ) -> int:
+        """Index raw messages as episodes; returns how many were new.
 
         Skips summaries, markers, system messages, tool calls and results, the bot's
         progress notes, messages already indexed (idempotent per channel and platform
-        id) and forgotten ones.
+        id) and forgotten ones.  With ``indexed_upto`` (a store message id), the live
+        indexer's high-water mark is raised to it in the same transaction as the
+        episodes: the mark never runs ahead of what is written, and never moves back.
         """
-        return await episodes.add_episodes(self, messages)
+        return await episodes.add_episodes(self, messages, indexed_upto=indexed_upto)
+
+    async def indexed_upto(self) -> int:
+        """The live indexer's high-water mark: the store message id indexed up to (0: none)."""
+        return await episodes.indexed_upto(self)
 
     async def recall(
         self,

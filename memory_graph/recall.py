@@ -131,9 +131,9 @@ async def recall(
     cands: dict[int, _Cand] = {}
     search_terms, affordable = _affordable(g.df, q_terms)
 
-    def vector_search() -> tuple[np.ndarray, np.ndarray]:
+    def vector_search() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         qv = g.embedder.embed([query])[0]
-        return g.vector_search(qv, VECTOR_CANDIDATES, channel)
+        return (qv, *g.vector_search(qv, VECTOR_CANDIDATES, channel))
 
     vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
     text_scores: dict[int, float] = {}
@@ -156,10 +156,17 @@ async def recall(
             arr, code = g.scope_codes(channel)
             for r in [r for r in cands if r >= len(arr) or arr[r] != code]:
                 del cands[r], text_scores[r]
-    labels, sims = await vec_task
+    qv, labels, sims = await vec_task
     best = max(text_scores.values(), default=0.0)
     floor = float(getattr(g.embedder, "min_similarity", MIN_SIMILARITY))
     vec_scores = {int(lb): float(s) for lb, s in zip(labels, sims, strict=True) if s >= floor}
+    # Episodes are not in the in-RAM index: as the index did, the text candidates among
+    # the VECTOR_CANDIDATES nearest (exact cosines from their stored vectors) get a score.
+    near = await _cosines(g, qv, [r for r in cands if r not in vec_scores])
+    near.sort(key=lambda rc: -rc[1])
+    for rowid, cos in near[:VECTOR_CANDIDATES]:
+        if cos >= floor:
+            vec_scores[rowid] = cos
     answer = expected_answer(text_query)
     shape = {r: _shape(g, c.row, answer) for r, c in cands.items()}
     rows: list[tuple[Any, ...]] = [c.row for c in cands.values()]
@@ -353,6 +360,23 @@ async def _text_candidates(
         for s, *row in await cur.fetchall():
             text_scores[int(row[0])] = -float(s)
             cands[int(row[0])] = _Cand(tuple(row))
+
+
+async def _cosines(g: MemoryGraph, qv: np.ndarray, rowids: list[int]) -> list[tuple[int, float]]:
+    """(rowid, cosine with ``qv``) from the stored vectors of the current embedder."""
+    if not rowids:
+        return []
+    sql = (
+        "SELECT rowid, embedding FROM memory_nodes WHERE embedder = ? AND embedding IS NOT NULL "
+        f"AND rowid IN ({','.join('?' * len(rowids))})"
+    )
+    async with g.db.execute(sql, [g.embedder.identity, *rowids]) as cur:
+        found = list(await cur.fetchall())
+    if not found:
+        return []
+    matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
+    sims = matrix.reshape(len(found), -1) @ qv.astype(np.float32)
+    return [(int(r), float(s)) for (r, _), s in zip(found, sims, strict=True)]
 
 
 async def _rows(

@@ -111,9 +111,11 @@ async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection
             await db.execute("PRAGMA synchronous = NORMAL")
         await db.execute("PRAGMA foreign_keys = ON")
         # Random-key indexes (ids, content hashes) and FTS pages want more than the
-        # default 2 MB page cache once the graph holds ~100k nodes.
-        await db.execute("PRAGMA cache_size = -65536")
-        await db.execute("PRAGMA mmap_size = 268435456")
+        # default 2 MB page cache once the graph holds ~100k nodes; but every page cached
+        # (or memory-mapped) is resident memory that grows with the database, so the
+        # cache is bounded and reads go through it rather than through mmap.
+        await db.execute("PRAGMA cache_size = -16384")
+        await db.execute("PRAGMA mmap_size = 0")
     except StoreError:
         if db is not None:
             await db.close()

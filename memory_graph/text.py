@@ -44,7 +44,7 @@ def _stemmer() -> Stemmer.Stemmer:
     return st
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=32_768)  # bounded: the vocabulary of a long-lived bot keeps growing
 def _stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 

@@ -1,14 +1,18 @@
 """The approximate nearest-neighbour index: hnswlib over unit vectors, persisted beside the db.
 
-The index is a cache of the embeddings stored in SQLite.  ``VectorIndex.load``
-returns None (and the graph rebuilds) when the files are missing, unreadable, or
-were built by another embedder; labels added after the last save are caught up
-from SQLite on open, and labels of deleted nodes are filtered by the caller, so a
-crash between a commit and a save never loses or resurrects a node.
+The index is a cache of the embeddings stored in SQLite, for memories only: episodes
+(one per message) keep their vectors in SQLite, so the process does not grow with the
+history it has seen.  ``VectorIndex.load``
+returns None and the reason (and the graph rebuilds, logging it) when the files
+are missing, unreadable, fail their checksum, or were built by another embedder;
+labels added after the last save are caught up from SQLite on open, and labels of
+deleted nodes are filtered by the caller, so a crash between a commit and a save
+never loses or resurrects a node.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -23,6 +27,18 @@ _META_FILE = "vectors.json"
 _M = 24
 _EF_CONSTRUCTION = 48
 _EF_SEARCH = 384
+#: What the index holds: memories only (episodes' vectors stay in SQLite).  An index
+#: saved with another layout is rebuilt.
+_LAYOUT = "memories-v1"
+
+
+def _checksum(path: Path) -> str:
+    """blake2b of the file's bytes, hex (about 0.1 s for a 100k-vector index)."""
+    digest = hashlib.blake2b(digest_size=32)
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class VectorIndex:
@@ -47,15 +63,41 @@ class VectorIndex:
         return int(self._index.get_current_count())
 
     @classmethod
-    def load(cls, directory: Path, identity: str, dim: int) -> VectorIndex | None:
-        """The saved index, or None when it is missing, corrupt or another embedder's."""
+    def load(cls, directory: Path, identity: str, dim: int) -> tuple[VectorIndex | None, str]:
+        """(the saved index, "") or (None, why it cannot be used).
+
+        The file is trusted only when its blake2b checksum matches the one saved beside
+        it: hnswlib reads a damaged file without checking it (and then crashes the
+        process in a search), so a file that is missing, cut short, overwritten or
+        another embedder's is reported and rebuilt from the database by the caller.
+        """
         try:
             meta = json.loads((directory / _META_FILE).read_text())
+        except FileNotFoundError:
+            return None, "missing"
+        except (OSError, ValueError) as exc:
+            return None, f"{_META_FILE} is unreadable: {exc}"
+        try:
             if meta.get("identity") != identity or int(meta.get("dim", -1)) != dim:
-                return None
+                return None, "built by another embedder"
+            if meta.get("layout") != _LAYOUT:
+                return None, "built by an older tierbot (it held every episode too)"
             path = directory / _INDEX_FILE
             if path.stat().st_size != int(meta["bytes"]):
-                return None
+                return (
+                    None,
+                    f"{_INDEX_FILE} has {path.stat().st_size} bytes, expected {meta['bytes']}",
+                )
+            expected = meta.get("blake2b")
+            if not isinstance(expected, str):
+                return None, f"{_META_FILE} has no checksum (written by an older tierbot)"
+            actual = _checksum(path)
+            if actual != expected:
+                return (
+                    None,
+                    f"{_INDEX_FILE} is corrupt: its checksum is {actual[:16]}..., "
+                    f"{_META_FILE} says {expected[:16]}...",
+                )
             self = cls.__new__(cls)
             self.dim, self.identity = dim, identity
             self.max_label = int(meta["max_label"])
@@ -64,19 +106,25 @@ class VectorIndex:
             self._index.load_index(str(path), max_elements=int(meta["capacity"]))
             self._index.set_ef(_EF_SEARCH)
             if self._index.get_current_count() != int(meta["count"]):
-                return None
-            return self
-        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
-            return None
+                return (
+                    None,
+                    f"{_INDEX_FILE} holds {self._index.get_current_count()} vectors, "
+                    f"{_META_FILE} says {meta['count']}",
+                )
+            return self, ""
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
+            return None, f"{_INDEX_FILE} is unreadable: {exc}"
 
     def save(self, directory: Path) -> None:
-        """Write the index then its metadata, each atomically (tmp file + rename)."""
+        """Write the index then its metadata (with the index's checksum), each atomically
+        (tmp file + rename)."""
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / (_INDEX_FILE + ".tmp")
         with self._lock:
             self._index.save_index(str(tmp))
             count, capacity = len(self), int(self._index.get_max_elements())
         size = tmp.stat().st_size
+        digest = _checksum(tmp)
         os.replace(tmp, directory / _INDEX_FILE)
         meta = {
             "identity": self.identity,
@@ -85,6 +133,8 @@ class VectorIndex:
             "capacity": capacity,
             "max_label": self.max_label,
             "bytes": size,
+            "blake2b": digest,
+            "layout": _LAYOUT,
         }
         tmp_meta = directory / (_META_FILE + ".tmp")
         tmp_meta.write_text(json.dumps(meta))

@@ -220,7 +220,10 @@ def _rank(items: Sequence[tuple[int, str, str]]) -> list[int]:
     for i, ss in enumerate(item_stems):
         for t in ss:
             postings[t].append(i)
-    common = max(8, len(items) // 3)
+    # A term shared by more items than this is too common to tell them apart; the cap also
+    # keeps the graph linear in the items (a rescue summary of thousands of messages
+    # otherwise links nearly every pair: gigabytes of edges).
+    common = max(8, min(len(items) // 3, 64))
     graph = nx.Graph()
     graph.add_nodes_from(range(len(items)))
     for i, ss in enumerate(item_stems):

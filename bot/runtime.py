@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -243,12 +243,19 @@ class Runtime(Dispatcher):
                 this_run=self.kept,
                 hint="kept in the store; posted when their adapter next connects",
             )
-        await self.pool.aclose()
+        # Each owner closes even when the one before it failed: an unclosed database
+        # connection's thread would keep a process that is stopping alive forever.
+        closers: list[tuple[str, Callable[[], Awaitable[None]]]] = [("workers", self.pool.aclose)]
         if self.memory is not None:
-            await self.memory.aclose()
+            closers.append(("memory", self.memory.aclose))
         if self._llm is not None:
-            await self._llm.aclose()
-        await self.store.aclose()
+            closers.append(("llm", self._llm.aclose))
+        closers.append(("store", self.store.aclose))
+        for name, close in closers:
+            try:
+                await close()
+            except Exception as exc:
+                log.error("runtime.close_failed", part=name, error=str(exc))
         self.metrics.detach()
         log.info(
             "runtime.stopped",

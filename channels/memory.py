@@ -151,6 +151,7 @@ class EpisodeIndexer:
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._stopped = asyncio.Event()
 
     def start(self) -> None:
         """Start indexing; catches up at once with whatever the store holds past the mark."""
@@ -199,9 +200,16 @@ class EpisodeIndexer:
                 log.exception("memory.index_failed", indexed_upto=self.mark, retry_in=pause)
                 async with self._progress:
                     self._progress.notify_all()
-                await asyncio.sleep(pause)
+                await self._pause(pause)
                 pause = min(pause * 2, 60.0)
                 self._wake.set()
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` before a retry, or less when shutdown begins: a store that keeps
+        failing must not hold the process up for a whole backoff."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stopped.wait()
 
     async def _catch_up(self) -> None:
         self.backlog = await self.source.count_since(self.mark, _INDEXED_ROLES)
@@ -229,7 +237,9 @@ class EpisodeIndexer:
                 log.exception("memory.index_failed", messages=len(texts), attempt=attempt + 1)
                 async with self._progress:
                     self._progress.notify_all()
-                await asyncio.sleep(0.5 * 2**attempt)
+                if self._stopping:
+                    raise
+                await self._pause(0.5 * 2**attempt)
         # One message is poisoning the batch: index the rest, name the ones that fail.
         for m in texts:
             try:
@@ -252,7 +262,10 @@ class EpisodeIndexer:
                 await self.flush()
         except TimeoutError:
             timed_out = True
+        except Exception as exc:  # the store cannot be read: stop, and say so below
+            log.error("memory.index_drain_failed", error=str(exc))
         self._stopping = True
+        self._stopped.set()
         self._wake.set()
         try:
             # A batch in flight commits (or rolls back) whole; one stuck on a locked
@@ -262,7 +275,11 @@ class EpisodeIndexer:
             self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        left = await self.source.count_since(self.mark, _INDEXED_ROLES)
+        try:
+            left = await self.source.count_since(self.mark, _INDEXED_ROLES)
+        except Exception as exc:
+            log.error("memory.index_backlog_unknown", indexed_upto=self.mark, error=str(exc))
+            return
         self.backlog = left
         if left and self.enabled():
             log.warning(

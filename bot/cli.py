@@ -173,17 +173,32 @@ async def replay(
     started = time.monotonic()
     lines = 0
     async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
+        # Backpressure: nobody waits for a reply during an import, so each chunk waits
+        # until the channel's compaction has room for it (ChannelActor.make_room).
+        settings = cfg.for_channel(channel)
+        gap = settings.compaction.emergency_threshold - settings.compaction.aggressive_threshold
+        budget = max(1, int(gap / 2 * settings.context_window))
         chunk: list[InboundMessage] = []
+        tokens = 0
+
+        async def flush() -> None:
+            await (await rt.registry.actor(channel)).make_room(tokens)
+            await rt.registry.submit_many(chunk)
+
         for msg in read_replay(path, channel):
-            chunk.append(msg)
-            lines += 1
-            if len(chunk) >= REPLAY_CHUNK:
-                await rt.registry.submit_many(chunk)
-                chunk = []
+            cost = rt.counter.count_message(msg.text)
+            if chunk and (len(chunk) >= REPLAY_CHUNK or tokens + cost > budget):
+                await flush()
+                chunk, tokens = [], 0
                 if progress:
                     print(f"\rreplayed {lines} messages", end="", file=sys.stderr, flush=True)
+            chunk.append(msg)
+            tokens += cost
+            lines += 1
         if chunk:
-            await rt.registry.submit_many(chunk)
+            await flush()
+        await rt.drain()
+        await (await rt.registry.actor(channel)).settle()
         await rt.drain()
         if progress:
             print(f"\rreplayed {lines} messages", file=sys.stderr)

@@ -137,12 +137,13 @@ async def test_aggressive_takes_half_at_85_percent(make_config) -> None:
 
 
 async def test_one_compaction_at_a_time_and_aggressive_is_remembered(make_config) -> None:
-    """While a background job runs no second starts; an aggressive trigger runs after it."""
+    """With parallel_compactions = 1, while a background job runs no second starts; an
+    aggressive trigger runs after it."""
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
     # The first summary frees only a few tokens, so usage stays above 0.85 after it lands.
     llm.push("summary", barely_smaller)
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime(make_config(settings(parallel_compactions=1)), llm=llm) as rt:
         actor = await fill(rt, 0.80)
         assert actor.compactor.running.kind is Kind.BACKGROUND
         await fill(rt, 0.90, size=20, prefix="g")
@@ -158,10 +159,12 @@ async def test_one_compaction_at_a_time_and_aggressive_is_remembered(make_config
 
 
 async def test_loop_guard_waits_for_new_messages(make_config) -> None:
-    """After a compaction the next needs min_messages_between new messages."""
+    """After a compaction the next needs min_messages_between new messages (or the
+    loop guard's time, here far away)."""
     llm = ScriptedLLM()
     llm.push("summary", barely_smaller)
-    async with Runtime(make_config(settings(min_messages_between=3)), llm=llm) as rt:
+    cfg = settings(min_messages_between=3, loop_guard_seconds=3600)
+    async with Runtime(make_config(cfg), llm=llm) as rt:
         actor = await fill(rt, 0.80, size=40)
         await rt.drain()
         assert llm.count("summary") == 1

@@ -1,0 +1,99 @@
+"""Keeping up with bursts: which range to compact next while others are in flight.
+
+The compactor may have several background/aggressive passes in flight for one
+channel (up to ``parallel_compactions``), each on a disjoint range of the
+oldest live messages, launched oldest range first and swapped in in the same
+order.  A further pass starts only while the usage *projected* after every
+in-flight pass lands is still at or over ``background_threshold``: one pass
+that will bring the channel back under never gets company.
+
+Messages an emergency set aside are rescued in bounded chunks
+(:func:`rescue_chunk`), oldest first, so no single summary covers thousands of
+messages and each chunk lands as an ordinary summary with its provenance.
+
+Every function here is pure: no store, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+
+from bot.config import CompactionConfig
+from bot.messages import Message, Role
+
+__all__ = [
+    "in_flight_ids",
+    "projected_usage",
+    "rescue_chunk",
+    "summary_budget",
+    "uncovered",
+]
+
+
+def summary_budget(config: CompactionConfig, window: int) -> int:
+    """Tokens one summary may take: ``max_summary_tokens``, but never more than half the
+    share summaries may fill, so a small window is not flooded by its summaries."""
+    share = int(config.summary_share * window / 2)
+    return max(32, min(config.max_summary_tokens, share))
+
+
+def in_flight_ids(plans: Iterable[Collection[Message]]) -> set[int]:
+    """Ids of every message covered by the given in-flight ranges."""
+    return {m.id for covered in plans for m in covered}
+
+
+def uncovered(items: Sequence[Message], busy: Collection[int]) -> list[Message]:
+    """``items`` without the messages an in-flight pass already covers, in order.
+
+    In-flight ranges are the oldest compactable messages, so what remains is
+    still a contiguous run that :func:`compactor.cuts.choose_cut` can cut.
+    """
+    return [m for m in items if m.id not in busy] if busy else list(items)
+
+
+def projected_usage(
+    items: Sequence[Message],
+    usage: float,
+    window: int,
+    ranges: Sequence[Collection[Message]],
+    budget: int,
+) -> float:
+    """Usage once every in-flight range is replaced by its summary, estimated at half
+    what it covers up to ``budget`` tokens (messages an emergency already took out of
+    the context free nothing).
+
+    An estimate that is too low only delays a further pass until the next
+    message or the swap; one that is too high starts passes nobody needed.
+    """
+    if not ranges or window <= 0:
+        return usage
+    live = {m.id for m in items}
+    freed = sum(m.tokens for covered in ranges for m in covered if m.id in live)
+    added = sum(min(budget, sum(m.tokens for m in covered) // 2) for covered in ranges)
+    return usage - (freed - added) / window
+
+
+def rescue_chunk(
+    messages: Sequence[Message], max_tokens: int, max_messages: int
+) -> list[Message]:
+    """The oldest run of set-aside ``messages`` one rescue summary covers.
+
+    At most ``max_messages`` messages and ``max_tokens`` tokens (always at least
+    one message), oldest first; the chunk never ends between a tool call and
+    its result, so it may run a few messages past the bounds to keep a pair whole.
+    """
+    ordered = sorted(messages, key=lambda m: (m.pos, m.id))
+    out: list[Message] = []
+    tokens = 0
+    for m in ordered:
+        if out and (len(out) >= max_messages or tokens + m.tokens > max_tokens):
+            if not _pair_open(out, m):
+                break
+        out.append(m)
+        tokens += m.tokens
+    return out
+
+
+def _pair_open(chunk: Sequence[Message], nxt: Message) -> bool:
+    """True if ending ``chunk`` before ``nxt`` would separate a tool call from its result."""
+    return chunk[-1].role is Role.TOOL_CALL or nxt.role is Role.TOOL_RESULT

@@ -149,6 +149,7 @@ class ChannelActor:
         self._recheck: asyncio.TimerHandle | None = None
         self._recheck_at = 0.0
         self._changed = asyncio.Event()  # set after every mailbox batch (see make_room)
+        self._inbox_tokens = 0  # tokens of messages put but not yet entered
         self.delegation = Delegation(
             key, config=deps.config, llm=deps.llm, counter=deps.counter, store=deps.store,
             pool=deps.tasks, recall=deps.memory, writer=deps.worker.memory,
@@ -217,6 +218,7 @@ class ChannelActor:
         """Hand stored messages to the actor (waits while the mailbox is full)."""
         await self._slots.acquire()
         self.last_active = time.monotonic()
+        self._inbox_tokens += sum(m.tokens for m in messages)
         await self._mailbox.put(_Incoming(tuple(messages)))
 
     async def call(self, fn: Callable[[ChannelActor], Awaitable[Any]]) -> Any:
@@ -253,6 +255,7 @@ class ChannelActor:
                     elif isinstance(item, _Incoming):
                         self._slots.release()
                         for m in item.messages:
+                            self._inbox_tokens -= m.tokens
                             await self._enter(m)
                         incoming.extend(item.messages)
                     elif isinstance(item, _WorkerDone):
@@ -388,7 +391,8 @@ class ChannelActor:
         """
         while not self.done:
             s = self.settings
-            if self.ctx.total + tokens < s.compaction.aggressive_threshold * s.context_window:
+            coming = self.ctx.total + self._inbox_tokens + tokens
+            if coming < s.compaction.aggressive_threshold * s.context_window:
                 return
             if not self._compaction_pending():
                 return

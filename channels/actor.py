@@ -814,7 +814,10 @@ class ChannelActor:
         await self.deps.store.record_compaction(record)
         await self._save_state()
         self.log.warning("compaction.failed", tier=plan.kind.value, reason=reason)
-        # No immediate re-check: the retry waits for a later trigger (and the backoff).
+        # No immediate re-check: the retry waits for the backoff, then looks again even if
+        # no message comes (a quiet channel must not rest over its threshold).
+        if outcome != "noop":
+            self._arm_recheck(self.compactor.retry_at)
 
     def _record(
         self,

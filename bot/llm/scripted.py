@@ -40,13 +40,16 @@ class ScriptedLLM:
     """Replies from per-purpose scripts; falls back to a default reply when a script is empty.
 
     ``latency[purpose]`` delays every call of that purpose; ``gate[purpose]``, when
-    set, makes calls of that purpose wait until the event is set.
+    set, makes calls of that purpose wait until the event is set; ``tickets[purpose]``,
+    when set, makes each call of that purpose take one ticket (calls wait in order until
+    the test releases one), so a test can finish calls one at a time.
     """
 
     chat_reply: str = "ok"
     latency: dict[str, float] = field(default_factory=dict)
     gate: dict[str, asyncio.Event] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
+    tickets: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     name: str = "scripted"
     _scripts: dict[str, deque[Step]] = field(default_factory=dict)
 
@@ -72,6 +75,9 @@ class ScriptedLLM:
         gate = self.gate.get(purpose)
         if gate is not None:
             await gate.wait()
+        tickets = self.tickets.get(purpose)
+        if tickets is not None:
+            await tickets.acquire()
         script = self._scripts.get(purpose)
         step: Step
         if script:

@@ -352,7 +352,11 @@ async def test_persistent_failures_still_keep_the_channel_under_its_window(make_
     """If every summary fails, emergency truncation still bounds usage below 1.0."""
     llm = ScriptedLLM()
     llm.push("summary", *[TransientLLMError("down")] * 500)
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    cfg = settings()
+    # A long backoff: the failed pass is not retried within the test, as if the provider
+    # stayed down.
+    cfg["workers"] = {"retry_base_seconds": 3600.0, "retry_max_seconds": 3600.0}
+    async with Runtime(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         for i in range(80):
             await rt.submit(inbound(CH, text(50), pid=f"m{i}"))

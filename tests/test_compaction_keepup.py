@@ -124,3 +124,93 @@ async def test_burst_that_outruns_one_worker_is_absorbed_by_the_background_tiers
     assert many.compactor.counters["background"] + many.compactor.counters["aggressive"] > (
         one.compactor.counters["background"] + one.compactor.counters["aggressive"]
     )
+
+
+# -- rescues in bounded pieces -------------------------------------------------------------
+
+
+async def leaves(rt: Runtime, summary_id: int) -> list[int]:
+    """Summaries under ``summary_id`` that cover messages (a meta-summary covers summaries)."""
+    members = await rt.store.get_messages(await rt.store.covered_by(summary_id))
+    members.sort(key=lambda m: (m.pos, m.id))  # history order, not creation order
+    if members and all(m.role is Role.SUMMARY for m in members):
+        return [leaf for m in members for leaf in await leaves(rt, m.id)]
+    return [summary_id]
+
+
+async def test_emergency_set_aside_of_1500_messages_comes_back_as_ordered_chunks_and_a_meta(
+    make_config,
+) -> None:
+    """1,520 messages set aside by one emergency are rescued as several summaries of at
+    most 200 messages, in order, merged into a meta-summary; every set-aside message is
+    linked to exactly one summary, tool pairs stay together, and the live context keeps
+    the gist (no marker left)."""
+    llm = ScriptedLLM()
+    llm.gate["summary"] = asyncio.Event()
+    llm.push("summary", *[lambda msgs: summary_of(300)] * 100)
+    cfg = settings(emergency_fraction=0.95, summary_share=0.1)
+    cfg["defaults"]["context_window"] = 16_000
+    async with Runtime(make_config(cfg), llm=llm) as rt:
+        # A history that no longer fits (as after a restart with a smaller window): the
+        # channel truncates at once when it starts.
+        history = []
+        for i in range(1600):
+            role = Role.USER
+            meta: dict[str, Any] = {}
+            # The first chunk of 200 would end between the call at 199 and its result.
+            if i == 199 or i % 200 == 149:
+                role, meta = Role.TOOL_CALL, {"calls": [{"id": f"c{i}", "name": "x",
+                                                          "arguments": {}}]}  # fmt: skip
+            elif i == 200 or i % 200 == 150:
+                role, meta = Role.TOOL_RESULT, {"call_id": f"c{i - 1}"}
+            history.append(Message(CH, f"h{i}", role, "alpha " * 5, "alice", "alice",
+                                   ts=float(i), tokens=10, meta=meta))  # fmt: skip
+        await rt.store.append_many(history)
+        actor = await rt.registry.actor(CH)
+        await wait_for(lambda: any(m.role is Role.MARKER for m in actor.ctx.items))
+        assert actor.compactor.counters["emergency"] == 1
+        marker = next(m for m in actor.ctx.items if m.role is Role.MARKER)
+        aside = set(marker.meta["set_aside"])
+        assert len(aside) >= 1500
+        llm.gate["summary"].set()
+        await wait_for(
+            lambda: actor.idle() and not any(m.role is Role.MARKER for m in actor.ctx.items),
+            timeout=30,
+        )
+        await rt.drain()
+        live = await rt.store.load_live(CH)
+        by_id = {m.id: m for m in await rt.store.get_messages(sorted(aside))}
+
+        summaries = [m for m in live if m.role is Role.SUMMARY]
+        assert any(s.meta.get("level", 1) >= 2 for s in summaries)
+        chunks: list[list[int]] = []
+        for s in summaries:
+            for leaf in await leaves(rt, s.id):
+                # The last chunk's summary also replaces the marker itself.
+                chunks.append([i for i in await rt.store.covered_by(leaf) if i != marker.id])
+        assert len(chunks) >= 7
+        assert all(len(c) <= 201 for c in chunks)
+        linked = [i for c in chunks for i in c]
+        assert sorted(linked) == sorted(aside)  # every one exactly once
+        # In order: each chunk follows the previous one in the history.
+        assert all(max(a) < min(b) for a, b in zip(chunks, chunks[1:], strict=False))
+        for c in chunks:
+            calls = {by_id[i].meta["calls"][0]["id"] for i in c if by_id[i].role is Role.TOOL_CALL}
+            results = {by_id[i].meta["call_id"] for i in c if by_id[i].role is Role.TOOL_RESULT}
+            assert calls == results
+        assert actor.compactor.counters["rescue"] == len(chunks)
+
+
+def test_rescue_chunk_is_bounded_and_keeps_a_tool_pair_whole() -> None:
+    """A chunk stops at its message or token bound, oldest first, except to finish a tool
+    call with its result."""
+
+    def msg(i: int, role: Role = Role.USER) -> Message:
+        return Message(CH, f"p{i}", role, "x", "a", "a", ts=0.0, tokens=10, id=i, pos=float(i))
+
+    plain = [msg(i) for i in range(10, 0, -1)]
+    assert [m.id for m in rescue_chunk(plain, 1000, 4)] == [1, 2, 3, 4]
+    assert [m.id for m in rescue_chunk(plain, 35, 100)] == [1, 2, 3]
+    paired = [msg(1), msg(2), msg(3, Role.TOOL_CALL), msg(4, Role.TOOL_RESULT), msg(5)]
+    assert [m.id for m in rescue_chunk(paired, 1000, 3)] == [1, 2, 3, 4]
+    assert [m.id for m in rescue_chunk([msg(7)], 1, 1)] == [7]

@@ -327,7 +327,7 @@ class ChannelActor:
     async def _enter(self, msg: Message) -> None:
         """A message entered the history: account for it and let the compactor look."""
         self.ctx.append(msg)
-        self.compactor.on_message()
+        self.compactor.on_message(msg.tokens)
         self._index_later((msg,))
         await self._check()
 

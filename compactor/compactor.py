@@ -32,7 +32,14 @@ from bot.config import CompactionConfig
 from bot.messages import Message, Role
 from compactor.cuts import choose_cut
 from compactor.policy import Tier, choose_tier, fraction_for
-from compactor.scheduler import in_flight_ids, projected_usage, summary_budget, uncovered
+from compactor.scheduler import (
+    Pace,
+    in_flight_ids,
+    projected_usage,
+    start_threshold,
+    summary_budget,
+    uncovered,
+)
 
 COUNTER_KEYS = ("background", "aggressive", "emergency", "meta", "failed")
 
@@ -87,6 +94,8 @@ class Compactor:
     wake_at: float | None = None
     failed_sets: set[frozenset[int]] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
+    pace: Pace = field(default_factory=Pace)
+    _started_at: dict[int, float] = field(default_factory=dict)
 
     @property
     def running(self) -> Plan | None:
@@ -98,9 +107,11 @@ class Compactor:
         """In-flight background/aggressive passes, oldest range first."""
         return [p for p in self.in_flight if p.kind in _RANGE_KINDS]
 
-    def on_message(self) -> None:
-        """Count one new message for the loop guard."""
+    def on_message(self, tokens: int = 0, now: float | None = None) -> None:
+        """Count one new message for the loop guard (and its tokens for the pace)."""
         self.since_last += 1
+        if tokens:
+            self.pace.arrived(tokens, time.monotonic() if now is None else now)
 
     def check(
         self,
@@ -121,6 +132,11 @@ class Compactor:
         now = time.monotonic() if now is None else now
         self.wake_at = None
         tier = choose_tier(usage, config)
+        start = config.background_threshold
+        if tier is Tier.NONE and config.predictive_start:
+            start = start_threshold(config, self.pace.lead(window, now))
+            if usage >= start:
+                tier = Tier.BACKGROUND  # passes land one duration later: start early
         if tier is Tier.EMERGENCY:
             covered = choose_cut(items, fraction_for(Tier.EMERGENCY, config))
             if covered:
@@ -135,7 +151,7 @@ class Compactor:
             if tier is not Tier.NONE:
                 self.wake_at = self.retry_at
             return None
-        plan = self._next_range(items, usage, tier, window, config, now)
+        plan = self._next_range(items, usage, tier, window, config, now, start)
         if plan is not None:
             return plan
         # One meta or rescue pass at a time, beside the ranges.
@@ -157,13 +173,14 @@ class Compactor:
         window: int,
         config: CompactionConfig,
         now: float,
+        start: float,
     ) -> Plan | None:
         """The next background/aggressive range, if the channel needs one now."""
         if tier not in (Tier.BACKGROUND, Tier.AGGRESSIVE):
             return None
         ranges = [p.covered for p in self.ranges]
         budget = summary_budget(config, window)
-        if projected_usage(items, usage, window, ranges, budget) < config.background_threshold:
+        if projected_usage(items, usage, window, ranges, budget) < start:
             return None  # the passes in flight will bring the channel back under
         guard_ends = self.last_ended + config.loop_guard_seconds
         if self.since_last < config.min_messages_between and now < guard_ends:
@@ -223,6 +240,7 @@ class Compactor:
     def started(self, plan: Plan) -> None:
         if plan.kind is not Kind.EMERGENCY:
             self.in_flight.append(plan)
+            self._started_at[id(plan)] = time.monotonic()
             if plan.kind is Kind.AGGRESSIVE:
                 self.pending_aggressive = False
 
@@ -242,6 +260,9 @@ class Compactor:
     def finished(self, plan: Plan, outcome: str, backoff_seconds: float = 0.0) -> None:
         """Record how ``plan`` ended: ``ok``, ``noop`` (freed nothing) or ``error``."""
         self.in_flight = [p for p in self.in_flight if p is not plan]
+        began = self._started_at.pop(id(plan), None)
+        if outcome == "ok" and began is not None and plan.kind in _RANGE_KINDS:
+            self.pace.took(time.monotonic() - began)
         if outcome == "ok":
             self.failures = 0
             self.retry_at = 0.0

@@ -16,15 +16,18 @@ Every function here is pure: no store, no clock.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection, Iterable, Sequence
 
 from bot.config import CompactionConfig
 from bot.messages import Message, Role
 
 __all__ = [
+    "Pace",
     "in_flight_ids",
     "projected_usage",
     "rescue_chunk",
+    "start_threshold",
     "summary_budget",
     "uncovered",
 ]
@@ -97,3 +100,55 @@ def rescue_chunk(
 def _pair_open(chunk: Sequence[Message], nxt: Message) -> bool:
     """True if ending ``chunk`` before ``nxt`` would separate a tool call from its result."""
     return chunk[-1].role is Role.TOOL_CALL or nxt.role is Role.TOOL_RESULT
+
+
+class Pace:
+    """How fast a channel fills and how long its passes take, to start passes early.
+
+    A pass started at ``background_threshold`` lands one pass-duration later; if
+    messages arrive fast enough to climb to the emergency threshold meanwhile, it
+    lands too late however many run side by side.  :meth:`lead` is the usage that
+    arrives during one pass (inbound tokens per second over the last few seconds
+    times the slowest of the last three passes), so the compactor can start that
+    much earlier.  It is zero until a pass has finished: a cold channel starts at
+    its threshold.
+    """
+
+    WINDOW_SECONDS = 5.0
+
+    def __init__(self) -> None:
+        self._arrivals: deque[tuple[float, int]] = deque()
+        self._tokens = 0
+        self._durations: deque[float] = deque(maxlen=3)
+
+    def arrived(self, tokens: int, now: float) -> None:
+        self._arrivals.append((now, tokens))
+        self._tokens += tokens
+        while self._arrivals and self._arrivals[0][0] < now - self.WINDOW_SECONDS:
+            self._tokens -= self._arrivals.popleft()[1]
+
+    def took(self, seconds: float) -> None:
+        self._durations.append(max(0.0, seconds))
+
+    def rate(self, now: float) -> float:
+        """Inbound tokens per second over the last :attr:`WINDOW_SECONDS`."""
+        while self._arrivals and self._arrivals[0][0] < now - self.WINDOW_SECONDS:
+            self._tokens -= self._arrivals.popleft()[1]
+        if not self._arrivals:
+            return 0.0
+        span = max(0.5, now - self._arrivals[0][0])
+        return self._tokens / span
+
+    def lead(self, window: int, now: float) -> float:
+        """Usage (a fraction of ``window``) that arrives while one pass runs."""
+        if not self._durations or window <= 0:
+            return 0.0
+        return self.rate(now) * max(self._durations) / window
+
+
+def start_threshold(config: CompactionConfig, lead: float) -> float:
+    """Where a background pass starts: ``background_threshold``, or up to a quarter lower
+    when passes would otherwise land after the channel reached the emergency tier."""
+    if not config.predictive_start:
+        return config.background_threshold
+    return max(config.background_threshold - lead, 0.75 * config.background_threshold)

@@ -214,3 +214,58 @@ def test_rescue_chunk_is_bounded_and_keeps_a_tool_pair_whole() -> None:
     paired = [msg(1), msg(2), msg(3, Role.TOOL_CALL), msg(4, Role.TOOL_RESULT), msg(5)]
     assert [m.id for m in rescue_chunk(paired, 1000, 3)] == [1, 2, 3, 4]
     assert [m.id for m in rescue_chunk([msg(7)], 1, 1)] == [7]
+
+
+async def test_memories_of_a_pass_are_saved_together_and_a_bad_one_gets_its_own_error(
+    make_config,
+) -> None:
+    """A pass's memory_save calls are saved in one go; a call with a bad memory_type is
+    answered with an error naming it, and the others are still saved."""
+    from bot.llm.base import ToolCall
+
+    def saves(msgs: list[ChatMessage]) -> Completion:
+        calls = tuple(
+            ToolCall(f"s{i}", "memory_save", {"content": f"Dana owns release {i} of kestrel.",
+                                               "memory_type": kind, "source_ids": ["f0"]})
+            for i, kind in enumerate(["fact", "bogus", "decision"])
+        )  # fmt: skip
+        return Completion("", calls)
+
+    llm = ScriptedLLM()
+    llm.push("summary", saves, Completion(text="Dana owns the kestrel releases."))
+    cfg = settings(parallel_compactions=1)
+    cfg["memory"] = {"enabled": True}
+    async with Runtime(make_config(cfg), llm=llm) as rt:
+        await rt.submit(inbound(CH, text(50), pid="f0", author="dana"))
+        for i in range(1, 40):
+            await rt.submit(inbound(CH, text(50), pid=f"f{i}"))
+            if llm.count("summary") >= 2:
+                break
+        await rt.drain()
+        answered = next(
+            c.messages for c in llm.calls if any(m.role == "tool" for m in c.messages)
+        )
+        results = {m.tool_call_id: m.content for m in answered if m.role == "tool"}
+        assert '"id"' in results["s0"] and '"id"' in results["s2"]
+        assert "memory_type" in results["s1"] and "error" in results["s1"]
+        assert await rt.memory.count(CH) >= 2
+
+
+def test_a_fast_channel_starts_its_passes_early_by_what_arrives_during_one() -> None:
+    """Once a pass's duration is known, a channel filling fast starts the next pass that
+    much below background_threshold (never more than a quarter below); a cold or slow
+    channel starts at the threshold."""
+    from bot.config import CompactionConfig
+    from compactor.scheduler import Pace, start_threshold
+
+    cfg = CompactionConfig()
+    pace = Pace()
+    for k in range(50):  # 50 tokens every 0.1 s: 500 tokens/s
+        pace.arrived(50, now=k * 0.1)
+    assert start_threshold(cfg, pace.lead(8000, now=5.0)) == cfg.background_threshold
+    pace.took(0.8)  # one pass took 0.8 s: 400 tokens, 5% of an 8k window, arrive meanwhile
+    assert abs(start_threshold(cfg, pace.lead(8000, now=5.0)) - 0.75) < 0.01
+    assert start_threshold(cfg, pace.lead(1000, now=5.0)) == 0.75 * cfg.background_threshold
+    assert pace.lead(8000, now=60.0) == 0.0  # quiet for a minute: no lead
+    off = CompactionConfig(predictive_start=False)
+    assert start_threshold(off, pace.lead(1000, now=5.0)) == off.background_threshold

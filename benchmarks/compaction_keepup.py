@@ -128,6 +128,10 @@ async def prefill(cfg: Config, counter: TokenCounter, window: int) -> None:
         await store.save_channel_state(CHANNEL, ChannelState(handled_upto=last))
 
 
+async def _entered(actor: Any) -> None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Trial:
     rate: float
@@ -163,9 +167,10 @@ async def trial(window: int, latency: float | None, parallel: int, rate: float,
             # Warm-up at half the rate until one pass has landed: a running channel knows
             # how long its passes take (a cold one starts at its threshold).
             k = 0
-            while actor.compactor.counters["background"] + actor.compactor.counters[
-                "aggressive"
-            ] < 1 and not actor.compactor.counters["emergency"]:
+            while (
+                actor.compactor.counters["background"] + actor.compactor.counters["aggressive"] < 1
+                and not actor.compactor.counters["emergency"]
+            ):
                 await rt.submit(InboundMessage(CHANNEL, f"w{k}", f"u{k % 9}", f"user{k % 9}",
                                                chat_text(rng, -k)))  # fmt: skip
                 k += 1
@@ -183,9 +188,9 @@ async def trial(window: int, latency: float | None, parallel: int, rate: float,
                 if actor.compactor.counters["emergency"] > warm_emergencies:
                     break  # failed: no need to wait for the rest
             elapsed = max(loop.time() - t0, 1e-9)
-            # The rate is what the channel took in: it must also have entered the messages.
-            while actor.mailbox_depth or actor.busy:
-                await asyncio.sleep(0.01)
+            # The rate is what the channel took in: it must also have entered the messages
+            # (a call runs after everything queued before it).
+            await actor.call(_entered)
             achieved = sent / max(loop.time() - t0, elapsed)
             counters = actor.compactor.counters
             result = Trial(
@@ -282,11 +287,12 @@ async def run(windows_: Sequence[int], latencies: Sequence[float | None], window
     for window in windows_:
         for latency in latencies:
             for mode in MODES:
-                s = await search(window, latency, mode, start_rate(window, latency), windows,
-                                 max_trials)  # fmt: skip
-                print(f"{window // 1000}k {summarizer_name(latency):>10} {mode:>13}: "
-                      f"{s.best:g} msg/s  trials " + ", ".join(
-                          f"{t.rate:g}{'+' if t.ok else '-'}" for t in s.trials), flush=True)  # fmt: skip
+                first = start_rate(window, latency)
+                s = await search(window, latency, mode, first, windows, max_trials)
+                tried = ", ".join(f"{t.rate:g}{'+' if t.ok else '-'}" for t in s.trials)
+                name = summarizer_name(latency)
+                print(f"{window // 1000}k {name:>10} {mode:>13}: {s.best:g} msg/s  trials {tried}",
+                      flush=True)  # fmt: skip
                 out.append(s)
     return out
 
@@ -295,8 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.compaction_keepup", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--quick", action="store_true",
-                        help="half a window of traffic per trial, at most 4 trials a cell")  # fmt: skip
+    parser.add_argument(
+        "--quick", action="store_true", help="half a window per trial, at most 4 trials a cell"
+    )
     parser.add_argument("--windows", type=float, default=None,
                         help="context windows of traffic per trial (1.0)")  # fmt: skip
     parser.add_argument("--only", default="",

@@ -623,8 +623,7 @@ class ChannelActor:
             usage=round(plan.usage, 3),
             messages=len(plan.covered),
         )
-        store, worker = self.deps.store, self.deps.worker
-
+        worker = self.deps.worker
         busy = in_flight_ids(p.covered for p in self.compactor.ranges)
 
         async def run() -> _Ran:
@@ -776,8 +775,11 @@ class ChannelActor:
         if not grows or projected < s.compaction.background_threshold * s.context_window:
             return summary, cover_ids
         marker = plan.marker
-        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live and (
-            marker.id in cover_ids
+        if (
+            plan.kind is Kind.RESCUE
+            and marker is not None
+            and marker.id in live
+            and (marker.id in cover_ids)
         ):
             n = len(marker.meta.get("set_aside", []))
             text = (

@@ -201,9 +201,7 @@ class Compactor:
         The worker picks the chunk (it needs the store); ids a range in flight
         already covers are left to that range.
         """
-        marker = next(
-            (m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None
-        )
+        marker = next((m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None)
         if marker is None or frozenset({marker.id}) in self.failed_sets:
             return None
         busy = in_flight_ids(p.covered for p in self.ranges)

@@ -76,9 +76,7 @@ def projected_usage(
     return usage - (freed - added) / window
 
 
-def rescue_chunk(
-    messages: Sequence[Message], max_tokens: int, max_messages: int
-) -> list[Message]:
+def rescue_chunk(messages: Sequence[Message], max_tokens: int, max_messages: int) -> list[Message]:
     """The oldest run of set-aside ``messages`` one rescue summary covers.
 
     At most ``max_messages`` messages and ``max_tokens`` tokens (always at least

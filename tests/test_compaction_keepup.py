@@ -4,6 +4,7 @@ and rescues of emergency set-asides in bounded, ordered chunks."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 from bot.errors import TransientLLMError
@@ -11,7 +12,6 @@ from bot.llm.base import ChatMessage, Completion
 from bot.llm.scripted import ScriptedLLM
 from bot.messages import Message, Role
 from bot.runtime import Runtime
-from compactor import Kind
 from compactor.scheduler import rescue_chunk
 from tests.helpers import export_ids, inbound, wait_for
 from tests.test_compaction import CH, barely_smaller, covered_tokens, settings, summary_of, text
@@ -100,7 +100,7 @@ async def burst(make_config: Any, parallel: int, latency: int, n: int) -> Any:
             while released < len(started) and started[released] <= i - latency:
                 llm.tickets["summary"].release()
                 released += 1
-                await wait_for(lambda: finished(actor) >= released)
+                await wait_for(lambda n=released: finished(actor) >= n)
                 await entered(actor)
                 started += [i] * (llm.count("summary") - len(started))
         for _ in range(len(started) - released + 10):
@@ -193,7 +193,7 @@ async def test_emergency_set_aside_of_1500_messages_comes_back_as_ordered_chunks
         linked = [i for c in chunks for i in c]
         assert sorted(linked) == sorted(aside)  # every one exactly once
         # In order: each chunk follows the previous one in the history.
-        assert all(max(a) < min(b) for a, b in zip(chunks, chunks[1:], strict=False))
+        assert all(max(a) < min(b) for a, b in itertools.pairwise(chunks))
         for c in chunks:
             calls = {by_id[i].meta["calls"][0]["id"] for i in c if by_id[i].role is Role.TOOL_CALL}
             results = {by_id[i].meta["call_id"] for i in c if by_id[i].role is Role.TOOL_RESULT}
@@ -242,9 +242,7 @@ async def test_memories_of_a_pass_are_saved_together_and_a_bad_one_gets_its_own_
             if llm.count("summary") >= 2:
                 break
         await rt.drain()
-        answered = next(
-            c.messages for c in llm.calls if any(m.role == "tool" for m in c.messages)
-        )
+        answered = next(c.messages for c in llm.calls if any(m.role == "tool" for m in c.messages))
         results = {m.tool_call_id: m.content for m in answered if m.role == "tool"}
         assert '"id"' in results["s0"] and '"id"' in results["s2"]
         assert "memory_type" in results["s1"] and "error" in results["s1"]

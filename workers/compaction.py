@@ -176,7 +176,9 @@ class CompactionWorker:
             )
             batch = await self._save_batch(completion.tool_calls, job)
             for k, call in enumerate(completion.tool_calls):
-                result = batch[k] if k in batch else await self._tool(call.name, call.arguments, job)
+                result = (
+                    batch[k] if k in batch else await self._tool(call.name, call.arguments, job)
+                )
                 saved += result.startswith("{") and '"id"' in result
                 convo.append(ChatMessage("tool", result, tool_call_id=call.id))
         return text, saved

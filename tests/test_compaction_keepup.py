@@ -267,3 +267,32 @@ def test_a_fast_channel_starts_its_passes_early_by_what_arrives_during_one() -> 
     assert pace.lead(8000, now=60.0) == 0.0  # quiet for a minute: no lead
     off = CompactionConfig(predictive_start=False)
     assert start_threshold(off, pace.lead(1000, now=5.0)) == off.background_threshold
+
+
+async def test_a_later_range_that_finishes_first_waits_and_summaries_land_in_order(
+    make_config,
+) -> None:
+    """While the oldest range's summary is slow, a second pass on the next range runs;
+    its summary waits for the first one, and both land in history order."""
+    llm = ScriptedLLM()
+    llm.hold[0] = asyncio.Event()
+    async with Runtime(make_config(settings()), llm=llm) as rt:
+        actor = await rt.registry.actor(CH)
+        n = 0
+        while llm.count("summary") < 2:
+            await rt.submit(inbound(CH, text(20), pid=f"f{n}"))
+            await entered(actor)
+            n += 1
+        first, second = actor.compactor.ranges
+        assert not {m.id for m in first.covered} & {m.id for m in second.covered}
+        assert max(m.pos for m in first.covered) < min(m.pos for m in second.covered)
+        # The second summary is back, but it is not swapped in before the first.
+        await wait_for(lambda: bool(actor._held))
+        assert not actor.ctx.summaries()
+        assert actor.compactor.counters["emergency"] == 0
+        llm.hold[0].set()
+        await rt.drain()
+        summaries = actor.ctx.summaries()
+        assert [s.meta["covers"] for s in summaries] == [len(first.covered), len(second.covered)]
+        assert summaries[0].pos < summaries[1].pos
+        assert sorted(await export_ids(rt, CH)) == sorted(f"f{i}" for i in range(n))

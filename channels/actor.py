@@ -775,12 +775,8 @@ class ChannelActor:
         if not grows or projected < s.compaction.background_threshold * s.context_window:
             return summary, cover_ids
         marker = plan.marker
-        if (
-            plan.kind is Kind.RESCUE
-            and marker is not None
-            and marker.id in live
-            and (marker.id in cover_ids)
-        ):
+        last_chunk = marker is not None and marker.id in cover_ids
+        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live and last_chunk:
             n = len(marker.meta.get("set_aside", []))
             text = (
                 f"[{n} earlier messages were set aside and summarized; the summary is archived "

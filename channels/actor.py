@@ -729,6 +729,8 @@ class ChannelActor:
                          pos=max(m.pos for m in plan.covered) + 1e-3)
             )  # fmt: skip
         summary, cover_ids = self._fit(plan, summary, cover_ids, updates)
+        if plan.kind in (Kind.BACKGROUND, Kind.AGGRESSIVE):
+            self.compactor.summary_size = summary.tokens
         self.compactor.finished(plan, "ok")
         placed = await self.deps.store.swap(
             self.key, sorted(cover_ids), summary, state=self._state(), updates=updates

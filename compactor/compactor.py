@@ -95,6 +95,7 @@ class Compactor:
     failed_sets: set[frozenset[int]] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
     pace: Pace = field(default_factory=Pace)
+    summary_size: int = 0  # tokens of the last range summary that landed
     _started_at: dict[int, float] = field(default_factory=dict)
 
     @property
@@ -186,7 +187,16 @@ class Compactor:
         if self.since_last < config.min_messages_between and now < guard_ends:
             self.wake_at = guard_ends
             return None
-        covered = choose_cut(uncovered(items, in_flight_ids(ranges)), fraction_for(tier, config))
+        pool = uncovered(items, in_flight_ids(ranges))
+        fraction = fraction_for(tier, config)
+        covered = choose_cut(pool, fraction)
+        # A cut hardly larger than the summaries this channel gets frees almost nothing and
+        # only makes another pass due: widen it to at least twice a summary.
+        while covered and fraction < 1.0 and sum(m.tokens for m in covered) < 2 * self.summary_size:
+            fraction = min(1.0, fraction + 0.1)
+            covered = choose_cut(pool, fraction)
+        if sum(m.tokens for m in covered) <= self.summary_size:
+            return None  # not even the widest cut is larger than a summary: wait for more
         ids = frozenset(m.id for m in covered)
         if not covered or ids in self.failed_sets:
             return None

@@ -11,7 +11,9 @@ applies the policy, and answers with a :class:`Plan` (or None):
   background/aggressive passes on disjoint ranges of the oldest messages while
   the projected usage stays over the threshold (see :mod:`compactor.scheduler`),
   plus at most one meta or rescue pass.  With ``parallel_compactions = 1`` only
-  one pass of any kind runs at a time.
+  one pass of any kind runs at a time.  A channel filling faster than its passes
+  land starts them early (``predictive_start``); a cut is widened to at least
+  twice the channel's last summary, so a pass always frees something.
 
 State it keeps: the in-flight plans (oldest range first), a remembered
 aggressive trigger, the loop guard (messages and time since the last

@@ -99,6 +99,9 @@ class Compactor:
     pace: Pace = field(default_factory=Pace)
     summary_size: int = 0  # tokens of the last range summary that landed
     _started_at: dict[int, float] = field(default_factory=dict)
+    # Per in-flight range: (tokens covered, tokens of those still live); recounted only
+    # after an emergency, so the per-message check stays O(1) while passes run.
+    _range_tokens: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def running(self) -> Plan | None:
@@ -181,10 +184,10 @@ class Compactor:
         """The next background/aggressive range, if the channel needs one now."""
         if tier not in (Tier.BACKGROUND, Tier.AGGRESSIVE):
             return None
-        ranges = [p.covered for p in self.ranges]
         budget = summary_budget(config, window)
-        if projected_usage(items, usage, window, ranges, budget) < start:
+        if projected_usage(usage, window, self._range_sizes(items), budget) < start:
             return None  # the passes in flight will bring the channel back under
+        ranges = [p.covered for p in self.ranges]
         guard_ends = self.last_ended + config.loop_guard_seconds
         if self.since_last < config.min_messages_between and now < guard_ends:
             self.wake_at = guard_ends
@@ -204,6 +207,17 @@ class Compactor:
             return None
         kind = Kind.AGGRESSIVE if tier is Tier.AGGRESSIVE else Kind.BACKGROUND
         return Plan(kind, tuple(covered), usage)
+
+    def _range_sizes(self, items: Sequence[Message]) -> list[tuple[int, int]]:
+        """(covered, still live) tokens of each in-flight range (see ``_range_tokens``)."""
+        ranges = self.ranges
+        if any(id(p) not in self._range_tokens for p in ranges):
+            live = {m.id for m in items}
+            for p in ranges:
+                covered = sum(m.tokens for m in p.covered)
+                still = sum(m.tokens for m in p.covered if m.id in live)
+                self._range_tokens[id(p)] = (covered, still)
+        return [self._range_tokens[id(p)] for p in ranges]
 
     def _rescue(
         self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
@@ -255,6 +269,7 @@ class Compactor:
                 self.pending_aggressive = False
 
     def emergency_done(self) -> None:
+        self._range_tokens.clear()  # some covered messages may have been set aside
         self.counters["emergency"] += 1
         self.since_last = 0
         self.last_ended = time.monotonic()
@@ -271,6 +286,7 @@ class Compactor:
         """Record how ``plan`` ended: ``ok``, ``noop`` (freed nothing) or ``error``."""
         self.in_flight = [p for p in self.in_flight if p is not plan]
         began = self._started_at.pop(id(plan), None)
+        self._range_tokens.pop(id(plan), None)
         if outcome == "ok" and began is not None and plan.kind in _RANGE_KINDS:
             self.pace.took(time.monotonic() - began)
         if outcome == "ok":

@@ -55,24 +55,20 @@ def uncovered(items: Sequence[Message], busy: Collection[int]) -> list[Message]:
 
 
 def projected_usage(
-    items: Sequence[Message],
-    usage: float,
-    window: int,
-    ranges: Sequence[Collection[Message]],
-    budget: int,
+    usage: float, window: int, ranges: Sequence[tuple[int, int]], budget: int
 ) -> float:
     """Usage once every in-flight range is replaced by its summary, estimated at half
-    what it covers up to ``budget`` tokens (messages an emergency already took out of
-    the context free nothing).
+    what it covers up to ``budget`` tokens.
 
-    An estimate that is too low only delays a further pass until the next
-    message or the swap; one that is too high starts passes nobody needed.
+    ``ranges`` holds, per range, the tokens it covers and how many of them are still
+    live (messages an emergency already took out of the context free nothing).  An
+    estimate that is too low only delays a further pass until the next message or
+    the swap; one that is too high starts passes nobody needed.
     """
     if not ranges or window <= 0:
         return usage
-    live = {m.id for m in items}
-    freed = sum(m.tokens for covered in ranges for m in covered if m.id in live)
-    added = sum(min(budget, sum(m.tokens for m in covered) // 2) for covered in ranges)
+    freed = sum(live for _, live in ranges)
+    added = sum(min(budget, covered // 2) for covered, _ in ranges)
     return usage - (freed - added) / window
 
 

@@ -291,7 +291,9 @@ async def measure(
     result.prefill_messages = await prefill(db, counter, window, start_usage, synchronous)
     cfg = validate_config(
         {
-            "defaults": {"context_window": window},
+            # The rounds are laid out around the 80 % crossing; a start predicted from the
+            # turns' pace would move it (compaction_keepup measures that start).
+            "defaults": {"context_window": window, "compaction": {"predictive_start": False}},
             "memory": {"enabled": False},
             "adapters": {"console": {"enabled": False}},
             "storage": {"path": str(db), "synchronous": synchronous},

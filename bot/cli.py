@@ -275,7 +275,18 @@ async def replay(
         duplicates += sum(1 for d in deliveries if not d.accepted)
 
     async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
+        # Backpressure: nobody waits for a reply during an import, so each chunk waits
+        # until the channel's compaction has room for it (ChannelActor.make_room).
+        settings = cfg.for_channel(channel)
+        gap = settings.compaction.emergency_threshold - settings.compaction.aggressive_threshold
+        budget = max(1, int(gap / 2 * settings.context_window))
         chunk: list[InboundMessage] = []
+        tokens = 0
+
+        async def flush() -> None:
+            await (await rt.registry.actor(channel)).make_room(tokens)
+            await submit(chunk)
+
         for item in read_replay(path, channel):
             if isinstance(item, Rejected):
                 rejected_total += 1
@@ -283,15 +294,19 @@ async def replay(
                     rejected.append(item)
                 print(f"tierbot: {path}:{item.line}: {item.error} (skipped)", file=sys.stderr)
                 continue
-            chunk.append(item)
-            lines += 1
-            if len(chunk) >= REPLAY_CHUNK:
-                await submit(chunk)
-                chunk = []
+            cost = rt.counter.count_message(item.text)
+            if chunk and (len(chunk) >= REPLAY_CHUNK or tokens + cost > budget):
+                await flush()
+                chunk, tokens = [], 0
                 if progress:
                     print(f"\rreplayed {lines} messages", end="", file=sys.stderr, flush=True)
+            chunk.append(item)
+            tokens += cost
+            lines += 1
         if chunk:
-            await submit(chunk)
+            await flush()
+        await rt.drain()
+        await (await rt.registry.actor(channel)).settle()
         await rt.drain()
         if progress:
             print(f"\rreplayed {lines} messages", file=sys.stderr)

@@ -55,6 +55,11 @@ class CompactionConfig(_Model):
     max_summary_tokens: int = Field(512, ge=32, le=32_000)
     summary_share: float = Field(0.25, gt=0.0, lt=1.0)
     notice: bool = False
+    # Keeping up with bursts (compactor/scheduler.py).
+    parallel_compactions: int = Field(3, ge=1, le=64)
+    loop_guard_seconds: float = Field(1.0, ge=0.0, le=3600.0)
+    rescue_chunk_messages: int = Field(200, ge=1, le=100_000)
+    predictive_start: bool = True
     # Branches and task workers (branches/, workers/task.py).
     max_overflow_retries: int = Field(default=2, ge=0, le=10)
     max_concurrent_branches: int = Field(default=5, ge=0, le=100)
@@ -101,6 +106,10 @@ class CompactionOverride(_Model):
     max_summary_tokens: int | None = Field(None, ge=32, le=32_000)
     summary_share: float | None = Field(None, gt=0.0, lt=1.0)
     notice: bool | None = None
+    parallel_compactions: int | None = Field(None, ge=1, le=64)
+    loop_guard_seconds: float | None = Field(None, ge=0.0, le=3600.0)
+    rescue_chunk_messages: int | None = Field(None, ge=1, le=100_000)
+    predictive_start: bool | None = None
     max_overflow_retries: int | None = Field(default=None, ge=0, le=10)
     max_concurrent_branches: int | None = Field(default=None, ge=0, le=100)
     branch_max_turns: int | None = Field(default=None, ge=1, le=100)

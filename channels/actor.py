@@ -35,6 +35,8 @@ from branches import Delegation
 from channels.context import LiveContext
 from channels.prompt import build_prompt
 from compactor import Compactor, Kind, Plan, forced_note
+from compactor.scheduler import in_flight_ids, rescue_chunk
+from compactor.scheduler import summary_budget as _summary_budget
 from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
 from workers.supervisor import TaskOutcome, TaskPool
 
@@ -46,10 +48,6 @@ MAX_TOOL_ROUNDS = 4
 # hundred before a reworded marker, placed 1e-3 after what it follows).
 _POS_STEP = 1e-5
 BOT_AUTHOR = "tierbot"
-#: Set-aside messages one rescue summarizes, oldest first; the marker keeps the rest for
-#: the next rescue.  Bounds a rescue's memory and prompt when a burst outran compaction
-#: (a listen-only replay set 20,000 messages aside, and one rescue held them all).
-RESCUE_BATCH = 400
 
 
 class MemoryAccess(Protocol):
@@ -102,6 +100,21 @@ class _WorkerDone:
     plan: Plan
     outcome: CompactionOutcome | None
     error: BaseException | None
+    rescued: tuple[int, ...] = ()  # a rescue's chunk: the set-aside ids it summarized
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """What a compaction job returns to the actor: the worker's outcome and, for a
+    rescue, which set-aside messages it covered."""
+
+    outcome: CompactionOutcome
+    rescued: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Recheck:
+    """The loop guard or a failure backoff expired: look at the usage again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +152,12 @@ class ChannelActor:
         self._stopped = False
         # Branches started here whose branch_result has not entered the history yet.
         self._awaiting: set[str] = set()
+        # Finished range passes waiting for an older range to be swapped in first.
+        self._held: list[_WorkerDone] = []
+        self._recheck: asyncio.TimerHandle | None = None
+        self._recheck_at = 0.0
+        self._changed = asyncio.Event()  # set after every mailbox batch (see make_room)
+        self._inbox_tokens = 0  # tokens of messages put but not yet entered
         self.delegation = Delegation(
             key, config=deps.config, llm=deps.llm, counter=deps.counter, store=deps.store,
             pool=deps.tasks, recall=deps.memory, writer=deps.worker.memory,
@@ -169,6 +188,7 @@ class ChannelActor:
         if self._task is None or self._stopped:
             return
         self._stopped = True
+        self._cancel_recheck()
         await self._mailbox.put(_STOP)
         await self._task
         # Branches and workers die with the channel; their end is recorded for the next start.
@@ -189,6 +209,7 @@ class ChannelActor:
             self._mailbox.empty()
             and not self.busy
             and self.compactor.running is None
+            and not self._held
             and not self.delegation.running
         )
 
@@ -203,6 +224,7 @@ class ChannelActor:
         """Hand stored messages to the actor (waits while the mailbox is full)."""
         await self._slots.acquire()
         self.last_active = time.monotonic()
+        self._inbox_tokens += sum(m.tokens for m in messages)
         await self._mailbox.put(_Incoming(tuple(messages)))
 
     async def call(self, fn: Callable[[ChannelActor], Awaitable[Any]]) -> Any:
@@ -239,10 +261,13 @@ class ChannelActor:
                     elif isinstance(item, _Incoming):
                         self._slots.release()
                         for m in item.messages:
+                            self._inbox_tokens -= m.tokens
                             await self._enter(m)
                         incoming.extend(item.messages)
                     elif isinstance(item, _WorkerDone):
-                        await self._apply(item)
+                        await self._worker_done(item)
+                    elif isinstance(item, _Recheck):
+                        await self._check()
                     elif isinstance(item, _Delegated):
                         if await self._record_outcome(item.outcome, live=True):
                             woken.append(item.outcome.origin)
@@ -265,6 +290,7 @@ class ChannelActor:
                     self.log.exception("channel.turn_failed")
             self.last_active = time.monotonic()
             self.busy = False
+            self._changed.set()
             if stop:
                 return
 
@@ -307,7 +333,7 @@ class ChannelActor:
     async def _enter(self, msg: Message) -> None:
         """A message entered the history: account for it and let the compactor look."""
         self.ctx.append(msg)
-        self.compactor.on_message()
+        self.compactor.on_message(msg.tokens)
         self._index_wake()
         await self._check()
 
@@ -327,12 +353,76 @@ class ChannelActor:
             in_flight=self._awaiting,
         )  # fmt: skip
         if plan is None:
+            self._arm_recheck(self.compactor.wake_at)
             return
         if plan.kind is Kind.EMERGENCY:
             await self._truncate(plan)
             await self._check()
         else:
             self._launch(plan)
+            # A burst may need more than one range in flight: look again until the
+            # projected usage is under the threshold or the slots are taken.
+            if len(self.compactor.in_flight) < s.compaction.parallel_compactions:
+                await self._check()
+
+    def _arm_recheck(self, at: float | None) -> None:
+        """Re-check this channel at monotonic time ``at`` even if no message comes."""
+        if at is None or self._stopped:
+            return
+        if self._recheck is not None and self._recheck_at <= at:
+            return
+        self._cancel_recheck()
+        loop = asyncio.get_running_loop()
+        self._recheck_at = at
+        self._recheck = loop.call_at(
+            loop.time() + max(0.0, at - time.monotonic()), self._fire_recheck
+        )
+
+    def _fire_recheck(self) -> None:
+        self._recheck = None
+        if not self._stopped:
+            self._mailbox.put_nowait(_Recheck())
+
+    def _cancel_recheck(self) -> None:
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
+
+    async def make_room(self, tokens: int) -> None:
+        """Wait until ``tokens`` more would keep usage under ``aggressive_threshold``, or
+        until no pass in flight or due could make room (backpressure for imports).
+
+        Nobody waits for a reply during an import, so it may wait for compaction
+        instead of forcing an emergency truncation; it never waits on a channel
+        that nothing is compacting (the emergency tier stays the last resort).
+        """
+        while not self.done:
+            s = self.settings
+            coming = self.ctx.total + self._inbox_tokens + tokens
+            if coming < s.compaction.aggressive_threshold * s.context_window:
+                return
+            if not self._compaction_pending():
+                return
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def settle(self) -> None:
+        """Wait until usage is under ``background_threshold``, or until no pass is in
+        flight or due within the loop guard (a quiet channel's last passes)."""
+        while not self.done:
+            s = self.settings
+            if self.usage < s.compaction.background_threshold or not self._compaction_pending():
+                return
+            self._changed.clear()
+            await self._changed.wait()
+
+    def _compaction_pending(self) -> bool:
+        """A pass is in flight, waiting to be swapped in, or due within the loop guard."""
+        guard = self.settings.compaction.loop_guard_seconds
+        due = self._recheck is not None and self._recheck_at <= time.monotonic() + guard
+        return bool(
+            self.compactor.in_flight or self._held or not self._mailbox.empty() or self.busy or due
+        )
 
     async def _append(self, msg: Message) -> Message:
         """Store and enter one of the bot's own entries, right after what the actor has seen.
@@ -546,12 +636,15 @@ class ChannelActor:
             usage=round(plan.usage, 3),
             messages=len(plan.covered),
         )
-        store, worker = self.deps.store, self.deps.worker
+        worker = self.deps.worker
+        busy = in_flight_ids(p.covered for p in self.compactor.ranges)
 
-        async def run() -> CompactionOutcome:
+        async def run() -> _Ran:
             messages: tuple[Message, ...] = plan.covered
+            rescued: tuple[int, ...] = ()
             if plan.kind is Kind.RESCUE and plan.marker is not None:
-                messages = tuple(await store.get_messages(_rescued(plan.marker)))
+                messages = tuple(await self._rescue_chunk(plan.marker, busy))
+                rescued = tuple(m.id for m in messages)
             job = CompactionJob(
                 channel=self.key,
                 kind=plan.kind.value,
@@ -560,19 +653,33 @@ class ChannelActor:
                 level=plan.level,
                 extract_memories=plan.kind is not Kind.META,
             )
-            return await worker.run(job)
+            return _Ran(await worker.run(job), rescued)
 
         def done(result: Any, error: BaseException | None) -> None:
-            self._mailbox.put_nowait(_WorkerDone(plan, result, error))
+            ran = result if isinstance(result, _Ran) else None
+            outcome = ran.outcome if ran is not None else None
+            self._mailbox.put_nowait(_WorkerDone(plan, outcome, error, ran.rescued if ran else ()))
 
         self.deps.pool.submit(self.key, run, done, urgency=plan.usage)
+
+    async def _rescue_chunk(self, marker: Message, busy: set[int]) -> list[Message]:
+        """The oldest bounded chunk of what ``marker`` set aside (ids a range in flight
+        covers are left to it): at most ``rescue_chunk_messages`` messages and the
+        tokens of a background pass, so no summary covers thousands of messages."""
+        s = self.settings
+        ids = [int(i) for i in marker.meta.get("set_aside", []) if int(i) not in busy]
+        limit = s.compaction.rescue_chunk_messages
+        # Set-aside ids are in history order; a few more than the limit let the chunk
+        # finish a tool call/result pair.
+        loaded = await self.deps.store.get_messages(sorted(ids)[: limit + 8])
+        max_tokens = max(1, int(s.compaction.background_fraction * s.context_window))
+        return rescue_chunk(loaded, max_tokens, limit)
 
     def summary_budget(self) -> int:
         """Tokens one summary may take: the configured cap, but never more than half the
         share summaries may fill, so a small window is not flooded by its summaries."""
         s = self.settings
-        share = int(s.compaction.summary_share * s.context_window / 2)
-        return max(32, min(s.compaction.max_summary_tokens, share))
+        return _summary_budget(s.compaction, s.context_window)
 
     async def force_compaction(self) -> str:
         """Start a background compaction now (the ``/compact`` command)."""
@@ -587,6 +694,20 @@ class ChannelActor:
             "I will say here how it went."
         )
 
+    async def _worker_done(self, done: _WorkerDone) -> None:
+        """Swap in a finished pass; a range that finished before an older one waits for it,
+        so summaries land in the order of the history they cover."""
+        if not self.compactor.first_range(done.plan):
+            self._held.append(done)
+            return
+        await self._apply(done)
+        while self._held:
+            nxt = next((d for d in self._held if self.compactor.first_range(d.plan)), None)
+            if nxt is None:
+                return
+            self._held.remove(nxt)
+            await self._apply(nxt)
+
     async def _apply(self, done: _WorkerDone) -> None:
         plan, outcome = done.plan, done.outcome
         started = time.monotonic() - (outcome.duration if outcome else 0.0)
@@ -598,7 +719,7 @@ class ChannelActor:
             return
         live = self.ctx.ids()
         cover = [m for m in plan.covered if m.id in live]
-        summary = self._summary(plan, outcome.summary)
+        summary = self._summary(plan, outcome.summary, len(done.rescued))
         frees = sum(m.tokens for m in cover) - summary.tokens
         if plan.kind is not Kind.RESCUE and cover and frees <= 0:
             reason = (
@@ -608,10 +729,11 @@ class ChannelActor:
             await self._failed(plan, "noop", reason, started, memories)
             return
         cover_ids = {m.id for m in plan.covered}
-        if plan.kind is Kind.RESCUE and plan.marker is not None:
-            # The marker goes only if this rescue covered all it set aside; otherwise the
-            # loop below rewrites it with what is left.
-            cover_ids = set(_rescued(plan.marker))
+        if plan.kind is Kind.RESCUE and done.rescued:
+            # One chunk: the marker stays (reworded) until its last chunk lands.
+            cover_ids = set(done.rescued)
+        elif plan.kind is Kind.RESCUE and plan.marker is not None:
+            cover_ids |= {int(i) for i in plan.marker.meta.get("set_aside", [])}
         updates: list[Message] = []
         for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
             aside = [int(i) for i in mk.meta.get("set_aside", [])]
@@ -627,6 +749,8 @@ class ChannelActor:
                          pos=max(m.pos for m in plan.covered) + 1e-3)
             )  # fmt: skip
         summary, cover_ids = self._fit(plan, summary, cover_ids, updates)
+        if plan.kind in (Kind.BACKGROUND, Kind.AGGRESSIVE):
+            self.compactor.summary_size = summary.tokens
         self.compactor.finished(plan, "ok")
         placed = await self.deps.store.swap(
             self.key, sorted(cover_ids), summary, state=self._state(), updates=updates
@@ -676,12 +800,8 @@ class ChannelActor:
         if not grows or projected < s.compaction.background_threshold * s.context_window:
             return summary, cover_ids
         marker = plan.marker
-        if (
-            plan.kind is Kind.RESCUE
-            and marker is not None
-            and marker.id in live
-            and marker.id in cover_ids
-        ):
+        last_chunk = marker is not None and marker.id in cover_ids
+        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live and last_chunk:
             n = len(marker.meta.get("set_aside", []))
             text = (
                 f"[{n} earlier messages were set aside and summarized; the summary is archived "
@@ -692,11 +812,11 @@ class ChannelActor:
             cover_ids = cover_ids - {marker.id}
         return summary.with_(state=State.ARCHIVED), cover_ids
 
-    def _summary(self, plan: Plan, text: str) -> Message:
+    def _summary(self, plan: Plan, text: str, rescued: int = 0) -> Message:
         covered = plan.covered
         if plan.kind is Kind.RESCUE and plan.marker is not None:
             first_pos = plan.marker.pos
-            n = len(_rescued(plan.marker))
+            n = rescued or len(plan.marker.meta.get("set_aside", []))
         else:
             first_pos = min(m.pos for m in covered)
             n = len(covered)
@@ -719,7 +839,10 @@ class ChannelActor:
         self.log.warning("compaction.failed", tier=plan.kind.value, outcome=outcome, reason=reason)
         if plan.forced:
             await self.deps.deliver(Outbound(self.key, forced_note(plan, outcome, reason=reason)))
-        # No immediate re-check: the retry waits for a later trigger (and the backoff).
+        # No immediate re-check: the retry waits for the backoff, then looks again even if
+        # no message comes (a quiet channel must not rest over its threshold).
+        if outcome != "noop":
+            self._arm_recheck(self.compactor.retry_at)
 
     def _record(
         self,
@@ -774,8 +897,3 @@ class ChannelActor:
                 "emergency": s.compaction.emergency_threshold,
             },
         }
-
-
-def _rescued(marker: Message) -> list[int]:
-    """The set-aside message ids one rescue of ``marker`` summarizes: the oldest batch."""
-    return sorted(int(i) for i in marker.meta.get("set_aside", []))[:RESCUE_BATCH]

@@ -24,7 +24,7 @@ from bot.errors import ToolError
 from bot.llm.base import ToolSpec
 from bot.llm.text import sentences, stems
 from bot.messages import Message, Role
-from memory_graph import MemoryGraph, memory_tools, run_memory_tool
+from memory_graph import MemoryDraft, MemoryGraph, memory_tools, run_memory_tool, save_draft
 from workers import infer_sources, minable
 
 log = structlog.get_logger("tierbot.memory")
@@ -80,6 +80,69 @@ class _Writer:
             self.graph, "memory_save", args, channel=channel,
             author_id=authors[0] if authors else "", sources=sources,
         )  # fmt: skip
+
+    async def save_many_from_tool(
+        self, calls: Sequence[dict[str, Any]], *, channel: str, covered: Sequence[Message]
+    ) -> list[str]:
+        """:meth:`save_from_tool` for many calls, in one transaction: a result per call, in
+        order.  A call with bad arguments gets its own error and does not stop the others.
+
+        One pass of a compaction can save dozens of memories; saving them one by one
+        cost a tombstone lookup and a transaction each, most of the pass's time.
+        """
+        by_id = {m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT)}
+        results: list[str] = [""] * len(calls)
+        ready: list[tuple[int, MemoryDraft]] = []
+        for i, arguments in enumerate(calls):
+            args = dict(arguments)
+            cited = args.pop("source_ids", None)
+            if cited is not None and (
+                not isinstance(cited, list) or not all(isinstance(c, str) for c in cited)
+            ):
+                bad = ToolError("source_ids: must be a list of strings", tool="memory_save",
+                                argument="source_ids")  # fmt: skip
+                results[i] = json.dumps({"error": str(bad)})
+                continue
+            sources = [c for c in cited or [] if c in by_id]
+            if not sources:
+                sources = infer_sources(str(args.get("content", "")), covered)
+            authors = [by_id[s].author_id for s in sources if s in by_id]
+            try:
+                draft = save_draft(args, channel=channel, author_id=authors[0] if authors else "",
+                                   sources=sources)  # fmt: skip
+            except ToolError as exc:
+                results[i] = json.dumps({"error": str(exc)})
+                continue
+            ready.append((i, draft))
+        # The common case has nothing forgotten: one lookup for every source and author.
+        pids = sorted({s for _, d in ready for s in d.sources})
+        authors_all = sorted({d.author_id for _, d in ready if d.author_id})
+        if await self.graph.is_forgotten(platform_ids=pids) or any(
+            [await self.graph.is_forgotten(author_id=a) for a in authors_all]
+        ):
+            kept = []
+            for i, d in ready:
+                if d.sources and await self.graph.is_forgotten(platform_ids=list(d.sources)):
+                    results[i] = json.dumps({"skipped": "its source messages were forgotten"})
+                elif d.author_id and await self.graph.is_forgotten(author_id=d.author_id):
+                    results[i] = json.dumps({"skipped": "its author asked to be forgotten"})
+                else:
+                    kept.append((i, d))
+            ready = kept
+        try:
+            saved = await self.graph.save_many([d for _, d in ready])
+        except ToolError:
+            # One invalid draft fails the whole transaction: save one by one to say which.
+            for i, d in ready:
+                try:
+                    r = (await self.graph.save_many([d]))[0]
+                    results[i] = json.dumps({"id": r.id, "merged": r.merged})
+                except ToolError as exc:
+                    results[i] = json.dumps({"error": str(exc)})
+            return results
+        for (i, _), r in zip(ready, saved, strict=True):
+            results[i] = json.dumps({"id": r.id, "merged": r.merged})
+        return results
 
     async def add_episodes(self, messages: Sequence[Message]) -> int:
         return await self.graph.add_episodes(messages)

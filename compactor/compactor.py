@@ -7,11 +7,19 @@ applies the policy, and answers with a :class:`Plan` (or None):
 * an **emergency** plan is carried out by the actor at once, before its next
   LLM call, even while a worker runs;
 * a **background**, **aggressive**, **meta** or **rescue** plan goes to a
-  compaction worker; only one runs per channel at a time.
+  compaction worker.  Up to ``parallel_compactions`` passes run per channel:
+  background/aggressive passes on disjoint ranges of the oldest messages while
+  the projected usage stays over the threshold (see :mod:`compactor.scheduler`),
+  plus at most one meta or rescue pass.  With ``parallel_compactions = 1`` only
+  one pass of any kind runs at a time.  A channel filling faster than its passes
+  land starts them early (``predictive_start``); a cut is widened to at least
+  twice the channel's last summary, so a pass always frees something.
 
-State it keeps: the running plan, a remembered aggressive trigger, the loop
-guard (messages since the last compaction), the message sets that freed
-nothing (never retried), and the failure backoff.
+State it keeps: the in-flight plans (oldest range first), a remembered
+aggressive trigger, the loop guard (messages and time since the last
+compaction), the message sets that freed nothing (never retried), the failure
+backoff, and ``wake_at``: when a pass held back by the guard or the backoff may
+go, so the actor can re-check a quiet channel then.
 """
 
 from __future__ import annotations
@@ -26,6 +34,14 @@ from bot.config import CompactionConfig
 from bot.messages import Message, Role
 from compactor.cuts import choose_cut
 from compactor.policy import Tier, choose_tier, fraction_for
+from compactor.scheduler import (
+    Pace,
+    in_flight_ids,
+    projected_usage,
+    start_threshold,
+    summary_budget,
+    uncovered,
+)
 
 COUNTER_KEYS = ("background", "aggressive", "emergency", "meta", "noop", "failed")
 #: How a compaction ended, the one vocabulary of /status, ``channel show`` and the logs:
@@ -43,6 +59,9 @@ class Kind(StrEnum):
     EMERGENCY = "emergency"
     META = "meta"
     RESCUE = "rescue"
+
+
+_RANGE_KINDS = frozenset({Kind.BACKGROUND, Kind.AGGRESSIVE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +94,37 @@ class Compactor:
     """Compaction state of one channel; owned and driven by its channel actor."""
 
     channel: str
-    running: Plan | None = None
+    in_flight: list[Plan] = field(default_factory=list)
     pending_aggressive: bool = False
     since_last: int = 1_000_000
+    last_ended: float = float("-inf")
     failures: int = 0
     retry_at: float = 0.0
+    wake_at: float | None = None
     failed_sets: set[frozenset[int]] = field(default_factory=set)
     counters: Counter[str] = field(default_factory=Counter)
+    pace: Pace = field(default_factory=Pace)
+    summary_size: int = 0  # tokens of the last range summary that landed
+    _started_at: dict[int, float] = field(default_factory=dict)
+    # Per in-flight range: (tokens covered, tokens of those still live); recounted only
+    # after an emergency, so the per-message check stays O(1) while passes run.
+    _range_tokens: dict[int, tuple[int, int]] = field(default_factory=dict)
 
-    def on_message(self) -> None:
-        """Count one new message for the loop guard."""
+    @property
+    def running(self) -> Plan | None:
+        """The oldest pass in flight, or None when none runs."""
+        return self.in_flight[0] if self.in_flight else None
+
+    @property
+    def ranges(self) -> list[Plan]:
+        """In-flight background/aggressive passes, oldest range first."""
+        return [p for p in self.in_flight if p.kind in _RANGE_KINDS]
+
+    def on_message(self, tokens: int = 0, now: float | None = None) -> None:
+        """Count one new message for the loop guard (and its tokens for the pace)."""
         self.since_last += 1
+        if tokens:
+            self.pace.arrived(tokens, time.monotonic() if now is None else now)
 
     def check(
         self,
@@ -106,34 +145,115 @@ class Compactor:
         ``in_flight`` names running branches: their exchanges stay whole (see cuts).
         """
         now = time.monotonic() if now is None else now
+        self.wake_at = None
         tier = choose_tier(usage, config)
+        start = config.background_threshold
+        if tier is Tier.NONE and config.predictive_start:
+            start = start_threshold(config, self.pace.lead(window, now))
+            if usage >= start:
+                tier = Tier.BACKGROUND  # passes land one duration later: start early
         if tier is Tier.EMERGENCY:
             covered = choose_cut(items, fraction_for(Tier.EMERGENCY, config), in_flight)
             if covered:
                 return Plan(Kind.EMERGENCY, tuple(covered), usage)
             tier = Tier.AGGRESSIVE
-        if self.running is not None:
-            if tier is Tier.AGGRESSIVE and self.running.kind is Kind.BACKGROUND:
+        slots = config.parallel_compactions - len(self.in_flight)
+        if self.in_flight and (slots <= 0 or config.parallel_compactions == 1):
+            if tier is Tier.AGGRESSIVE and any(p.kind is Kind.BACKGROUND for p in self.in_flight):
                 self.pending_aggressive = True
             return None
         if now < self.retry_at:
+            if tier is not Tier.NONE:
+                self.wake_at = self.retry_at
             return None
-        if tier in (Tier.BACKGROUND, Tier.AGGRESSIVE) and self.since_last >= (
-            config.min_messages_between
-        ):
-            covered = choose_cut(items, fraction_for(tier, config), in_flight)
-            ids = frozenset(m.id for m in covered)
-            if covered and ids not in self.failed_sets:
-                kind = Kind.AGGRESSIVE if tier is Tier.AGGRESSIVE else Kind.BACKGROUND
-                return Plan(kind, tuple(covered), usage)
+        plan = self._next_range(items, usage, tier, window, config, now, start, in_flight)
+        if plan is not None:
+            return plan
+        # One meta or rescue pass at a time, beside the ranges.
+        if any(p.kind not in _RANGE_KINDS for p in self.in_flight):
+            return None
+        over_share = summary_tokens is None or summary_tokens > config.summary_share * window
+        meta = self._meta(items, usage, window, config) if over_share else None
+        if meta is not None:
+            return meta
         if markers is None or markers > 0:
-            marker = next(
-                (m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None
-            )
-            if marker is not None and frozenset({marker.id}) not in self.failed_sets:
-                return Plan(Kind.RESCUE, (marker,), usage, marker=marker)
-        if summary_tokens is not None and summary_tokens <= config.summary_share * window:
+            return self._rescue(items, usage, window, config)
+        return None
+
+    def _next_range(
+        self,
+        items: Sequence[Message],
+        usage: float,
+        tier: Tier,
+        window: int,
+        config: CompactionConfig,
+        now: float,
+        start: float,
+        branches: Collection[str] = (),
+    ) -> Plan | None:
+        """The next background/aggressive range, if the channel needs one now.
+
+        ``branches`` names running branches: their exchanges stay whole (see cuts)."""
+        if tier not in (Tier.BACKGROUND, Tier.AGGRESSIVE):
             return None
+        budget = summary_budget(config, window)
+        if projected_usage(usage, window, self._range_sizes(items), budget) < start:
+            return None  # the passes in flight will bring the channel back under
+        ranges = [p.covered for p in self.ranges]
+        guard_ends = self.last_ended + config.loop_guard_seconds
+        if self.since_last < config.min_messages_between and now < guard_ends:
+            self.wake_at = guard_ends
+            return None
+        pool = uncovered(items, in_flight_ids(ranges))
+        fraction = fraction_for(tier, config)
+        covered = choose_cut(pool, fraction, branches)
+        # A cut hardly larger than the summaries this channel gets frees almost nothing and
+        # only makes another pass due: widen it to at least twice a summary.
+        while covered and fraction < 1.0 and sum(m.tokens for m in covered) < 2 * self.summary_size:
+            fraction = min(1.0, fraction + 0.1)
+            covered = choose_cut(pool, fraction, branches)
+        if sum(m.tokens for m in covered) <= self.summary_size:
+            return None  # not even the widest cut is larger than a summary: wait for more
+        ids = frozenset(m.id for m in covered)
+        if not covered or ids in self.failed_sets:
+            return None
+        kind = Kind.AGGRESSIVE if tier is Tier.AGGRESSIVE else Kind.BACKGROUND
+        return Plan(kind, tuple(covered), usage)
+
+    def _range_sizes(self, items: Sequence[Message]) -> list[tuple[int, int]]:
+        """(covered, still live) tokens of each in-flight range (see ``_range_tokens``)."""
+        ranges = self.ranges
+        if any(id(p) not in self._range_tokens for p in ranges):
+            live = {m.id for m in items}
+            for p in ranges:
+                covered = sum(m.tokens for m in p.covered)
+                still = sum(m.tokens for m in p.covered if m.id in live)
+                self._range_tokens[id(p)] = (covered, still)
+        return [self._range_tokens[id(p)] for p in ranges]
+
+    def _rescue(
+        self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
+    ) -> Plan | None:
+        """A rescue of the next chunk an emergency set aside, when its summary has room.
+
+        The worker picks the chunk (it needs the store); ids a range in flight
+        already covers are left to that range.
+        """
+        marker = next((m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None)
+        if marker is None or frozenset({marker.id}) in self.failed_sets:
+            return None
+        busy = in_flight_ids(p.covered for p in self.ranges)
+        if all(int(i) in busy for i in marker.meta.get("set_aside", [])):
+            return None
+        room = config.aggressive_threshold - summary_budget(config, window) / window
+        if self.in_flight and usage >= room:
+            return None  # the ranges in flight make room first
+        return Plan(Kind.RESCUE, (marker,), usage, marker=marker)
+
+    def _meta(
+        self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
+    ) -> Plan | None:
+        """A merge of the oldest summaries when summaries fill more than their share."""
         summaries = [m for m in items if m.role is Role.SUMMARY]
         if len(summaries) >= 2 and sum(m.tokens for m in summaries) > config.summary_share * window:
             oldest = summaries[: max(2, len(summaries) // 2)]
@@ -159,26 +279,41 @@ class Compactor:
 
     def started(self, plan: Plan) -> None:
         if plan.kind is not Kind.EMERGENCY:
-            self.running = plan
+            self.in_flight.append(plan)
+            self._started_at[id(plan)] = time.monotonic()
             if plan.kind is Kind.AGGRESSIVE:
                 self.pending_aggressive = False
 
     def emergency_done(self) -> None:
+        self._range_tokens.clear()  # some covered messages may have been set aside
         self.counters["emergency"] += 1
         self.since_last = 0
+        self.last_ended = time.monotonic()
+
+    def first_range(self, plan: Plan) -> bool:
+        """True if no range launched before ``plan`` is still in flight: its summary may be
+        swapped in now (ranges are swapped in the order they were launched)."""
+        if plan.kind not in _RANGE_KINDS:
+            return True
+        ranges = self.ranges
+        return not ranges or ranges[0] is plan
 
     def finished(self, plan: Plan, outcome: str, backoff_seconds: float = 0.0) -> None:
         """Record how ``plan`` ended, one of :data:`OUTCOMES`."""
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
-        if self.running is plan:
-            self.running = None
+        self.in_flight = [p for p in self.in_flight if p is not plan]
+        began = self._started_at.pop(id(plan), None)
+        self._range_tokens.pop(id(plan), None)
+        if outcome == "ok" and began is not None and plan.kind in _RANGE_KINDS:
+            self.pace.took(time.monotonic() - began)
         if outcome == "ok":
             self.failures = 0
             self.retry_at = 0.0
             self.counters[plan.kind.value] += 1
             if plan.kind is not Kind.RESCUE:
                 self.since_last = 0
+                self.last_ended = time.monotonic()
             return
         self.counters[outcome] += 1
         if outcome == "noop":

@@ -13,7 +13,7 @@ bot.llm.base) and third-party libraries.
 
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from .graph import MemoryGraph
-from .tools import format_for_prompt, memory_tools, run_memory_tool
+from .tools import format_for_prompt, memory_tools, run_memory_tool, save_draft
 from .types import (
     DEFAULT_IMPORTANCE,
     EdgeType,
@@ -42,4 +42,5 @@ __all__ = [
     "format_for_prompt",
     "memory_tools",
     "run_memory_tool",
+    "save_draft",
 ]

@@ -17,7 +17,14 @@ from bot.errors import ToolError
 from bot.llm.base import ToolSpec
 
 from .text import escape
-from .types import MAX_CONTENT_BYTES, MAX_RECALL_LIMIT, SAVABLE_TYPES, MemoryType, RecallHit
+from .types import (
+    MAX_CONTENT_BYTES,
+    MAX_RECALL_LIMIT,
+    SAVABLE_TYPES,
+    MemoryDraft,
+    MemoryType,
+    RecallHit,
+)
 
 if TYPE_CHECKING:
     from .graph import MemoryGraph
@@ -132,26 +139,8 @@ async def run_memory_tool(
     ``exclude`` (recall only): platform ids whose episodes the caller already has.
     """
     if name == "memory_save":
-        _check_known(name, arguments, _SAVE)
-        for arg in ("content", "memory_type", "supersedes"):
-            value = arguments.get(arg)
-            if value is not None and not isinstance(value, str):
-                raise _bad(name, arg, "must be a string")
-        importance = arguments.get("importance")
-        if importance is not None and (
-            isinstance(importance, bool) or not isinstance(importance, int | float)
-        ):
-            raise _bad(name, "importance", "must be a number between 0 and 1")
-        result = await graph.save(
-            arguments["content"],
-            arguments["memory_type"],
-            importance=importance,
-            related_to=_str_list(name, arguments, "related_to") or (),
-            supersedes=arguments.get("supersedes"),
-            channel=channel,
-            author_id=author_id,
-            sources=sources,
-        )
+        draft = save_draft(arguments, channel=channel, author_id=author_id, sources=sources)
+        result = (await graph.save_many([draft]))[0]
         return json.dumps({"id": result.id, "merged": result.merged})
     if name == "memory_recall":
         _check_known(name, arguments, _RECALL)
@@ -174,6 +163,34 @@ async def run_memory_tool(
         )
         return json.dumps([h.to_json() for h in hits], ensure_ascii=False)
     raise ToolError(f"unknown tool {name!r}; expected memory_save or memory_recall", tool=name)
+
+
+def save_draft(
+    arguments: Mapping[str, Any], *, channel: str, author_id: str = "", sources: Sequence[str] = ()
+) -> MemoryDraft:
+    """The :class:`MemoryDraft` for raw memory_save arguments; raises ToolError naming the
+    bad argument (the draft's own fields are checked again when it is saved)."""
+    name = "memory_save"
+    _check_known(name, arguments, _SAVE)
+    for arg in ("content", "memory_type", "supersedes"):
+        value = arguments.get(arg)
+        if value is not None and not isinstance(value, str):
+            raise _bad(name, arg, "must be a string")
+    importance = arguments.get("importance")
+    if importance is not None and (
+        isinstance(importance, bool) or not isinstance(importance, int | float)
+    ):
+        raise _bad(name, "importance", "must be a number between 0 and 1")
+    return MemoryDraft(
+        content=arguments["content"],
+        memory_type=arguments["memory_type"],
+        channel=channel,
+        importance=importance,
+        related_to=tuple(_str_list(name, arguments, "related_to") or ()),
+        supersedes=arguments.get("supersedes"),
+        author_id=author_id,
+        sources=tuple(sources),
+    )
 
 
 def format_for_prompt(hits: Iterable[RecallHit | Mapping[str, Any]]) -> str:

@@ -104,7 +104,8 @@ async def test_lowering_a_threshold_on_a_running_bot_makes_the_next_message_comp
     await rt.submit(inbound(CH, text(50), pid=sent[-1]))
     await rt.drain()
     assert await rt.registry.actor(CH) is actor
-    assert actor.compactor.counters["background"] == 1
+    # One pass, or a second beside it when the first alone is projected not to suffice.
+    assert actor.compactor.counters["background"] >= 1
     assert actor.usage < 0.40
     assert sorted(i for i in await export_ids(rt, CH) if i in sent) == sorted(sent)
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import structlog
 
 from bot.errors import LLMError, ToolError
-from bot.llm.base import ChatMessage, LLMProvider, ToolSpec
+from bot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
 from bot.llm.quoting import quote
 from bot.llm.text import Overlap
 from bot.llm.transcript import BOT_MARK, TranscriptEntry, format_transcript
@@ -60,6 +60,13 @@ class MemoryWriter(Protocol):
         """Validate and save one memory_save call; return the tool result text.
 
         Raises :class:`~bot.errors.ToolError` for invalid arguments."""
+        ...
+
+    async def save_many_from_tool(
+        self, calls: Sequence[dict[str, Any]], *, channel: str, covered: Sequence[Message]
+    ) -> list[str]:
+        """Like :meth:`save_from_tool` for many calls in one transaction; one result per
+        call, in order (an invalid call's result is its error)."""
         ...
 
     async def add_episodes(self, messages: Sequence[Message]) -> int: ...
@@ -188,11 +195,24 @@ class CompactionWorker:
             convo.append(
                 ChatMessage("assistant", completion.text, tool_calls=completion.tool_calls)
             )
-            for call in completion.tool_calls:
-                result = await self._tool(call.name, call.arguments, job)
+            batch = await self._save_batch(completion.tool_calls, job)
+            for k, call in enumerate(completion.tool_calls):
+                result = (
+                    batch[k] if k in batch else await self._tool(call.name, call.arguments, job)
+                )
                 saved += result.startswith("{") and '"id"' in result
                 convo.append(ChatMessage("tool", result, tool_call_id=call.id))
         return text, saved
+
+    async def _save_batch(self, calls: Sequence[ToolCall], job: CompactionJob) -> dict[int, str]:
+        """Results of the memory_save calls among ``calls``, saved together (by index)."""
+        idx = [k for k, c in enumerate(calls) if c.name == "memory_save"]
+        if len(idx) < 2 or self.memory is None:
+            return {}
+        results = await self.memory.save_many_from_tool(
+            [calls[k].arguments for k in idx], channel=job.channel, covered=job.messages
+        )
+        return dict(zip(idx, results, strict=True))
 
     async def _tool(self, name: str, arguments: dict[str, Any], job: CompactionJob) -> str:
         if name != "memory_save" or self.memory is None:

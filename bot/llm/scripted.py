@@ -41,13 +41,19 @@ class ScriptedLLM:
     """Replies from per-purpose scripts; falls back to a default reply when a script is empty.
 
     ``latency[purpose]`` delays every call of that purpose; ``gate[purpose]``, when
-    set, makes calls of that purpose wait until the event is set.
+    set, makes calls of that purpose wait until the event is set; ``tickets[purpose]``,
+    when set, makes each call of that purpose take one ticket (calls wait in order until
+    the test releases one), so a test can finish calls one at a time; ``hold[n]`` makes
+    the n-th call (counting from 0, any purpose) wait until that event is set, so a test
+    can finish a later call before an earlier one.
     """
 
     chat_reply: str = "ok"
     latency: dict[str, float] = field(default_factory=dict)
     gate: dict[str, asyncio.Event] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
+    tickets: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    hold: dict[int, asyncio.Event] = field(default_factory=dict)
     name: str = "scripted"
     _scripts: dict[str, deque[Step]] = field(default_factory=dict)
 
@@ -67,12 +73,18 @@ class ScriptedLLM:
         purpose: Purpose = "chat",
     ) -> Completion:
         self.calls.append(Call(purpose, list(messages), [t.name for t in tools], max_tokens))
+        held = self.hold.get(len(self.calls) - 1)
         delay = self.latency.get(purpose, 0.0)
         if delay:
             await asyncio.sleep(delay)
         gate = self.gate.get(purpose)
         if gate is not None:
             await gate.wait()
+        tickets = self.tickets.get(purpose)
+        if tickets is not None:
+            await tickets.acquire()
+        if held is not None:
+            await held.wait()
         script = self._scripts.get(purpose)
         step: Step
         if script:

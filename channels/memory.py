@@ -62,15 +62,11 @@ class _Writer:
         ):
             raise ToolError("source_ids: must be a list of strings", tool="memory_save",
                             argument="source_ids")  # fmt: skip
-        by_id = {m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT)
-                 and minable(m)}  # fmt: skip
-        sources = [c for c in cited or [] if c in by_id]
-        if not sources:
-            sources = infer_sources(str(args.get("content", "")), covered)
-        if sources and all(by_id[s].role is Role.ASSISTANT for s in sources if s in by_id):
-            if _repeats_a_user(str(args.get("content", "")), covered):
-                return json.dumps({"skipped": "it repeats what a user said; save it from "
-                                   "the user's own message"})  # fmt: skip
+        by_id = _minable_by_id(covered)
+        vetted = _vet(args, cited, covered, by_id)
+        if isinstance(vetted, str):
+            return vetted
+        sources = vetted
         authors = [by_id[s].author_id for s in sources if s in by_id]
         if sources and await self.graph.is_forgotten(platform_ids=sources):
             return json.dumps({"skipped": "its source messages were forgotten"})
@@ -90,7 +86,7 @@ class _Writer:
         One pass of a compaction can save dozens of memories; saving them one by one
         cost a tombstone lookup and a transaction each, most of the pass's time.
         """
-        by_id = {m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT)}
+        by_id = _minable_by_id(covered)
         results: list[str] = [""] * len(calls)
         ready: list[tuple[int, MemoryDraft]] = []
         for i, arguments in enumerate(calls):
@@ -103,9 +99,11 @@ class _Writer:
                                 argument="source_ids")  # fmt: skip
                 results[i] = json.dumps({"error": str(bad)})
                 continue
-            sources = [c for c in cited or [] if c in by_id]
-            if not sources:
-                sources = infer_sources(str(args.get("content", "")), covered)
+            vetted = _vet(args, cited, covered, by_id)
+            if isinstance(vetted, str):
+                results[i] = vetted
+                continue
+            sources = vetted
             authors = [by_id[s].author_id for s in sources if s in by_id]
             try:
                 draft = save_draft(args, channel=channel, author_id=authors[0] if authors else "",
@@ -118,13 +116,15 @@ class _Writer:
         pids = sorted({s for _, d in ready for s in d.sources})
         authors_all = sorted({d.author_id for _, d in ready if d.author_id})
         if await self.graph.is_forgotten(platform_ids=pids) or any(
-            [await self.graph.is_forgotten(author_id=a) for a in authors_all]
+            [await self.graph.is_forgotten(author_id=a, channel=channel) for a in authors_all]
         ):
             kept = []
             for i, d in ready:
                 if d.sources and await self.graph.is_forgotten(platform_ids=list(d.sources)):
                     results[i] = json.dumps({"skipped": "its source messages were forgotten"})
-                elif d.author_id and await self.graph.is_forgotten(author_id=d.author_id):
+                elif d.author_id and await self.graph.is_forgotten(
+                    author_id=d.author_id, channel=channel
+                ):
                     results[i] = json.dumps({"skipped": "its author asked to be forgotten"})
                 else:
                     kept.append((i, d))
@@ -146,6 +146,32 @@ class _Writer:
 
     async def add_episodes(self, messages: Sequence[Message]) -> int:
         return await self.graph.add_episodes(messages)
+
+
+def _minable_by_id(covered: Sequence[Message]) -> dict[str, Message]:
+    """The covered messages a memory may cite: user and bot messages, no tool traffic or
+    progress notes."""
+    return {
+        m.platform_id: m for m in covered if m.role in (Role.USER, Role.ASSISTANT) and minable(m)
+    }
+
+
+def _vet(
+    args: dict[str, Any], cited: Any, covered: Sequence[Message], by_id: dict[str, Message]
+) -> list[str] | str:
+    """The sources of one memory_save call, or the JSON result that skips it.
+
+    A memory drawn only from the bot's replies may hold what the bot decided or
+    promised, never a second copy of what a user said.
+    """
+    sources = [c for c in cited or [] if c in by_id]
+    if not sources:
+        sources = infer_sources(str(args.get("content", "")), covered)
+    if sources and all(by_id[s].role is Role.ASSISTANT for s in sources if s in by_id):
+        if _repeats_a_user(str(args.get("content", "")), covered):
+            return json.dumps({"skipped": "it repeats what a user said; save it from "
+                               "the user's own message"})  # fmt: skip
+    return sources
 
 
 def _repeats_a_user(content: str, covered: Sequence[Message]) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import math
@@ -13,12 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
 import numpy as np
 
 from bot.messages import Message, Role, workspace_of
 
-from . import forgetting
+from . import forgetting, schema
 from .schema import fetch_all, marks
 from .text import content_hash, embed_text, fts_tags, terms
 from .types import MAX_CONTENT_BYTES
@@ -116,8 +114,8 @@ async def add_episodes(
                 return 0
             # Every channel's episodes and the mark that covers them commit together: after a
             # crash the mark never claims a message whose episode was not written.
-            await g.db.execute("BEGIN IMMEDIATE")
             try:
+                await g.db.execute("BEGIN IMMEDIATE")
                 for plan in plans:
                     await _write_plan(g, plan)
                 if indexed_upto is not None:
@@ -130,8 +128,7 @@ async def add_episodes(
                 await g.db.execute("COMMIT")
             except BaseException:
                 # A failed COMMIT may have rolled back already: keep the original error.
-                with contextlib.suppress(aiosqlite.Error):
-                    await g.db.execute("ROLLBACK")
+                await schema.rollback(g.db)
                 raise
         except BaseException:
             g.next_rowid = start_rowid

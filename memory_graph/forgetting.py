@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import episodes as episode_index
+from . import schema
 from .types import ForgetReport
 
 if TYPE_CHECKING:
@@ -135,15 +136,15 @@ async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) 
         if row is None or (channel is not None and not g.visible(channel, row[3])):
             return False
         rowid, sources = int(row[0]), json.loads(row[1])
-        await g.db.execute("BEGIN IMMEDIATE")
         try:
+            await g.db.execute("BEGIN IMMEDIATE")
             await _tombstone(g, "message", sources, time.time())
             await _delete(g, [rowid], [memory_id])
             if row[2] == "episode":
                 await episode_index.recompute_contexts(g, row[3])
             await g.db.execute("COMMIT")
         except BaseException:
-            await g.db.execute("ROLLBACK")
+            await schema.rollback(g.db)
             raise
         g.unregister(rowid)
         return True
@@ -211,8 +212,8 @@ async def forget_author(
         rowids = [r for r, *_ in episodes] + sorted(authored)
         ids = [i for _, i, *_ in episodes] + [i for _, i, *_ in memories]
         now = time.time()
-        await g.db.execute("BEGIN IMMEDIATE")
         try:
+            await g.db.execute("BEGIN IMMEDIATE")
             if channel is None:
                 await _tombstone(g, "author", [author_id], now)
             else:
@@ -223,7 +224,7 @@ async def forget_author(
                 await episode_index.recompute_contexts(g, touched)
             await g.db.execute("COMMIT")
         except BaseException:
-            await g.db.execute("ROLLBACK")
+            await schema.rollback(g.db)
             raise
         for r in rowids:
             g.unregister(r)

@@ -79,12 +79,12 @@ async def _prune(g: MemoryGraph, now: float) -> list[str]:
         rows = [(int(r), str(i)) for r, i in await cur.fetchall()]
     if not rows:
         return []
-    await g.db.execute("BEGIN IMMEDIATE")
     try:
+        await g.db.execute("BEGIN IMMEDIATE")
         await _delete(g, [r for r, _ in rows], [i for _, i in rows])
         await g.db.execute("COMMIT")
     except BaseException:
-        await g.db.execute("ROLLBACK")
+        await schema.rollback(g.db)
         raise
     for r, _ in rows:
         g.unregister(r)
@@ -129,8 +129,8 @@ async def _associate(g: MemoryGraph, now: float) -> int:
             if b in memories and not g.edges.has_edge(min(a, b), max(a, b), key="related_to")
         ]
         pairs = list({(a, b): (a, b, s) for a, b, s in pairs}.values())
-    await g.db.execute("BEGIN IMMEDIATE")
     try:
+        await g.db.execute("BEGIN IMMEDIATE")
         await g.db.executemany(
             "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
             "VALUES (?, ?, 'related_to', ?, ?)",
@@ -139,7 +139,7 @@ async def _associate(g: MemoryGraph, now: float) -> int:
         await schema.set_meta(g.db, "associated_until", repr(time.time()))
         await g.db.execute("COMMIT")
     except BaseException:
-        await g.db.execute("ROLLBACK")
+        await schema.rollback(g.db)
         raise
     for a, b, s in pairs:
         g.edges.add_edge(a, b, key="related_to", weight=s)

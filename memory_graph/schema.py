@@ -185,3 +185,16 @@ async def set_meta(db: aiosqlite.Connection, key: str, value: str) -> None:
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+async def rollback(db: aiosqlite.Connection) -> None:
+    """End the transaction this connection may hold; a no-op error when it holds none.
+
+    Called from every write's error path: a write cancelled while its ``BEGIN`` waited
+    for the file lock still begins once the lock frees (aiosqlite runs the statement in
+    its thread), so the rollback is queued behind it instead of asking ``in_transaction``
+    now; otherwise the connection stays inside a transaction nobody ends and every later
+    write fails.
+    """
+    with contextlib.suppress(aiosqlite.Error):
+        await db.execute("ROLLBACK")

@@ -17,7 +17,7 @@ import numpy as np
 from bot.errors import ToolError
 from bot.messages import workspace_of
 
-from . import forgetting
+from . import forgetting, schema
 from .schema import fetch_all, marks
 from .text import content_hash, fts_tags, terms
 from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
@@ -297,7 +297,7 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
             await _merge(g, p, now)
         await g.db.execute("COMMIT")
     except BaseException:
-        await g.db.execute("ROLLBACK")
+        await schema.rollback(g.db)
         g.next_rowid = start_rowid
         raise
     finally:

@@ -249,6 +249,9 @@ def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]
             if raw is None:
                 yield Rejected(n, f"line longer than {MAX_LINE_BYTES:,} bytes")
                 continue
+            if n == 1:
+                # Editors on Windows start UTF-8 files with a byte order mark; it is not data.
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
             try:
                 msg = _parse_line(raw, channel)
             except _BadLine as exc:

@@ -322,9 +322,13 @@ class Config(_Model):
         return self._source
 
     def storage_path(self) -> Path:
-        """The database path; a relative path is relative to the config file's folder."""
+        """The database path; a relative path is relative to the config file's folder.
+
+        Symlinks are resolved: the writer lock and the memory index sit beside the real
+        file, so two configs naming one database by different paths share one lock.
+        """
         p = Path(self.storage.path).expanduser()
-        return p if p.is_absolute() else self._base_dir / p
+        return (p if p.is_absolute() else self._base_dir / p).resolve()
 
     def respond_for(self, key: str) -> RespondMode:
         """Respond mode of ``key``: a [[channels]] override, else its adapter's, else defaults."""

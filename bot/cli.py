@@ -88,6 +88,8 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
             w.cancel()
         if rt.fatal_error is not None:
             raise rt.fatal_error
+        if console is not None and console.failure is not None:
+            raise console.failure
     return EXIT_OK
 
 

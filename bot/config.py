@@ -483,9 +483,21 @@ def load_config(
             raise ConfigError(source, [ConfigProblem("", f"invalid TOML: {exc}")]) from None
         base_dir = p.resolve().parent
     env_paths = apply_env_overrides(data, environ)
+    _anchor_index_dir(data, base_dir)
     config = validate_config(data, source, env_paths)
     config._base_dir = base_dir
     return config
+
+
+def _anchor_index_dir(data: dict[str, Any], base_dir: Path) -> None:
+    """A relative ``[memory] index_dir`` is relative to the config file's folder, like
+    ``[storage] path``: every command then finds the same index whatever its working
+    directory (a service started in ``/`` and an operator's shell)."""
+    memory = data.get("memory")
+    value = memory.get("index_dir") if isinstance(memory, dict) else None
+    if isinstance(value, str) and value:
+        p = Path(value).expanduser()
+        memory["index_dir"] = str(p if p.is_absolute() else base_dir / p)
 
 
 def default_config_path() -> Path | None:

@@ -115,7 +115,8 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     if name == "/history":
         # isdigit() is true for "²" and 5,000-digit strings, which int() refuses: only
         # ASCII digits count, and N is capped so the answer stays a chat message.
-        n = min(int(arg), HISTORY_MAX) if arg.isascii() and arg.isdigit() and len(arg) < 7 else 10
+        n = min(int(arg), HISTORY_MAX) if arg.isascii() and arg.isdigit() and len(arg) < 7 else 0
+        n = n or 10
         # Only the last N are kept: a channel's whole history need not fit in memory.
         lines: deque[str] = deque(maxlen=n)
         async for m in rt.store.export(msg.channel):

@@ -18,16 +18,16 @@ from bot.runtime import Runtime
 from tests.helpers import wait_for
 
 REPLY = "model reply"
-ODD_ARGS = ("²", "9" * 5000, "١٢")
+ODD_ARGS = ("²", "9" * 5000, "١٢", "0")
 
 
 async def test_history_with_odd_number_does_not_stop_the_console(
     make_config: Callable[..., Config],
 ) -> None:
-    """`/history ²`, a 5,000-digit N and Arabic-Indic digits are each answered with the
-    recent history, and the line typed after them is stored and answered."""
+    """`/history ²`, a 5,000-digit N, Arabic-Indic digits and 0 are each answered with
+    the recent history, and the line typed after them is stored and answered."""
     out = io.StringIO()
-    typed = "".join(f"/history {a}\n" for a in ODD_ARGS) + "still here\n"
+    typed = "first words\n" + "".join(f"/history {a}\n" for a in ODD_ARGS) + "still here\n"
     console = ConsoleAdapter(ConsoleAdapterConfig(), channel="console:local",
                              stdin=io.StringIO(typed), stdout=out)  # fmt: skip
     async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
@@ -36,10 +36,10 @@ async def test_history_with_odd_number_does_not_stop_the_console(
         await rt.drain()
         assert console.failure is None
         printed = out.getvalue()
-        assert printed.count("(no messages yet)") == len(ODD_ARGS), printed
+        assert printed.count("[live] you: first words") == len(ODD_ARGS), printed
         assert f"tierbot> {REPLY}" in printed
         texts = [m.text async for m in rt.store.export("console:local") if m.role is Role.USER]
-        assert texts == ["still here"]
+        assert texts == ["first words", "still here"]
 
 
 @pytest.mark.slow

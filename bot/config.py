@@ -472,11 +472,15 @@ def load_config(
         p = Path(path)
         source = str(p)
         try:
-            text = p.read_text(encoding="utf-8")
+            # utf-8-sig: an editor's byte order mark is not TOML, but it is no error either.
+            text = p.read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise ConfigError(source, [ConfigProblem("", "file not found")]) from None
         except OSError as exc:
             raise ConfigError(source, [ConfigProblem("", f"cannot read: {exc}")]) from None
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 (byte {exc.start + 1} of the file); save it as UTF-8"
+            raise ConfigError(source, [ConfigProblem("", problem)]) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

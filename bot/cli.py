@@ -464,7 +464,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "docs/operations.md)", file=sys.stderr)  # fmt: skip
         return EXIT_FAIL
     except KeyboardInterrupt:
-        return EXIT_OK
+        # `run` and `chat` turn Ctrl-C into a clean stop themselves; reaching here means a
+        # command was cut short (a replay with lines not yet stored), which is no success.
+        print("tierbot: interrupted before the command finished", file=sys.stderr)
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":

@@ -498,7 +498,9 @@ def _anchor_index_dir(data: dict[str, Any], base_dir: Path) -> None:
     ``[storage] path``: every command then finds the same index whatever its working
     directory (a service started in ``/`` and an operator's shell)."""
     memory = data.get("memory")
-    value = memory.get("index_dir") if isinstance(memory, dict) else None
+    if not isinstance(memory, dict):
+        return
+    value = memory.get("index_dir")
     if isinstance(value, str) and value:
         p = Path(value).expanduser()
         memory["index_dir"] = str(p if p.is_absolute() else base_dir / p)

@@ -1,4 +1,5 @@
-"""A second writer must be refused however it names the store (here: through a symlink)."""
+"""The writer lock: refused however a second writer names the store (a symlink), and never
+followed through a symlink planted in its place."""
 
 from __future__ import annotations
 
@@ -57,3 +58,18 @@ def test_replay_through_symlink_to_a_running_bots_store_is_refused(tmp_path: Pat
             bot.communicate()
     assert stored_ids(tmp_path / "bot.db", "alias:1") == []
     assert not (other / "alias.db.lock").exists()
+
+
+@pytest.mark.slow
+def test_lock_file_replaced_by_symlink_never_overwrites_its_target(tmp_path: Path) -> None:
+    """A symlink planted as `bot.db.lock` pointing at another file: the writer exits 1 with
+    one line naming the lock, and the target file keeps its content."""
+    cfg = write_config(tmp_path)
+    victim = tmp_path / "precious.txt"
+    victim.write_text("do not truncate me\n")
+    (tmp_path / "bot.db.lock").symlink_to(victim)
+    feed = write_lines(tmp_path / "feed.jsonl", messages(3, "s"))
+    proc = run("replay", str(feed), "--channel", "s:1", "--listen-only", "--config", str(cfg))
+    assert proc.returncode == 1 and no_traceback(proc.stderr), proc.stderr
+    assert "cannot create the writer lock" in last_line(proc.stderr)
+    assert victim.read_text() == "do not truncate me\n"

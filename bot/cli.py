@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 import structlog
 
 from bot.config import Config, default_config_path, load_config
-from bot.errors import ConfigError, FatalAdapterError, TierbotError
+from bot.errors import AdapterError, ConfigError, FatalAdapterError, TierbotError
 from bot.logging import configure_logging
 from bot.messages import InboundMessage, State
 
@@ -89,7 +89,8 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
         if rt.fatal_error is not None:
             raise rt.fatal_error
         if console is not None and console.failure is not None:
-            raise console.failure
+            why = str(console.failure) or repr(console.failure)
+            raise AdapterError(f"the console stopped: {why}", adapter="console") from None
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import math
@@ -52,6 +53,11 @@ def _setup_logging(cfg: Config, args: argparse.Namespace, log_file: Path | None 
 # -- run / chat ---------------------------------------------------------------------
 
 
+async def _start_all(rt: Any, adapters: Sequence[Any]) -> None:
+    for adapter in adapters:
+        await rt.start_adapter(adapter)
+
+
 async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool) -> int:
     from bot.adapters.console import ConsoleAdapter
     from bot.ops import OperatorSeat
@@ -76,8 +82,24 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
         if not console_only:
             # A refused token raises FatalAdapterError (exit 1); an unreachable platform
             # is retried in the background and shown by /health.
-            for adapter in _platform_adapters(cfg):
-                await rt.start_adapter(adapter)
+            # Started beside the stop signal: a platform that never answers must not make
+            # SIGTERM wait until its connection gives up.
+            platforms = _platform_adapters(cfg)
+            starting = asyncio.ensure_future(_start_all(rt, platforms))
+            await asyncio.wait([starting, *waiters], return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+                for adapter in platforms:  # the one cut off mid-connect is not registered
+                    with contextlib.suppress(Exception):
+                        await adapter.stop()
+                for w in waiters:
+                    w.cancel()
+                if rt.fatal_error is not None:
+                    raise rt.fatal_error
+                return EXIT_OK
+            starting.result()  # a refused token: FatalAdapterError, exit 1
         if console is not None and (console_only or len(rt.adapters) == 1):
             waiters.append(asyncio.ensure_future(console.finished.wait()))
         if not rt.adapters and not rt.adapter_problems:

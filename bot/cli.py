@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import math
@@ -22,7 +23,7 @@ from typing import Any, BinaryIO
 import structlog
 
 from bot.config import Config, default_config_path, load_config
-from bot.errors import ConfigError, FatalAdapterError, TierbotError
+from bot.errors import AdapterError, ConfigError, FatalAdapterError, TierbotError
 from bot.logging import configure_logging
 from bot.messages import InboundMessage, State
 
@@ -52,6 +53,11 @@ def _setup_logging(cfg: Config, args: argparse.Namespace, log_file: Path | None 
 # -- run / chat ---------------------------------------------------------------------
 
 
+async def _start_all(rt: Any, adapters: Sequence[Any]) -> None:
+    for adapter in adapters:
+        await rt.start_adapter(adapter)
+
+
 async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool) -> int:
     from bot.adapters.console import ConsoleAdapter
     from bot.ops import OperatorSeat
@@ -76,8 +82,24 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
         if not console_only:
             # A refused token raises FatalAdapterError (exit 1); an unreachable platform
             # is retried in the background and shown by /health.
-            for adapter in _platform_adapters(cfg):
-                await rt.start_adapter(adapter)
+            # Started beside the stop signal: a platform that never answers must not make
+            # SIGTERM wait until its connection gives up.
+            platforms = _platform_adapters(cfg)
+            starting = asyncio.ensure_future(_start_all(rt, platforms))
+            await asyncio.wait([starting, *waiters], return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+                for adapter in platforms:  # the one cut off mid-connect is not registered
+                    with contextlib.suppress(Exception):
+                        await adapter.stop()
+                for w in waiters:
+                    w.cancel()
+                if rt.fatal_error is not None:
+                    raise rt.fatal_error
+                return EXIT_OK
+            starting.result()  # a refused token: FatalAdapterError, exit 1
         if console is not None and (console_only or len(rt.adapters) == 1):
             waiters.append(asyncio.ensure_future(console.finished.wait()))
         if not rt.adapters and not rt.adapter_problems:
@@ -88,6 +110,9 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
             w.cancel()
         if rt.fatal_error is not None:
             raise rt.fatal_error
+        if console is not None and console.failure is not None:
+            why = str(console.failure) or repr(console.failure)
+            raise AdapterError(f"the console stopped: {why}", adapter="console") from None
     return EXIT_OK
 
 
@@ -249,6 +274,9 @@ def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]
             if raw is None:
                 yield Rejected(n, f"line longer than {MAX_LINE_BYTES:,} bytes")
                 continue
+            if n == 1:
+                # Editors on Windows start UTF-8 files with a byte order mark; it is not data.
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
             try:
                 msg = _parse_line(raw, channel)
             except _BadLine as exc:
@@ -474,7 +502,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "docs/operations.md)", file=sys.stderr)  # fmt: skip
         return EXIT_FAIL
     except KeyboardInterrupt:
-        return EXIT_OK
+        # `run` and `chat` turn Ctrl-C into a clean stop themselves; reaching here means a
+        # command was cut short (a replay with lines not yet stored), which is no success.
+        print("tierbot: interrupted before the command finished", file=sys.stderr)
+        return EXIT_FAIL
 
 
 if __name__ == "__main__":

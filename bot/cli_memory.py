@@ -62,9 +62,11 @@ def _emit(obj: Any) -> None:
 
 def _read_queries(path: str) -> list[tuple[Any, str]]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise _BadInput(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise _BadInput(f"{path}: not UTF-8 (byte {exc.start + 1} of the file)") from None
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

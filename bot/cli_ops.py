@@ -99,6 +99,10 @@ def fetch_status(url: str, limit: int, timeout: float = STATUS_TIMEOUT) -> dict[
         raise OpsUnavailable(
             f"no tierbot answers at {url} ({reason}): is it running, with [ops] enabled = true?"
         ) from None
+    except ValueError as exc:  # not JSON: another program holds the port
+        raise OpsUnavailable(f"{url}/status did not answer with tierbot's status: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("channels"), list):
+        raise OpsUnavailable(f"{url}/status did not answer with tierbot's status")
     return data
 
 

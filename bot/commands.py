@@ -12,6 +12,7 @@ decided by :func:`bot.adapters.base.route_inbound`.
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from bot.messages import InboundMessage
@@ -25,7 +26,7 @@ __all__ = ["COMMANDS", "HELP", "command_name", "render_status", "run_command", "
 
 HELP = """Commands:
   /status          context usage, compactions, memories
-  /history [N]     the last N messages of this channel (default 10)
+  /history [N]     the last N messages of this channel (default 10, at most 200)
   /memory QUERY    what I remember about QUERY
   /compact         summarize the oldest messages now (admins)
   /forget ID       forget one memory (admins)
@@ -36,6 +37,8 @@ On Discord and Slack, address me: "@tierbot /status", a direct message, or Slack
 own slash command ("/tierbot status"). Other text starting with "/" is conversation."""
 
 MUTATING = {"/compact", "/forget"}
+#: The most messages one /history answer lists.
+HISTORY_MAX = 200
 COMMANDS = frozenset({"/help", "/status", "/history", "/memory", *MUTATING})
 
 
@@ -110,11 +113,15 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
         last = await rt.store.compactions(msg.channel, limit=1)
         return render_status(actor.snapshot(), memories, last[0] if last else None)
     if name == "/history":
-        n = int(arg) if arg.isdigit() else 10
-        lines = []
+        # isdigit() is true for "²" and 5,000-digit strings, which int() refuses: only
+        # ASCII digits count, and N is capped so the answer stays a chat message.
+        n = min(int(arg), HISTORY_MAX) if arg.isascii() and arg.isdigit() and len(arg) < 7 else 0
+        n = n or 10
+        # Only the last N are kept: a channel's whole history need not fit in memory.
+        lines: deque[str] = deque(maxlen=n)
         async for m in rt.store.export(msg.channel):
             lines.append(f"[{m.state.value}] {m.author_name or m.role.value}: {m.text}")
-        return "\n".join(lines[-n:]) or "(no messages yet)"
+        return "\n".join(lines) or "(no messages yet)"
     if name == "/compact":
         actor = await rt.registry.actor(msg.channel)
         result: str = await actor.call(lambda a: a.force_compaction())

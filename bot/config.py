@@ -331,9 +331,13 @@ class Config(_Model):
         return self._source
 
     def storage_path(self) -> Path:
-        """The database path; a relative path is relative to the config file's folder."""
+        """The database path; a relative path is relative to the config file's folder.
+
+        Symlinks are resolved: the writer lock and the memory index sit beside the real
+        file, so two configs naming one database by different paths share one lock.
+        """
         p = Path(self.storage.path).expanduser()
-        return p if p.is_absolute() else self._base_dir / p
+        return (p if p.is_absolute() else self._base_dir / p).resolve()
 
     def respond_for(self, key: str) -> RespondMode:
         """Respond mode of ``key``: a [[channels]] override, else its adapter's, else defaults."""
@@ -477,20 +481,38 @@ def load_config(
         p = Path(path)
         source = str(p)
         try:
-            text = p.read_text(encoding="utf-8")
+            # utf-8-sig: an editor's byte order mark is not TOML, but it is no error either.
+            text = p.read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise ConfigError(source, [ConfigProblem("", "file not found")]) from None
         except OSError as exc:
             raise ConfigError(source, [ConfigProblem("", f"cannot read: {exc}")]) from None
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 (byte {exc.start + 1} of the file); save it as UTF-8"
+            raise ConfigError(source, [ConfigProblem("", problem)]) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(source, [ConfigProblem("", f"invalid TOML: {exc}")]) from None
         base_dir = p.resolve().parent
     env_paths = apply_env_overrides(data, environ)
+    _anchor_index_dir(data, base_dir)
     config = validate_config(data, source, env_paths)
     config._base_dir = base_dir
     return config
+
+
+def _anchor_index_dir(data: dict[str, Any], base_dir: Path) -> None:
+    """A relative ``[memory] index_dir`` is relative to the config file's folder, like
+    ``[storage] path``: every command then finds the same index whatever its working
+    directory (a service started in ``/`` and an operator's shell)."""
+    memory = data.get("memory")
+    if not isinstance(memory, dict):
+        return
+    value = memory.get("index_dir")
+    if isinstance(value, str) and value:
+        p = Path(value).expanduser()
+        memory["index_dir"] = str(p if p.is_absolute() else base_dir / p)
 
 
 def default_config_path() -> Path | None:

@@ -500,7 +500,16 @@ class Runtime(Dispatcher):
         return Delivery(True)
 
     async def command(self, message: InboundMessage, *, is_admin: bool) -> str | None:
-        return await run_command(self, message, is_admin=is_admin)
+        """The command's answer; a command that fails answers with the reason (logged as
+        ``command.failed``) rather than raising into the adapter, where it would end the
+        console's input loop or leave a platform user with no answer at all."""
+        try:
+            return await run_command(self, message, is_admin=is_admin)
+        except Exception as exc:
+            name = message.text.split(maxsplit=1)[0]
+            log.exception("command.failed", channel=message.channel, command=name,
+                          error=_why(exc))  # fmt: skip
+            return f"{name} failed: {_why(exc)}"
 
     async def drain(self) -> None:
         await self.registry.drain()

@@ -71,7 +71,9 @@ class WriterLock:
     def acquire(self) -> WriterLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # O_NOFOLLOW: the holder's details are written into this file and it is emptied
+            # on release; a symlink planted in its place must not aim that at another file.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
             raise StoreError(f"cannot create the writer lock {self.path}: {exc}") from exc
         try:

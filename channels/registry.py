@@ -21,6 +21,15 @@ from channels.actor import ChannelActor, ChannelDeps
 log = structlog.get_logger("tierbot.registry")
 
 
+def _storable(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD. Undecodable bytes typed into
+    the console (or escapes in a crafted platform payload) arrive as lone surrogates, which
+    SQLite cannot store: the message would be lost and the console's input loop with it."""
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+
+
 def to_message(inbound: InboundMessage, tokens: int) -> Message:
     meta: dict[str, object] = {}
     if inbound.addressed:
@@ -35,9 +44,9 @@ def to_message(inbound: InboundMessage, tokens: int) -> Message:
         channel=inbound.channel,
         platform_id=inbound.platform_id,
         role=Role.USER,
-        text=inbound.text,
-        author_id=inbound.author_id,
-        author_name=inbound.author_name,
+        text=_storable(inbound.text),
+        author_id=_storable(inbound.author_id),
+        author_name=_storable(inbound.author_name),
         ts=inbound.ts,
         tokens=tokens,
         meta=meta,

@@ -77,6 +77,8 @@ class VectorIndex:
             return None, "missing"
         except (OSError, ValueError) as exc:
             return None, f"{_META_FILE} is unreadable: {exc}"
+        if not isinstance(meta, dict):  # valid JSON, but not what save() writes
+            return None, f"{_META_FILE} is not a JSON object"
         try:
             if meta.get("identity") != identity or int(meta.get("dim", -1)) != dim:
                 return None, "built by another embedder"

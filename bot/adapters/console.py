@@ -21,7 +21,8 @@ class _NoProgress:
 class ConsoleAdapter:
     """Reads lines from ``stdin``, prints replies to ``stdout``; the local user is an admin.
 
-    ``finished`` is set once input ends and every reply to it has been printed.
+    ``finished`` is set once input ends and every reply to it has been printed, or
+    once reading stopped on an error, which ``failure`` then holds.
     """
 
     name = "console"
@@ -43,6 +44,8 @@ class ConsoleAdapter:
         self._task: asyncio.Task[None] | None = None
         self._seq = 0
         self.finished = asyncio.Event()
+        #: Why reading input stopped early (then ``finished`` is set too), else None.
+        self.failure: Exception | None = None
 
     def connected(self) -> bool:
         return self._task is not None and not self._task.done()
@@ -65,6 +68,17 @@ class ConsoleAdapter:
         self._task = asyncio.create_task(self._consume(dispatcher, lines), name="console")
 
     async def _consume(self, dispatcher: Dispatcher, lines: asyncio.Queue[str | None]) -> None:
+        try:
+            await self._consume_lines(dispatcher, lines)
+        except Exception as exc:
+            self.failure = exc
+        finally:
+            # Also on failure: `tierbot chat` waits for this and must end, not hang.
+            self.finished.set()
+
+    async def _consume_lines(
+        self, dispatcher: Dispatcher, lines: asyncio.Queue[str | None]
+    ) -> None:
         while (line := await lines.get()) is not None:
             text = line.strip()
             if not text:
@@ -88,7 +102,6 @@ class ConsoleAdapter:
         drain = getattr(dispatcher, "drain", None)
         if drain is not None:
             await drain()
-        self.finished.set()
 
     async def stop(self) -> None:
         if self._task is not None and not self._task.done():

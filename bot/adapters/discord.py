@@ -125,7 +125,16 @@ class DiscordAdapter:
             )
             self._client = client
             try:
-                await client.login(token)
+                # Bounded like the rest of start: an API that accepts the connection and
+                # never answers is "unreachable for now", retried, not a start that hangs.
+                await asyncio.wait_for(client.login(token), self._ready_timeout)
+            except TimeoutError:
+                await self._shutdown()
+                raise AdapterError(
+                    f"cannot log in to Discord at {self.config.api_base}: no answer within "
+                    f"{self._ready_timeout:g} s",
+                    adapter=self.name,
+                ) from None
             except discord.LoginFailure:
                 await self._shutdown()
                 raise FatalAdapterError(

@@ -1,0 +1,61 @@
+"""A command argument the parser did not expect ("/history ²") must be answered, never end
+the console's input loop (a hung `tierbot chat`) or leave a platform user unanswered."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import pytest
+
+from bot.adapters.console import ConsoleAdapter
+from bot.adapters.discord import DiscordAdapter
+from bot.adapters.fakes import FakeDiscord
+from bot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig
+from bot.llm.scripted import ScriptedLLM
+from bot.messages import Role
+from bot.runtime import Runtime
+from tests.helpers import wait_for
+
+REPLY = "model reply"
+ODD_ARGS = ("²", "9" * 5000, "١٢", "0")
+
+
+async def test_history_with_odd_number_does_not_stop_the_console(
+    make_config: Callable[..., Config],
+) -> None:
+    """`/history ²`, a 5,000-digit N, Arabic-Indic digits and 0 are each answered with
+    the recent history, and the line typed after them is stored and answered."""
+    out = io.StringIO()
+    typed = "first words\n" + "".join(f"/history {a}\n" for a in ODD_ARGS) + "still here\n"
+    console = ConsoleAdapter(ConsoleAdapterConfig(), channel="console:local",
+                             stdin=io.StringIO(typed), stdout=out)  # fmt: skip
+    async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        assert await rt.start_adapter(console)
+        await wait_for(lambda: console.finished.is_set())
+        await rt.drain()
+        assert console.failure is None
+        printed = out.getvalue()
+        assert printed.count("[live] you: first words") == len(ODD_ARGS), printed
+        assert f"tierbot> {REPLY}" in printed
+        texts = [m.text async for m in rt.store.export("console:local") if m.role is Role.USER]
+        assert texts == ["first words", "still here"]
+
+
+@pytest.mark.slow
+async def test_history_with_odd_number_on_discord_is_answered(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "@bot /history ²" on Discord gets an answer in the channel, not silence."""
+    async with FakeDiscord() as fd:
+        fd.add_guild("111", "home", {"1001": "general"})
+        cfg = DiscordAdapterConfig(enabled=True, api_base=fd.api_base,
+                                   gateway_url=fd.gateway_url)  # fmt: skip
+        adapter = DiscordAdapter(cfg, environ={"DISCORD_TOKEN": fd.token},
+                                 guild_ready_timeout=0.05, ready_timeout=5.0)  # fmt: skip
+        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+            assert await rt.start_adapter(adapter)
+            await fd.inject_message("1001", f"<@{fd.bot_id}> /history ²", guild_id="111",
+                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.wait_for(lambda: fd.posted("1001"))
+            assert fd.posted("1001") == ["(no messages yet)"]

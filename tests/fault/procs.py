@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,20 @@ def start(*args: str, **kw: Any) -> subprocess.Popen[str]:
     return subprocess.Popen(
         tierbot(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), **kw
     )
+
+
+def wait_for_writer(bot: subprocess.Popen[str], lock: Path, timeout: float = 60.0) -> None:
+    """Return once ``bot`` holds the store's writer lock (its pid is in ``lock``); fail the
+    test with the bot's stderr if it exited instead."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and bot.poll() is None:
+        try:
+            if json.loads(lock.read_text() or "{}").get("pid") == bot.pid:
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    assert bot.poll() is None, bot.communicate()[1]
 
 
 def stored_ids(db: Path, channel: str) -> list[str]:

@@ -3,9 +3,7 @@ followed through a symlink planted in its place."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from .procs import (
     run,
     start,
     stored_ids,
+    wait_for_writer,
     write_config,
     write_lines,
 )
@@ -34,16 +33,7 @@ def test_replay_through_symlink_to_a_running_bots_store_is_refused(tmp_path: Pat
     cfg2.write_text(cfg2.read_text().replace(str(other / "bot.db"), str(other / "alias.db")))
     bot = start("chat", "--config", str(cfg), stdin=subprocess.PIPE)
     try:
-        lock = tmp_path / "bot.db.lock"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and bot.poll() is None:
-            try:
-                if json.loads(lock.read_text() or "{}").get("pid") == bot.pid:
-                    break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.05)
-        assert bot.poll() is None, bot.communicate()[1]
+        wait_for_writer(bot, tmp_path / "bot.db.lock")
         feed = write_lines(tmp_path / "feed.jsonl", messages(5, "x"))
         proc = run("replay", str(feed), "--channel", "alias:1", "--listen-only",
                    "--config", str(cfg2))  # fmt: skip

@@ -28,6 +28,7 @@ from .procs import (
     run,
     start,
     stored_ids,
+    wait_for_writer,
     write_config,
     write_lines,
 )
@@ -178,16 +179,7 @@ def running_bot(tmp_path: Path):
                timeout=120)  # fmt: skip
     assert seed.returncode == 0, seed.stderr
     bot = start("chat", "--config", str(cfg), stdin=subprocess.PIPE)
-    lock = tmp_path / "bot.db.lock"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and bot.poll() is None:
-        try:
-            if json.loads(lock.read_text() or "{}").get("pid") == bot.pid:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.05)
-    assert bot.poll() is None, bot.communicate()[1]
+    wait_for_writer(bot, tmp_path / "bot.db.lock")
     try:
         yield cfg, bot
     finally:

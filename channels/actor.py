@@ -752,15 +752,19 @@ class ChannelActor:
         if plan.kind in (Kind.BACKGROUND, Kind.AGGRESSIVE):
             self.compactor.summary_size = summary.tokens
         self.compactor.finished(plan, "ok")
+        # The record goes into the swap's own transaction: one commit (one fsync) instead
+        # of two while a turn may be waiting behind them.
+        record = self._record(
+            plan, "ok", started, before, self._total_after(cover_ids, updates, summary),
+            tokens_before, memories,
+        )  # fmt: skip
         placed = await self.deps.store.swap(
-            self.key, sorted(cover_ids), summary, state=self._state(), updates=updates
-        )
+            self.key, sorted(cover_ids), summary, record=record, state=self._state(),
+            updates=updates,
+        )  # fmt: skip
         for u in updates:
             self.ctx.update(u)
         self.ctx.replace(cover_ids, placed if summary.state is State.LIVE else None)
-        await self.deps.store.record_compaction(
-            self._record(plan, "ok", started, before, self.ctx.total, tokens_before, memories)
-        )
         self.log.info(
             "compaction.completed",
             tier=plan.kind.value,
@@ -780,6 +784,16 @@ class ChannelActor:
             )
             await self.deps.deliver(Outbound(self.key, note))
         await self._check()
+
+    def _total_after(
+        self, cover_ids: Collection[int], updates: Sequence[Message], summary: Message
+    ) -> int:
+        """The context's token total once a swap of ``cover_ids`` for ``summary`` (and the
+        marker ``updates``) is applied, computed before it is."""
+        live = {m.id: m for m in self.ctx.items}
+        total = self.ctx.total - sum(live[i].tokens for i in cover_ids if i in live)
+        total += sum(u.tokens - live[u.id].tokens for u in updates if u.id in live)
+        return total + (summary.tokens if summary.state is State.LIVE else 0)
 
     def _fit(
         self, plan: Plan, summary: Message, cover_ids: set[int], updates: list[Message]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import socket
 import subprocess
@@ -19,7 +18,7 @@ from bot.adapters.discord import DiscordAdapter
 from bot.config import DiscordAdapterConfig
 from bot.errors import AdapterError
 
-from .procs import EXIT_BOUND, env, no_traceback, tierbot, write_config
+from .procs import EXIT_BOUND, env, no_traceback, tierbot, wait_for_writer, write_config
 
 
 @pytest.fixture
@@ -87,15 +86,7 @@ def test_sigterm_while_discord_login_hangs_stops_the_bot(tmp_path: Path, black_h
         tierbot("run", "--config", str(cfg)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env={**env(), "TIERBOT_TEST_TOKEN": "t0ken"},
     )  # fmt: skip
-    lock = tmp_path / "bot.db.lock"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if json.loads(lock.read_text() or "{}").get("pid") == proc.pid:
-                break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.05)
+    wait_for_writer(proc, tmp_path / "bot.db.lock")
     time.sleep(0.5)  # let the login reach the black hole; the test holds either way
     proc.send_signal(signal.SIGTERM)
     try:

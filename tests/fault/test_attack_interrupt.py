@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from .procs import EXIT_BOUND, last_line, messages, no_traceback, start, stored_ids, write_config
+from .procs import (
+    EXIT_BOUND,
+    last_line,
+    messages,
+    no_traceback,
+    start,
+    stored_ids,
+    wait_for_writer,
+    write_config,
+)
 
 
 @pytest.mark.slow
@@ -25,15 +33,7 @@ def test_replay_interrupted_by_ctrl_c_exits_non_zero(tmp_path: Path) -> None:
     writer = os.open(fifo, os.O_WRONLY)  # blocks until the replay opened the FIFO
     try:
         os.write(writer, "".join(json.dumps(m) + "\n" for m in messages(5, "i")).encode())
-        lock = tmp_path / "bot.db.lock"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if json.loads(lock.read_text() or "{}").get("pid") == proc.pid:
-                    break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.05)
+        wait_for_writer(proc, tmp_path / "bot.db.lock")
         proc.send_signal(signal.SIGINT)
         # The replay reads in its event loop: the cancellation Ctrl-C asked for runs once
         # the read returns, here at the end of the feed.

@@ -249,8 +249,6 @@ async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
         g.register(rowid, plan.workspace, plan.channel, vectorized=False)
         if m.author_name:
             g.add_name(plan.workspace, m.author_name, m.author_id)
-    for src, dst, typ, w, _ in plan.edges:
-        g.edges.add_edge(src, dst, key=typ, weight=w)
 
 
 async def catch_up_vectors(g: MemoryGraph, since: int) -> None:

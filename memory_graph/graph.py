@@ -1,4 +1,4 @@
-"""MemoryGraph: the resource that owns the memory tables, the vector index and the graph view.
+"""MemoryGraph: the resource that owns the memory tables, the vector index and the scope views.
 
 One instance per process and database.  Writes are serialised by one lock; reads
 run concurrently with them on the same aiosqlite connection (SQLite serialises).
@@ -24,7 +24,6 @@ from types import TracebackType
 from typing import Any
 
 import aiosqlite
-import networkx as nx
 import numpy as np
 import structlog
 
@@ -69,7 +68,6 @@ class MemoryGraph:
         self.index_dir = index_dir
         self.lock = asyncio.Lock()
         self.vectors = VectorIndex(embedder.dim, embedder.identity)
-        self.edges: nx.MultiDiGraph = nx.MultiDiGraph()
         self.next_rowid = 1
         # rowid -> scope codes (-1: deleted or unknown), for filtered vector search.
         self.ws_of = np.full(1024, -1, dtype=np.int32)
@@ -77,7 +75,8 @@ class MemoryGraph:
         self.codes: dict[str, int] = {}
         # scope code -> nodes of that scope in the vector index (memories, not episodes).
         self.code_counts: dict[int, int] = {}
-        self.vectorized: set[int] = set()
+        # rowid -> whether the node is in the vector index (a byte a row, not a set entry).
+        self.vectorized = np.zeros(1024, dtype=np.bool_)
         # Rows in the index (FTS5's N, for recall's idf) and, per rowid, how many index
         # terms its own text has (-1: not computed yet; recall fills it on first use).
         self.n_rows = 0
@@ -205,10 +204,6 @@ class MemoryGraph:
             self.db, "SELECT rowid, workspace, content FROM memory_nodes WHERE type = 'entity'", ()
         ):
             self.add_name(ws, content, f"#{rowid}")
-        for src, dst, typ, weight in await schema.fetch_all(
-            self.db, "SELECT src, dst, type, weight FROM memory_edges", ()
-        ):
-            self.edges.add_edge(src, dst, key=typ, weight=weight)
 
     async def _ensure_fts(self) -> None:
         async with self.db.execute(
@@ -304,9 +299,9 @@ class MemoryGraph:
     def _grow(self, n: int) -> None:
         if n >= len(self.ws_of):
             size = max(n + 1, len(self.ws_of) * 2)
-            for name in ("ws_of", "ch_of", "term_counts"):
+            for name in ("ws_of", "ch_of", "term_counts", "vectorized"):
                 old = getattr(self, name)
-                new = np.full(size, -1, dtype=np.int32)
+                new = np.full(size, -1 if old.dtype == np.int32 else 0, dtype=old.dtype)
                 new[: len(old)] = old
                 setattr(self, name, new)
 
@@ -325,7 +320,7 @@ class MemoryGraph:
             if vectorized:
                 self.code_counts[code] = self.code_counts.get(code, 0) + 1
         if vectorized:
-            self.vectorized.add(rowid)
+            self.vectorized[rowid] = True
 
     def _private_scope(self, channel: str) -> str | None:
         """The private channel whose scope ``channel`` falls in, or None.
@@ -404,7 +399,7 @@ class MemoryGraph:
         old = int(self.ws_of[rowid])
         new = self.code(scope)
         if old != new:
-            if rowid in self.vectorized:  # code_counts count what the vector index holds
+            if self.vectorized[rowid]:  # code_counts count what the vector index holds
                 self.code_counts[old] -= 1
                 self.code_counts[new] = self.code_counts.get(new, 0) + 1
             self.ws_of[rowid] = new
@@ -414,16 +409,14 @@ class MemoryGraph:
             if self.ws_of[rowid] >= 0:
                 self.n_rows -= 1
             self.term_counts[rowid] = -1
-            counted = rowid in self.vectorized
-            self.vectorized.discard(rowid)
+            counted = bool(self.vectorized[rowid])
+            self.vectorized[rowid] = False
             for arr in (self.ws_of, self.ch_of):
                 code = int(arr[rowid])
                 if code >= 0 and counted:
                     self.code_counts[code] -= 1
                 arr[rowid] = -1
         self.vectors.remove(rowid)
-        if self.edges.has_node(rowid):
-            self.edges.remove_node(rowid)
 
     def add_name(self, workspace: str, name: str, key: str) -> None:
         table = self.names.setdefault(workspace, {})

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import structlog
 
-from . import schema
+from . import edges, schema
 from .forgetting import _delete
 from .types import MaintenanceReport
 
@@ -123,12 +123,10 @@ async def _associate(g: MemoryGraph, now: float) -> int:
             tuple(others),
         ) as cur:
             memories = {int(r) for (r,) in await cur.fetchall()}
-        pairs = [
-            (min(a, b), max(a, b), s)
-            for a, b, s in pairs
-            if b in memories and not g.edges.has_edge(min(a, b), max(a, b), key="related_to")
-        ]
+        pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs if b in memories]
         pairs = list({(a, b): (a, b, s) for a, b, s in pairs}.values())
+        linked = await edges.existing(g.db, [(a, b) for a, b, _ in pairs], "related_to")
+        pairs = [(a, b, s) for a, b, s in pairs if (a, b) not in linked]
     try:
         await g.db.execute("BEGIN IMMEDIATE")
         await g.db.executemany(
@@ -141,6 +139,4 @@ async def _associate(g: MemoryGraph, now: float) -> int:
     except BaseException:
         await schema.rollback(g.db)
         raise
-    for a, b, s in pairs:
-        g.edges.add_edge(a, b, key="related_to", weight=s)
     return len(pairs)

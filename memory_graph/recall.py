@@ -32,7 +32,7 @@ import numpy as np
 from bot.errors import ToolError
 from bot.messages import workspace_of
 
-from . import background
+from . import background, edges
 from .answers import expected_answer
 from .dates import find_windows
 from .schema import fetch_all, marks
@@ -180,7 +180,10 @@ async def recall(
         if c.rowid not in shape:
             shape[c.rowid] = _shape(g, row, answer)
     persons = _persons(g, channel, q_terms)
-    rel = {r: _relevance(g, c, persons, shape[r]) for r, c in cands.items()}
+    mentions: dict[int, set[int]] = {}
+    if any(p.startswith("#") for p in persons):  # entity names: follow "mentions" links
+        mentions = await edges.targets(g.db, cands, "mentions")
+    rel = {r: _relevance(g, c, persons, mentions, shape[r]) for r, c in cands.items()}
     if windows:  # outside the dates the query names, a candidate counts for less
         for r, c in cands.items():
             if not any(lo <= float(c.row[6]) <= hi for lo, hi in windows):
@@ -403,10 +406,12 @@ def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:
     return {key for t in q_terms for key in table.get(t, ())}
 
 
-def _relevance(g: MemoryGraph, c: _Cand, persons: set[str], shape: float) -> float:
+def _relevance(
+    g: MemoryGraph, c: _Cand, persons: set[str], mentions: dict[int, set[int]], shape: float
+) -> float:
     w = float(getattr(g.embedder, "recall_weight", VECTOR_WEIGHT))
     rel = ((1.0 - w) * c.text + w * c.vec) * shape
-    if persons and _about(g, c, persons):
+    if persons and _about(c, persons, mentions):
         rel *= 1.0 + PERSON_BOOST
     return rel / (1.0 + PERSON_BOOST)
 
@@ -449,14 +454,11 @@ def _asks(content: str) -> bool:
     return text.endswith("?")
 
 
-def _about(g: MemoryGraph, c: _Cand, persons: set[str]) -> bool:
+def _about(c: _Cand, persons: set[str], mentions: dict[int, set[int]]) -> bool:
+    """Whether ``c`` was said by, or mentions (an entity link), one of ``persons``."""
     if c.row[10] in persons:
         return True
-    if g.edges.has_node(c.rowid):
-        for _, dst, key in g.edges.out_edges(c.rowid, keys=True):
-            if key == "mentions" and f"#{dst}" in persons:
-                return True
-    return False
+    return any(f"#{dst}" in persons for dst in mentions.get(c.rowid, ()))
 
 
 async def _expand(
@@ -470,15 +472,10 @@ async def _expand(
     """Let the best candidates' graph neighbours (both directions) inherit part of their score."""
     seeds = sorted(rel, key=lambda r: -rel[r])[:EXPAND_SEEDS]
     gained: dict[int, float] = {}
-    for seed in seeds:
-        if not g.edges.has_node(seed):
-            continue
-        edges = [(dst, k, d) for _, dst, k, d in g.edges.out_edges(seed, keys=True, data=True)]
-        edges += [(src, k, d) for src, _, k, d in g.edges.in_edges(seed, keys=True, data=True)]
-        for other, key, data in edges:
-            flow = rel[seed] * EXPAND_SHARE * EDGE_MULTIPLIER.get(key, 1.0) * data["weight"]
-            if flow > gained.get(other, 0.0):
-                gained[other] = flow
+    for link in await edges.links_of(g.db, seeds):
+        flow = rel[link.node] * EXPAND_SHARE * EDGE_MULTIPLIER.get(link.type, 1.0) * link.weight
+        if flow > gained.get(link.other, 0.0):
+            gained[link.other] = flow
     missing = {r for r in gained if r not in cands}
     for row in await _rows(g, missing, types, since):
         if g.visible(channel, row[4]):  # an edge never leaks across scopes

@@ -44,7 +44,9 @@ def _stemmer() -> Stemmer.Stemmer:
     return st
 
 
-@lru_cache(maxsize=32_768)  # bounded: the vocabulary of a long-lived bot keeps growing
+# Bounded small: the vocabulary of a long-lived bot keeps growing, each entry costs ~250
+# bytes, and the few thousand most recent words take nearly every hit (Zipf).
+@lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 

@@ -306,8 +306,6 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
     for p, fts_row in zip(new, fts_rows, strict=True):
         g.count_terms(fts_row[1])
         g.register(p.rowid, workspace_of(p.draft.channel), p.draft.channel)
-        for src, dst, typ, w in p.edges:
-            g.edges.add_edge(src, dst, key=typ, weight=w)
         if p.draft.memory_type == "entity":
             g.add_name(workspace_of(p.draft.channel), p.draft.content, f"#{p.rowid}")
     ids = {p.rowid: p.id for p in new}

@@ -154,6 +154,28 @@ async def test_superseded_memory_ranks_below_its_successor(graph: MemoryGraph) -
     assert old_node is not None and old_node["superseded_by"] == new.id
 
 
+async def test_a_linked_memory_is_recalled_through_its_link_after_a_restart(
+    db_path: Path,
+) -> None:
+    """A memory linked to the best match comes back with it, also after a restart (links are
+    read from the database, not from what the process saw)."""
+    async with await MemoryGraph.open(db_path, config()) as g:
+        launch = await g.save("The Falcon launch is set for March third", "event",
+                              channel=GUILD_A, importance=1.0)  # fmt: skip
+        banners = await g.save("Kim orders blue banners and extra chairs", "todo",
+                               channel=GUILD_A, related_to=[launch.id])  # fmt: skip
+        lone = await g.save("Kim orders green banners and spare tables", "todo",
+                            channel=GUILD_A)  # fmt: skip
+        before = [h.id for h in await g.recall("when is the Falcon launch?", channel=GUILD_A)]
+    async with await MemoryGraph.open(db_path, config()) as g:
+        after = [h.id for h in await g.recall("when is the Falcon launch?", channel=GUILD_A)]
+        await g.forget(launch.id, channel=GUILD_A)
+        node = await g.get(banners.id)
+    for ids in (before, after):
+        assert ids[0] == launch.id and banners.id in ids and lone.id not in ids
+    assert node is not None and node["edges"] == []  # forgetting a node drops its links
+
+
 # --- scope ----------------------------------------------------------------------------
 
 

@@ -27,7 +27,9 @@ STOPWORDS = frozenset(
 _stemmer = Stemmer.Stemmer("english")
 
 
-@lru_cache(maxsize=65536)
+# Bounded small: chat vocabulary keeps growing (names, ids, typos) and each entry costs
+# ~250 bytes; the few thousand most recent words take nearly every hit (Zipf).
+@lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 

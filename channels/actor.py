@@ -8,7 +8,9 @@ a turn runs are answered together in the next turn.
 After every message that enters the history the compactor is consulted; an
 emergency truncation happens here and now (no LLM), anything else is handed to
 the process-wide worker pool and swapped in when it finishes, so the channel
-never waits for a summary.
+never waits for a summary.  For messages a turn answers, that non-emergency
+look happens once the turn's model request is under way, so planning a pass
+never delays the reply.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import structlog
 from bot.adapters.base import Outbound
 from bot.config import ChannelSettings, Config, RespondMode
 from bot.errors import ContextOverflowError, LLMError, ToolError
-from bot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
+from bot.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
 from bot.messages import Message, Role, State
 from bot.retry import Backoff
 from bot.store import ChannelState, CompactionRecord, Store
@@ -157,6 +159,10 @@ class ChannelActor:
         self._recheck: asyncio.TimerHandle | None = None
         self._recheck_at = 0.0
         self._changed = asyncio.Event()  # set after every mailbox batch (see make_room)
+        # While messages a turn will answer enter, a check that cannot be an emergency waits
+        # until that turn's model request is out (see _call_model).
+        self._deferring = False
+        self._check_due = False
         self._inbox_tokens = 0  # tokens of messages put but not yet entered
         self.delegation = Delegation(
             key, config=deps.config, llm=deps.llm, counter=deps.counter, store=deps.store,
@@ -260,9 +266,13 @@ class ChannelActor:
                         stop = True
                     elif isinstance(item, _Incoming):
                         self._slots.release()
-                        for m in item.messages:
-                            self._inbox_tokens -= m.tokens
-                            await self._enter(m)
+                        self._deferring = self._due(item.messages)
+                        try:
+                            for m in item.messages:
+                                self._inbox_tokens -= m.tokens
+                                await self._enter(m)
+                        finally:
+                            self._deferring = False
                         incoming.extend(item.messages)
                     elif isinstance(item, _WorkerDone):
                         await self._worker_done(item)
@@ -283,6 +293,11 @@ class ChannelActor:
                     await self._respond_if_due(incoming)
                 except Exception:
                     self.log.exception("channel.turn_failed")
+            if self._check_due:  # the turn failed or ended before its model call
+                try:
+                    await self._check()
+                except Exception:
+                    self.log.exception("channel.item_failed")
             if woken and not any(m.role is Role.USER for m in incoming):
                 try:
                     await self._wake(woken[-1])
@@ -294,15 +309,21 @@ class ChannelActor:
             if stop:
                 return
 
+    def _due(self, incoming: Sequence[Message]) -> bool:
+        """Whether ``incoming`` gets a turn (the channel's respond mode)."""
+        users = [m for m in incoming if m.role is Role.USER]
+        if not users:
+            return False
+        mode = self.deps.respond_mode(self.key)
+        return mode == "always" or (
+            mode == "mention" and any(m.meta.get("addressed") or m.meta.get("dm") for m in users)
+        )
+
     async def _respond_if_due(self, incoming: list[Message]) -> None:
         users = [m for m in incoming if m.role is Role.USER]
         if not users:
             return
-        mode = self.deps.respond_mode(self.key)
-        due = mode == "always" or (
-            mode == "mention" and any(m.meta.get("addressed") or m.meta.get("dm") for m in users)
-        )
-        if due:
+        if self._due(users):
             self.in_turn = True
             try:
                 await self._turn(users)
@@ -347,6 +368,10 @@ class ChannelActor:
         usage = self.usage
         self.peak_usage = max(self.peak_usage, usage)
         s = self.settings
+        if self._deferring and usage < s.compaction.emergency_threshold:
+            self._check_due = True  # see _call_model
+            return
+        self._check_due = False
         plan = self.compactor.check(
             self.ctx.items, usage, s.context_window, s.compaction,
             markers=self.ctx.marker_count, summary_tokens=self.ctx.summary_tokens,
@@ -500,9 +525,7 @@ class ChannelActor:
         overflowed = False
         for _ in range(MAX_TOOL_ROUNDS + 1):
             try:
-                completion = await self.deps.llm.complete(
-                    self.build_prompt(), self._tools(), max_tokens=s.max_reply_tokens
-                )
+                completion = await self._call_model(s.max_reply_tokens)
             except ContextOverflowError:
                 if overflowed:
                     return "Sorry, this conversation is too long for the model right now."
@@ -523,6 +546,28 @@ class ChannelActor:
                 return completion.text or "…"
             await self._run_tools(completion.text, completion.tool_calls)
         return "Sorry, I got lost using my tools."
+
+    async def _call_model(self, max_tokens: int) -> Completion:
+        """One chat request for the current context; a check left due by the messages this
+        turn answers runs while the request is in flight.
+
+        That check is never an emergency (those run at once, before the prompt is built),
+        so it leaves the live context as it is: planning a background pass (a cut over
+        the whole history) overlaps the model call instead of delaying it.
+        """
+        request = self.deps.llm.complete(self.build_prompt(), self._tools(), max_tokens=max_tokens)
+        if not self._check_due:
+            return await request
+        call = asyncio.ensure_future(request)
+        try:
+            await asyncio.sleep(0)  # the request gets under way first
+            await self._check()
+        except Exception:
+            self.log.exception("channel.item_failed")
+        except BaseException:
+            call.cancel()
+            raise
+        return await call
 
     async def _run_tools(self, text: str, calls: Sequence[ToolCall]) -> None:
         payload = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]

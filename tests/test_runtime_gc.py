@@ -1,0 +1,75 @@
+"""The runtime keeps what startup loaded out of the garbage collector's full passes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+# Runs in a fresh interpreter: the freeze is process-wide and happens once per process.
+SCRIPT = """
+import asyncio, gc, json, sys, weakref
+from bot.config import validate_config
+from bot.llm.scripted import ScriptedLLM
+from bot.runtime import Runtime
+
+class Node:
+    pass
+
+def config(path):
+    return validate_config({
+        "memory": {"enabled": False},
+        "adapters": {"console": {"enabled": False}},
+        "storage": {"path": path},
+    }, "<gc-test>")
+
+async def main():
+    # Garbage already in the oldest generation when the runtime starts: a cycle the
+    # collector's frequent young passes never look at.
+    node = Node()
+    node.me = node
+    gone = weakref.ref(node)
+    gc.collect()
+    del node
+    async with Runtime(config(sys.argv[1]), llm=ScriptedLLM()) as rt:
+        tracked = {id(o) for o in gc.get_objects()}
+        first = {
+            "frozen": gc.get_freeze_count(),
+            "store_scanned": id(rt.store) in tracked,
+            "garbage_kept": gone() is not None,
+        }
+    async with Runtime(config(sys.argv[2]), llm=ScriptedLLM()) as rt:
+        second = {"frozen": gc.get_freeze_count(), "store_scanned": id(rt.store) in
+                  {id(o) for o in gc.get_objects()}}
+    print(json.dumps({"first": first, "second": second}))
+
+asyncio.run(main())
+"""
+
+
+def test_runtime_freezes_startup_objects_once_and_keeps_no_garbage(tmp_path: Path) -> None:
+    """Once a process's first runtime is up, its startup objects (the store among them) are no
+    longer walked by full collections, garbage from before is reclaimed rather than frozen,
+    and a second runtime in the same process freezes nothing more."""
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "a.db"), str(tmp_path / "b.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    first, second = seen["first"], seen["second"]
+    assert first["frozen"] > 0
+    assert not first["store_scanned"]
+    assert not first["garbage_kept"]
+    # Frozen objects are still freed when their last reference goes (the first runtime's
+    # closed store among them): the count can only shrink if nothing is frozen again.
+    assert second["frozen"] <= first["frozen"]
+    assert second["store_scanned"]

@@ -276,11 +276,17 @@ class MemoryGraph:
                 embedder=identity,
                 index_dir=str(self.index_dir),
             )
-            self.vectors = VectorIndex(self.embedder.dim, identity, capacity=self.next_rowid)
+            limit = self.config.vector_index_limit
+            capacity = min(self.next_rowid, limit) if limit else self.next_rowid
+            self.vectors = VectorIndex(self.embedder.dim, identity, capacity=capacity)
             since = 0
         else:
             self.vectors = loaded
             since = loaded.max_label
+        # The memories the index should hold: none below its floor, at most the limit.
+        for rowid in np.flatnonzero(self.vectorized[: self.vectors.floor]).tolist():
+            self._unvectorize(rowid)
+        self.vector_room(0)
         await episodes.catch_up_vectors(self, since)
         if self.read_only:
             return
@@ -404,6 +410,33 @@ class MemoryGraph:
                 self.code_counts[new] = self.code_counts.get(new, 0) + 1
             self.ws_of[rowid] = new
 
+    def vector_room(self, new: int) -> None:
+        """Make room for ``new`` memories in a bounded vector index (``[memory]
+        vector_index_limit``) by evicting the oldest; ``new=0`` trims to the limit.
+
+        Evicted memories keep their stored vectors: recall still finds them by text and
+        scores them exactly (see recall.py); only pure vector matches miss them."""
+        limit = self.config.vector_index_limit
+        if limit <= 0:
+            return
+        live = np.flatnonzero(self.vectorized)
+        excess = len(live) + new - limit
+        if excess <= 0:
+            return
+        gone = live[: min(excess, len(live))].tolist()
+        for rowid in gone:
+            self._unvectorize(rowid)
+        self.vectors.evict_below(gone[-1] + 1, gone)
+
+    def _unvectorize(self, rowid: int) -> None:
+        """Note that node ``rowid`` left the vector index (it stays in the graph)."""
+        if rowid < len(self.vectorized) and self.vectorized[rowid]:
+            self.vectorized[rowid] = False
+            for arr in (self.ws_of, self.ch_of):
+                code = int(arr[rowid])
+                if code >= 0:
+                    self.code_counts[code] -= 1
+
     def unregister(self, rowid: int) -> None:
         if rowid < len(self.ws_of):
             if self.ws_of[rowid] >= 0:
@@ -453,7 +486,7 @@ class MemoryGraph:
         """
         _, arr, code = self._scope(channel)
         allowed_n = self.code_counts.get(code, 0)
-        total = len(self.vectors)
+        total = self.vectors.live
         if allowed_n == 0 or total == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         want = min(k, allowed_n)

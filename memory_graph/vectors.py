@@ -8,6 +8,11 @@ are missing, unreadable, fail their checksum, or were built by another embedder;
 labels added after the last save are caught up from SQLite on open, and labels of
 deleted nodes are filtered by the caller, so a crash between a commit and a save
 never loses or resurrects a node.
+
+The index may be bounded (``[memory] vector_index_limit``): the graph then evicts the
+oldest memories (:meth:`VectorIndex.evict_below`), and ``floor`` records that no label
+below it is in the index.  Slots of evicted and removed labels are reused by new ones,
+so a bounded index stops growing.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import hnswlib
@@ -52,15 +57,27 @@ class VectorIndex:
         self.dim = dim
         self.identity = identity
         self.max_label = 0
+        #: No label below ``floor`` is in the index (evicted as the oldest, see evict_below).
+        self.floor = 0
+        self._deleted = 0  # slots of removed labels, reused by the next new labels
         self._lock = threading.Lock()
         self._index = hnswlib.Index(space="ip", dim=dim)
         self._index.init_index(
-            max_elements=max(capacity, 1024), ef_construction=_EF_CONSTRUCTION, M=_M
+            max_elements=max(capacity, 1024),
+            ef_construction=_EF_CONSTRUCTION,
+            M=_M,
+            allow_replace_deleted=True,
         )
         self._index.set_ef(_EF_SEARCH)
 
     def __len__(self) -> int:
+        """Slots in use, removed labels' slots included until they are reused."""
         return int(self._index.get_current_count())
+
+    @property
+    def live(self) -> int:
+        """Labels a search can return."""
+        return len(self) - self._deleted
 
     @classmethod
     def load(cls, directory: Path, identity: str, dim: int) -> tuple[VectorIndex | None, str]:
@@ -103,9 +120,13 @@ class VectorIndex:
             self = cls.__new__(cls)
             self.dim, self.identity = dim, identity
             self.max_label = int(meta["max_label"])
+            self.floor = int(meta.get("floor", 0))
+            self._deleted = int(meta.get("deleted", 0))
             self._lock = threading.Lock()
             self._index = hnswlib.Index(space="ip", dim=dim)
-            self._index.load_index(str(path), max_elements=int(meta["capacity"]))
+            self._index.load_index(
+                str(path), max_elements=int(meta["capacity"]), allow_replace_deleted=True
+            )
             self._index.set_ef(_EF_SEARCH)
             if self._index.get_current_count() != int(meta["count"]):
                 return (
@@ -125,6 +146,7 @@ class VectorIndex:
         with self._lock:
             self._index.save_index(str(tmp))
             count, capacity = len(self), int(self._index.get_max_elements())
+            floor, deleted = self.floor, self._deleted
         size = tmp.stat().st_size
         digest = _checksum(tmp)
         os.replace(tmp, directory / _INDEX_FILE)
@@ -134,6 +156,8 @@ class VectorIndex:
             "count": count,
             "capacity": capacity,
             "max_label": self.max_label,
+            "floor": floor,
+            "deleted": deleted,
             "bytes": size,
             "blake2b": digest,
             "layout": _LAYOUT,
@@ -143,24 +167,48 @@ class VectorIndex:
         os.replace(tmp_meta, directory / _META_FILE)
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Insert or replace vectors; grows capacity geometrically."""
+        """Insert vectors of new labels (into removed labels' slots first, growing the
+        capacity geometrically when none is free); a label seen before is updated in
+        place if it is still in the index, and left out if it was removed or evicted."""
         if len(labels) == 0:
             return
+        labels = np.asarray(labels, dtype=np.int64)
         with self._lock:
-            need = len(self) + len(labels)
+            kept = labels >= self.floor  # below the floor: evicted, stays out
+            labels, vectors = labels[kept], vectors[kept]
+            fresh = labels > self.max_label
+            for label, vector in zip(labels[~fresh].tolist(), vectors[~fresh], strict=True):
+                try:  # hnswlib refuses to update a removed label: it stays out
+                    self._index.add_items(vector[None, :], [label], replace_deleted=False)
+                except RuntimeError:
+                    pass
+            if not fresh.any():
+                return
+            new = int(fresh.sum())
+            reused = min(new, self._deleted)
+            need = len(self) + new - reused
             cap = int(self._index.get_max_elements())
             if need > cap:
                 self._index.resize_index(max(need, cap * 2))
-            self._index.add_items(vectors, labels, replace_deleted=False)
+            self._index.add_items(vectors[fresh], labels[fresh], replace_deleted=True)
+            self._deleted -= reused
             self.max_label = max(self.max_label, int(labels.max()))
 
     def remove(self, label: int) -> None:
-        """Hide ``label`` from searches (no-op when absent)."""
+        """Hide ``label`` from searches and free its slot (no-op when absent)."""
         with self._lock:
             try:
                 self._index.mark_deleted(label)
             except RuntimeError:
-                pass
+                return
+            self._deleted += 1
+
+    def evict_below(self, floor: int, labels: Sequence[int]) -> None:
+        """Remove ``labels`` (the index's labels below ``floor``) and raise the floor."""
+        for label in labels:
+            self.remove(label)
+        with self._lock:
+            self.floor = max(self.floor, floor)
 
     def search_many(
         self, vectors: np.ndarray, k: int, *, ef: int = _EF_SEARCH

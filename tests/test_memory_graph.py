@@ -414,6 +414,29 @@ async def test_nodes_saved_after_the_last_index_save_are_caught_up(db_path: Path
 # --- maintenance -----------------------------------------------------------------------
 
 
+async def test_a_bounded_vector_index_keeps_the_newest_and_still_recalls_the_oldest(
+    db_path: Path,
+) -> None:
+    """With vector_index_limit, the in-RAM index stops growing at the limit (the newest
+    memories), across restarts and a lowered limit, while older memories are still recalled."""
+    topics = ["sailing boats", "sourdough bread", "chess openings", "jazz piano",
+              "mountain trails", "tax forms"]  # fmt: skip
+    async with await MemoryGraph.open(db_path, config(vector_index_limit=3)) as g:
+        saved = [await g.save(f"Dana talks about {t} every week", "fact", channel=GUILD_A)
+                 for t in topics]  # fmt: skip
+        assert g.vectors.live == 3 and len(g.vectors) == 3  # evicted slots were reused
+        oldest = [h.id for h in await g.recall("sailing boats", channel=GUILD_A)]
+    async with await MemoryGraph.open(db_path, config(vector_index_limit=3)) as g:
+        assert g.vectors.live == 3
+        again = await g.recall("sailing boats", channel=GUILD_A)
+        await g.save("Dana started learning Welsh", "fact", channel=GUILD_A)
+        assert g.vectors.live == 3 and len(g.vectors) == 3
+    async with await MemoryGraph.open(db_path, config(vector_index_limit=2)) as g:
+        assert g.vectors.live == 2
+        hits = await g.recall("tax forms", channel=GUILD_A)
+    assert oldest[0] == saved[0].id and again[0].id == saved[0].id and hits[0].id == saved[-1].id
+
+
 async def test_decay_does_not_compound_and_spares_identity(graph: MemoryGraph) -> None:
     """Decay depends only on idle time: two runs at the same moment give the same value."""
     fact = await graph.save("The office plant is a fern", "fact", channel=GUILD_A, importance=0.8)

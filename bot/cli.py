@@ -567,6 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli_ops import add_ops_commands
 
     add_ops_commands(sub, common)
+    from bot.cli_replies import add_replies_commands
+
+    add_replies_commands(sub, common)
     return parser
 
 

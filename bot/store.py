@@ -798,6 +798,49 @@ class Store:
         deleted: int = await self.write(op)
         return deleted
 
+    async def count_author_messages(self, author_id: str) -> int:
+        """How many user messages of ``author_id`` are stored, in every channel."""
+        assert self._reader is not None
+        async with self._reader.execute(
+            "SELECT COUNT(*) FROM messages WHERE author_id=? AND role='user'", (author_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def delete_author_messages(
+        self, author_id: str, channels: Callable[[str], bool] | None = None
+    ) -> int:
+        """Delete every stored user message of ``author_id`` (in the channels ``channels``
+        accepts; all when None); return how many.
+
+        Only forgetting a user does this.  It works from the message log itself, so
+        messages the memory graph has not indexed yet go too, not only those a forget
+        found through the graph's provenance.
+        """
+
+        async def op(db: aiosqlite.Connection) -> int:
+            async with db.execute(
+                "SELECT DISTINCT channel FROM messages WHERE author_id=? AND role='user'",
+                (author_id,),
+            ) as cur:
+                found = [r[0] for r in await cur.fetchall()]
+            n = 0
+            for channel in found:
+                if channels is None or channels(channel):
+                    cur = await db.execute(
+                        "DELETE FROM messages WHERE channel=? AND author_id=? AND role='user'",
+                        (channel, author_id),
+                    )
+                    n += cur.rowcount
+            if n:
+                await db.execute(
+                    "DELETE FROM summary_members WHERE message_id NOT IN (SELECT id FROM messages)"
+                )
+            return n
+
+        deleted: int = await self.write(op)
+        return deleted
+
     async def record_compaction(self, record: CompactionRecord) -> None:
         await self.write(lambda db: _insert_record(db, record))
 

@@ -16,12 +16,12 @@ SECRET = "zqvaultkeyx"  # one word only the forgotten author's messages contain
 OTHER = "zqharbourx"  # one word only the other author's message contains
 
 
-def config(tmp: Path, *, live: bool) -> Path:
+def config(tmp: Path, *, live: bool, keep: bool = False) -> Path:
     cfg = tmp / "config.toml"
     cfg.write_text(
         f'[storage]\npath = "{tmp / "bot.db"}"\nsynchronous = "normal"\n'
         '[logging]\nlevel = "warning"\nformat = "json"\n[adapters.console]\nenabled = false\n'
-        "[memory]\nenabled = true\nkeep_messages_on_forget = false\n"
+        f"[memory]\nenabled = true\nkeep_messages_on_forget = {'true' if keep else 'false'}\n"
         f"index_live_messages = {'true' if live else 'false'}\n"
     )
     return cfg
@@ -72,3 +72,34 @@ def test_keep_messages_on_forget_false_skips_messages_not_indexed_yet(tmp_path: 
     exported = [json.loads(line) for line in history.stdout.splitlines()]
     assert [r["id"] for r in exported] == ["b1"]
     assert SECRET not in history.stdout and "alice" not in history.stdout
+
+
+@pytest.mark.slow
+def test_forgotten_author_messages_not_indexed_yet_are_indexed_after_restart(
+    tmp_path: Path,
+) -> None:
+    """With the default `keep_messages_on_forget = true` the author's unindexed messages stay
+    in the history, but the start that indexes the backlog skips them: `memory search`
+    finds nothing of theirs, and the other author's message is found."""
+    rows = [
+        {"id": "a1", "author": "alice", "text": f"the {SECRET} is under the mat"},
+        {"id": "b1", "author": "bob", "text": f"meet me at the {OTHER} at noon"},
+    ]
+    feed = write_lines(tmp_path / "feed.jsonl", rows)
+    cfg = config(tmp_path, live=False, keep=True)
+    stored = run("replay", str(feed), "--channel", CHANNEL, "--listen-only", "--config",
+                 str(cfg), timeout=120)  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    forgot = run("memory", "forget", "--author", "alice", "--yes", "--config", str(cfg),
+                 timeout=120)  # fmt: skip
+    assert forgot.returncode == 0, forgot.stderr
+    assert json.loads(forgot.stdout)["messages_deleted"] == 0
+
+    cfg = config(tmp_path, live=True, keep=True)
+    empty = write_lines(tmp_path / "empty.jsonl", [])
+    again = run("replay", str(empty), "--channel", "fa:other", "--listen-only", "--config",
+                str(cfg), timeout=180)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert [h["source_message_ids"] for h in search(cfg, OTHER)] == [["b1"]]
+    assert search(cfg, SECRET) == []
+    assert stored_ids(tmp_path / "bot.db", CHANNEL) == ["a1", "b1"]  # kept, as configured

@@ -11,10 +11,11 @@ import contextlib
 import gc
 import json
 import math
+import signal
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -265,6 +266,14 @@ def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]
     Every line is checked on its own (bytes decoded per line), so one bad line never
     takes the good lines around it down; an unreadable file raises UsageError.
     """
+    for _, item in _read_numbered(path, channel):
+        yield item
+
+
+def _read_numbered(
+    path: Path, channel: str
+) -> Generator[tuple[int, InboundMessage | Rejected], None, None]:
+    """:func:`read_replay` with each item's input line number."""
     try:
         fh = path.open("rb")
     except OSError as exc:
@@ -272,7 +281,7 @@ def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]
     with fh:
         for n, raw in enumerate(_raw_lines(fh), 1):
             if raw is None:
-                yield Rejected(n, f"line longer than {MAX_LINE_BYTES:,} bytes")
+                yield n, Rejected(n, f"line longer than {MAX_LINE_BYTES:,} bytes")
                 continue
             if n == 1:
                 # Editors on Windows start UTF-8 files with a byte order mark; it is not data.
@@ -280,20 +289,63 @@ def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]
             try:
                 msg = _parse_line(raw, channel)
             except _BadLine as exc:
-                yield Rejected(n, str(exc))
+                yield n, Rejected(n, str(exc))
                 continue
             if msg is not None:
-                yield msg
+                yield n, msg
+
+
+class _Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while the replay was waiting on its input."""
+
+
+class _StopSignals:
+    """SIGINT/SIGTERM ask the replay to stop taking lines (``received`` names the signal).
+
+    A Python-level handler, not the event loop's: the input may be a pipe or a FIFO
+    whose read blocks the loop, and the request must still be seen at once.  While
+    ``reading`` is set (only the synchronous read and parse of the next line runs), the
+    handler raises :class:`_Interrupted` to end a read that may never return; at any
+    other moment it only records the request, so a batch being stored is never cut
+    in half.
+    """
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        self.reading = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.received = signal.Signals(signum).name
+        if self.reading:
+            self.reading = False
+            raise _Interrupted
 
 
 async def replay(
     cfg: Config, path: Path, channel: str, *, listen_only: bool, progress: bool = False
 ) -> dict[str, Any]:
-    """Feed ``path`` into ``channel`` like inbound platform messages; return the report."""
+    """Feed ``path`` into ``channel`` like inbound platform messages; return the report.
+
+    SIGINT or SIGTERM stops it between two batches: the lines read but not yet stored
+    are dropped, what was stored is drained (within ``[runtime] drain_seconds``), and
+    the report says ``interrupted`` with the last input line stored, so every line
+    before ``resume_from_line`` is in the store.
+    """
     from bot.runtime import Runtime
 
     started = time.monotonic()
     lines = duplicates = 0
+    stored_lines, last_stored = 0, 0
     rejected: list[Rejected] = []
     rejected_total = 0
 
@@ -302,49 +354,76 @@ async def replay(
         deliveries = await rt.registry.submit_many(chunk)
         duplicates += sum(1 for d in deliveries if not d.accepted)
 
-    async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
-        # Backpressure: nobody waits for a reply during an import, so each chunk waits
-        # until the channel's compaction has room for it (ChannelActor.make_room).
-        settings = cfg.for_channel(channel)
-        gap = settings.compaction.emergency_threshold - settings.compaction.aggressive_threshold
-        budget = max(1, int(gap / 2 * settings.context_window))
-        chunk: list[InboundMessage] = []
-        tokens = 0
+    with _StopSignals() as stop:
+        async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
+            # Backpressure: nobody waits for a reply during an import, so each chunk waits
+            # until the channel's compaction has room for it (ChannelActor.make_room).
+            settings = cfg.for_channel(channel)
+            gap = settings.compaction.emergency_threshold - settings.compaction.aggressive_threshold
+            budget = max(1, int(gap / 2 * settings.context_window))
+            chunk: list[InboundMessage] = []
+            chunk_last = 0  # the input line of the chunk's last message
+            tokens = 0
 
-        async def flush() -> None:
-            await (await rt.registry.actor(channel)).make_room(tokens)
-            await submit(chunk)
+            async def flush() -> None:
+                nonlocal stored_lines, last_stored
+                await (await rt.registry.actor(channel)).make_room(tokens)
+                await submit(chunk)
+                stored_lines += len(chunk)
+                last_stored = chunk_last
 
-        for item in read_replay(path, channel):
-            if isinstance(item, Rejected):
-                rejected_total += 1
-                if len(rejected) < REJECTED_LISTED:
-                    rejected.append(item)
-                print(f"tierbot: {path}:{item.line}: {item.error} (skipped)", file=sys.stderr)
-                continue
-            cost = rt.counter.count_message(item.text)
-            if chunk and (len(chunk) >= REPLAY_CHUNK or tokens + cost > budget):
-                await flush()
-                chunk, tokens = [], 0
-                if progress:
-                    print(f"\rreplayed {lines} messages", end="", file=sys.stderr, flush=True)
-            chunk.append(item)
-            tokens += cost
-            lines += 1
-        if chunk:
-            await flush()
-        await rt.drain()
-        await (await rt.registry.actor(channel)).settle()
-        await rt.drain()
-        if progress:
-            print(f"\rreplayed {lines} messages", file=sys.stderr)
-        snap = (await rt.registry.actor(channel)).snapshot()
-        memories = await rt.memory.count(channel) if rt.memory is not None else 0
-        archived = await rt.store.count(channel, state=State.ARCHIVED)
+            items = _read_numbered(path, channel)
+            while stop.received is None:
+                try:
+                    stop.reading = True
+                    entry = next(items, None)
+                    stop.reading = False
+                except _Interrupted:
+                    break
+                if entry is None:
+                    break
+                n, item = entry
+                if isinstance(item, Rejected):
+                    rejected_total += 1
+                    if len(rejected) < REJECTED_LISTED:
+                        rejected.append(item)
+                    print(f"tierbot: {path}:{item.line}: {item.error} (skipped)", file=sys.stderr)
+                    continue
+                cost = rt.counter.count_message(item.text)
+                if chunk and (len(chunk) >= REPLAY_CHUNK or tokens + cost > budget):
+                    await flush()
+                    chunk, tokens = [], 0
+                    if progress:
+                        print(f"\rreplayed {lines} messages", end="", file=sys.stderr, flush=True)
+                    if stop.received is not None:
+                        break
+                chunk.append(item)
+                chunk_last = n
+                tokens += cost
+                lines += 1
+            items.close()
+            if stop.received is None:
+                if chunk:
+                    await flush()
+                await rt.drain()
+                await (await rt.registry.actor(channel)).settle()
+                await rt.drain()
+            else:
+                # What was stored is kept and compacted as far as the shutdown limit allows;
+                # the lines not stored yet are the operator's to feed again.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(cfg.runtime.drain_seconds):
+                        await rt.drain()
+                        await (await rt.registry.actor(channel)).settle()
+            if progress:
+                print(f"\rreplayed {stored_lines} messages", file=sys.stderr)
+            snap = (await rt.registry.actor(channel)).snapshot()
+            memories = await rt.memory.count(channel) if rt.memory is not None else 0
+            archived = await rt.store.count(channel, state=State.ARCHIVED)
     comp = snap["compactions"]
-    return {
+    report: dict[str, Any] = {
         "channel": channel,
-        "messages_in": lines,
+        "messages_in": stored_lines,
         "duplicates": duplicates,
         "rejected": [{"line": r.line, "error": r.error} for r in rejected],
         "rejected_total": rejected_total,
@@ -357,7 +436,13 @@ async def replay(
         "archived_messages": archived,
         "memories": memories,
         "seconds": round(time.monotonic() - started, 3),
+        "interrupted": stop.received is not None,
     }
+    if stop.received is not None:
+        report["signal"] = stop.received
+        report["last_line_stored"] = last_stored
+        report["resume_from_line"] = last_stored + 1
+    return report
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -367,7 +452,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         replay(cfg, Path(args.file), args.channel, listen_only=args.listen_only,
                progress=sys.stderr.isatty())
     )  # fmt: skip
+    if report["interrupted"]:
+        # Every line up to last_line_stored is stored (or was rejected); feeding them again
+        # is harmless, since a redelivered (channel, id) is ignored.
+        nxt = report["resume_from_line"]
+        print(f"tierbot: replay interrupted by {report['signal']}: {report['messages_in']} "
+              f"messages stored, through line {report['last_line_stored']} of {args.file}; "
+              f"resume with: tail -n +{nxt} {args.file}", file=sys.stderr)  # fmt: skip
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+    if report["interrupted"]:
+        return EXIT_FAIL
     # Bad lines were skipped and reported; every good line is stored.
     return EXIT_USAGE if report["rejected_total"] else EXIT_OK
 
@@ -445,7 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"text over {MAX_TEXT_CHARS:,} characters, a ts that is not a finite time between "
         "1970-01-01 and 9999-12-30) is skipped, named on stderr as FILE:LINE: reason, and "
         "listed in the report's \"rejected\"; every good line is stored. Exit 0 when every "
-        "line was stored, 2 when some were skipped, 1 when the store failed. Only one "
+        "line was stored, 2 when some were skipped, 1 when the store failed or SIGINT/SIGTERM "
+        "stopped it (stderr then names the last line stored, to resume from). Only one "
         "process may write a store: replay is refused while a bot runs on it.",
     )  # fmt: skip
     p.add_argument("file")
@@ -472,6 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli_ops import add_ops_commands
 
     add_ops_commands(sub, common)
+    from bot.cli_replies import add_replies_commands
+
+    add_replies_commands(sub, common)
     return parser
 
 

@@ -135,6 +135,12 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
         async with _graph(cfg) as graph:  # a preview reads only: safe beside a running bot
             report = await graph.forget_author(author, dry_run=True)
         raw = sum(n for *_, n in report.per_channel) if not keep else 0
+        if not keep:
+            from bot.store import Store
+
+            # Stored messages not indexed yet go too: count them in the log itself.
+            async with await Store.open(cfg.storage_path(), read_only=True) as st:
+                raw = max(raw, await st.count_author_messages(author))
         _emit(_footprint(report) | {"keep_messages": keep, "deleted": False})
         raise _BadInput(
             f"nothing deleted: {author} has {report.memories_deleted} memories and "
@@ -154,6 +160,9 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
         async with await MemoryGraph.open(path, cfg.memory) as graph:
             report = await graph.forget_author(author)
         deleted = await st.delete_messages(report.messages) if not keep and report.messages else 0
+        if not keep:
+            # Also the messages the graph has not indexed yet (its provenance misses them).
+            deleted += await st.delete_author_messages(author)
     out = _footprint(report) | {"keep_messages": keep}
     _emit(
         out

@@ -139,8 +139,14 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
         if rt.memory is None:
             return "Memory is disabled in config.toml ([memory] enabled = false)."
         text, touched = await rt.memory.forget_command(arg, channel=msg.channel)
-        if touched and not rt.config.memory.keep_messages_on_forget:
-            deleted = await rt.store.delete_messages(touched)
+        author = rt.memory.forgotten_author(arg)
+        if (touched or author) and not rt.config.memory.keep_messages_on_forget:
+            deleted = await rt.store.delete_messages(touched) if touched else 0
+            if author:
+                # Messages not indexed yet are in no graph provenance: delete them by
+                # author, in the channels this one can see (as the graph forget did).
+                seen = rt.memory.visible_from(msg.channel)
+                deleted += await rt.store.delete_author_messages(author, seen)
             # Channels holding those messages reload their context from the store.
             await rt.registry.evict_idle(0.0)
             text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."

@@ -37,7 +37,7 @@ from bot.messages import InboundMessage
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
 from bot.retry import Backoff, retry_forever
-from bot.store import Store
+from bot.store import Store, UndeliveredReply
 from bot.tokens import TokenCounter, encoding_for_model, get_counter
 from channels import ChannelDeps, ChannelRegistry, to_message
 from workers import CompactionWorker, WorkerPool
@@ -94,6 +94,7 @@ class Runtime(Dispatcher):
         self._background: dict[str, asyncio.Task[None]] = {}  # reconnects and redeliveries
         self._retrying: dict[str, Adapter] = {}  # adapters reconnecting in the background
         self._redelivering: dict[str, asyncio.Lock] = {}
+        self._uncertain_reported: set[int] = set()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -366,8 +367,15 @@ class Runtime(Dispatcher):
         async with lock:
             kept = await self.store.undelivered(f"{adapter.name}:")
             left = 0
+            uncertain = [r for r in kept if r.sending is not None]
+            kept = [r for r in kept if r.sending is None]
+            for reply in uncertain:
+                self._report_uncertain(reply)
             for reply in kept:
                 out = Outbound(reply.channel, reply.text, reply_to=reply.reply_to)
+                # Committed before the post: a crash from here until mark_delivered leaves
+                # the row marked, and the next start reports it instead of posting it twice.
+                await self.store.mark_sending(reply.id)
                 try:
                     await adapter.send(out)
                 except Exception as exc:
@@ -389,6 +397,28 @@ class Runtime(Dispatcher):
             # A no-op when called from that very task: it goes on by itself.
             self._spawn(f"retry:{adapter.name}", self._redeliver_later(adapter))
         return left
+
+    def _report_uncertain(self, reply: UndeliveredReply) -> None:
+        """A kept reply whose post was cut off by a crash: the platform may have it.
+
+        It is not posted again (a double post cannot be taken back; a missing reply can
+        be posted by hand): logged once per process with its text, and left in the store
+        until an operator deals with it (docs/operations.md, "Replies that could not be
+        posted").
+        """
+        if reply.id in self._uncertain_reported:
+            return
+        self._uncertain_reported.add(reply.id)
+        log.error(
+            "reply.delivery_uncertain",
+            channel=reply.channel,
+            reply_to=reply.reply_to,
+            reply_id=reply.id,
+            posting_since=reply.sending,
+            text=reply.text,
+            hint="the process stopped while this reply was being posted; check the "
+            "channel, then 'tierbot replies drop ID' or 'tierbot replies retry ID'",
+        )
 
     async def _still_undelivered(
         self, reply_id: int, attempts: int, out: Outbound, exc: Exception

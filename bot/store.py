@@ -168,6 +168,12 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX undelivered_channel ON undelivered (channel, id);
     """,
+    # 5: when a kept reply's post began (NULL: not being posted).  Set and committed before
+    # the post, cleared by a refusal, the row deleted once the platform took it: a row
+    # still marked at start was being posted when the process died.
+    """
+    ALTER TABLE undelivered ADD COLUMN sending REAL;
+    """,
 )
 
 _COLUMNS = (
@@ -280,6 +286,9 @@ class UndeliveredReply:
     created: float
     attempts: int
     error: str
+    #: When a post of it began, if the process died before the platform's answer was
+    #: recorded (the platform may have it): never posted again by itself.
+    sending: float | None = None
 
 
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
@@ -670,7 +679,8 @@ class Store:
         """Undelivered replies of channels whose key starts with ``prefix``, oldest first."""
         assert self._reader is not None
         async with self._reader.execute(
-            "SELECT id, channel, text, reply_to, created, attempts, error FROM undelivered "
+            "SELECT id, channel, text, reply_to, created, attempts, error, sending "
+            "FROM undelivered "
             "WHERE substr(channel, 1, ?) = ? ORDER BY id",
             (len(prefix), prefix),
         ) as cur:
@@ -680,11 +690,42 @@ class Store:
         """The platform took the reply: forget it."""
         await self.write(lambda db: db.execute("DELETE FROM undelivered WHERE id=?", (reply_id,)))
 
-    async def mark_undelivered_again(self, reply_id: int, error: str) -> None:
-        """Another attempt failed: count it and keep the latest error."""
+    async def mark_sending(self, reply_id: int) -> None:
+        """A post of the reply begins: committed before the platform is asked, so a crash
+        before :meth:`mark_delivered` leaves the row marked, never silently re-postable."""
         await self.write(
             lambda db: db.execute(
-                "UPDATE undelivered SET attempts = attempts + 1, error=? WHERE id=?",
+                "UPDATE undelivered SET sending=? WHERE id=?", (time.time(), reply_id)
+            )
+        )
+
+    async def release_undelivered(self, reply_id: int) -> bool:
+        """An operator found a reply marked as being posted missing on its platform: make
+        it postable again (at the adapter's next connect).  False when no such reply."""
+
+        async def op(db: aiosqlite.Connection) -> bool:
+            cur = await db.execute("UPDATE undelivered SET sending=NULL WHERE id=?", (reply_id,))
+            return cur.rowcount > 0
+
+        done: bool = await self.write(op)
+        return done
+
+    async def drop_undelivered(self, reply_id: int) -> bool:
+        """Delete a kept reply without posting it.  False when no such reply."""
+
+        async def op(db: aiosqlite.Connection) -> bool:
+            cur = await db.execute("DELETE FROM undelivered WHERE id=?", (reply_id,))
+            return cur.rowcount > 0
+
+        done: bool = await self.write(op)
+        return done
+
+    async def mark_undelivered_again(self, reply_id: int, error: str) -> None:
+        """Another attempt failed: count it, keep the latest error, and mark it not being
+        posted (the platform refused it, so it may be posted again)."""
+        await self.write(
+            lambda db: db.execute(
+                "UPDATE undelivered SET attempts = attempts + 1, error=?, sending=NULL WHERE id=?",
                 (error, reply_id),
             )
         )
@@ -752,6 +793,49 @@ class Store:
             await db.execute(
                 "DELETE FROM summary_members WHERE message_id NOT IN (SELECT id FROM messages)"
             )
+            return n
+
+        deleted: int = await self.write(op)
+        return deleted
+
+    async def count_author_messages(self, author_id: str) -> int:
+        """How many user messages of ``author_id`` are stored, in every channel."""
+        assert self._reader is not None
+        async with self._reader.execute(
+            "SELECT COUNT(*) FROM messages WHERE author_id=? AND role='user'", (author_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def delete_author_messages(
+        self, author_id: str, channels: Callable[[str], bool] | None = None
+    ) -> int:
+        """Delete every stored user message of ``author_id`` (in the channels ``channels``
+        accepts; all when None); return how many.
+
+        Only forgetting a user does this.  It works from the message log itself, so
+        messages the memory graph has not indexed yet go too, not only those a forget
+        found through the graph's provenance.
+        """
+
+        async def op(db: aiosqlite.Connection) -> int:
+            async with db.execute(
+                "SELECT DISTINCT channel FROM messages WHERE author_id=? AND role='user'",
+                (author_id,),
+            ) as cur:
+                found = [r[0] for r in await cur.fetchall()]
+            n = 0
+            for channel in found:
+                if channels is None or channels(channel):
+                    cur = await db.execute(
+                        "DELETE FROM messages WHERE channel=? AND author_id=? AND role='user'",
+                        (channel, author_id),
+                    )
+                    n += cur.rowcount
+            if n:
+                await db.execute(
+                    "DELETE FROM summary_members WHERE message_id NOT IN (SELECT id FROM messages)"
+                )
             return n
 
         deleted: int = await self.write(op)

@@ -103,15 +103,18 @@ class _WorkerDone:
     outcome: CompactionOutcome | None
     error: BaseException | None
     rescued: tuple[int, ...] = ()  # a rescue's chunk: the set-aside ids it summarized
+    missing: tuple[int, ...] = ()  # set-aside ids no longer in the store (forgotten)
 
 
 @dataclass(frozen=True, slots=True)
 class _Ran:
     """What a compaction job returns to the actor: the worker's outcome and, for a
-    rescue, which set-aside messages it covered."""
+    rescue, which set-aside messages it covered and which it found gone (None as
+    outcome: nothing was left to summarise, no worker ran)."""
 
-    outcome: CompactionOutcome
+    outcome: CompactionOutcome | None
     rescued: tuple[int, ...] = ()
+    missing: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -687,9 +690,13 @@ class ChannelActor:
         async def run() -> _Ran:
             messages: tuple[Message, ...] = plan.covered
             rescued: tuple[int, ...] = ()
+            missing: tuple[int, ...] = ()
             if plan.kind is Kind.RESCUE and plan.marker is not None:
-                messages = tuple(await self._rescue_chunk(plan.marker, busy))
+                chunk, missing = await self._rescue_chunk(plan.marker, busy)
+                messages = tuple(chunk)
                 rescued = tuple(m.id for m in messages)
+                if not messages:  # every set-aside message left was forgotten
+                    return _Ran(None, (), missing)
             job = CompactionJob(
                 channel=self.key,
                 kind=plan.kind.value,
@@ -698,27 +705,46 @@ class ChannelActor:
                 level=plan.level,
                 extract_memories=plan.kind is not Kind.META,
             )
-            return _Ran(await worker.run(job), rescued)
+            return _Ran(await worker.run(job), rescued, missing)
 
         def done(result: Any, error: BaseException | None) -> None:
             ran = result if isinstance(result, _Ran) else None
             outcome = ran.outcome if ran is not None else None
-            self._mailbox.put_nowait(_WorkerDone(plan, outcome, error, ran.rescued if ran else ()))
+            self._mailbox.put_nowait(
+                _WorkerDone(plan, outcome, error, ran.rescued if ran else (),
+                            ran.missing if ran else ())
+            )  # fmt: skip
 
         self.deps.pool.submit(self.key, run, done, urgency=plan.usage)
 
-    async def _rescue_chunk(self, marker: Message, busy: set[int]) -> list[Message]:
+    async def _rescue_chunk(
+        self, marker: Message, busy: set[int]
+    ) -> tuple[list[Message], tuple[int, ...]]:
         """The oldest bounded chunk of what ``marker`` set aside (ids a range in flight
         covers are left to it): at most ``rescue_chunk_messages`` messages and the
-        tokens of a background pass, so no summary covers thousands of messages."""
+        tokens of a background pass, so no summary covers thousands of messages.
+
+        Also the set-aside ids looked at and no longer stored (a user forgotten with
+        ``keep_messages_on_forget = false``): they are skipped, never waited for.  An
+        empty chunk means nothing set aside is left to summarise.
+        """
         s = self.settings
-        ids = [int(i) for i in marker.meta.get("set_aside", []) if int(i) not in busy]
+        ids = sorted(int(i) for i in marker.meta.get("set_aside", []) if int(i) not in busy)
         limit = s.compaction.rescue_chunk_messages
-        # Set-aside ids are in history order; a few more than the limit let the chunk
-        # finish a tool call/result pair.
-        loaded = await self.deps.store.get_messages(sorted(ids)[: limit + 8])
         max_tokens = max(1, int(s.compaction.background_fraction * s.context_window))
-        return rescue_chunk(loaded, max_tokens, limit)
+        # Set-aside ids are in history order; a few more than the limit let the chunk
+        # finish a tool call/result pair.  A window whose messages are all gone moves
+        # on to the next, so forgotten messages never stall the rescue.
+        step = limit + 8
+        missing: list[int] = []
+        for start in range(0, len(ids), step):
+            window = ids[start : start + step]
+            loaded = await self.deps.store.get_messages(window)
+            found = {m.id for m in loaded}
+            missing += [i for i in window if i not in found]
+            if loaded:
+                return rescue_chunk(loaded, max_tokens, limit), tuple(missing)
+        return [], tuple(missing)
 
     def summary_budget(self) -> int:
         """Tokens one summary may take: the configured cap, but never more than half the
@@ -758,6 +784,9 @@ class ChannelActor:
         started = time.monotonic() - (outcome.duration if outcome else 0.0)
         before, tokens_before = self.usage, self.ctx.total
         memories = outcome.memories if outcome else 0
+        if plan.kind is Kind.RESCUE and done.missing and not done.rescued and done.error is None:
+            await self._rescue_gone(plan, done.missing, started)
+            return
         if outcome is None or outcome.summary is None:
             reason = str(done.error) if done.error else (outcome.error if outcome else "")
             await self._failed(plan, "failed", reason or "unknown", started, memories)
@@ -779,10 +808,14 @@ class ChannelActor:
             cover_ids = set(done.rescued)
         elif plan.kind is Kind.RESCUE and plan.marker is not None:
             cover_ids |= {int(i) for i in plan.marker.meta.get("set_aside", [])}
+        gone = set(done.missing)
+        if gone:
+            self.log.warning("compaction.rescue_missing", missing=len(gone),
+                             hint="set-aside messages were forgotten; skipped")  # fmt: skip
         updates: list[Message] = []
         for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
             aside = [int(i) for i in mk.meta.get("set_aside", [])]
-            remaining = [i for i in aside if i not in cover_ids]
+            remaining = [i for i in aside if i not in cover_ids and i not in gone]
             if len(remaining) == len(aside):
                 continue
             if not remaining:
@@ -828,6 +861,42 @@ class ChannelActor:
                 "within my context window; nothing is lost, ask me about them.)"
             )
             await self.deps.deliver(Outbound(self.key, note))
+        await self._check()
+
+    async def _rescue_gone(self, plan: Plan, missing: Sequence[int], started: float) -> None:
+        """A rescue found nothing left to summarise: the set-aside messages it looked at
+        were forgotten.  Take them off the markers (a marker left with none goes) so no
+        later rescue looks for them again; no summary, no model call."""
+        gone = set(missing)
+        before, tokens_before = self.usage, self.ctx.total
+        updates: list[Message] = []
+        remove: list[int] = []
+        left = 0
+        for mk in [m for m in self.ctx.items if m.role is Role.MARKER]:
+            aside = [int(i) for i in mk.meta.get("set_aside", [])]
+            remaining = [i for i in aside if i not in gone]
+            left += len(remaining)
+            if len(remaining) == len(aside):
+                continue
+            if not remaining:
+                remove.append(mk.id)
+                continue
+            fresh = self._marker(remaining)
+            updates.append(mk.with_(text=fresh.text, tokens=fresh.tokens, meta=fresh.meta))
+        self.compactor.finished(plan, "ok")
+        reason = f"{len(gone)} set-aside messages were forgotten before they were summarized"
+        live = {m.id: m for m in self.ctx.items}
+        after = tokens_before - sum(live[i].tokens for i in remove)
+        after += sum(u.tokens - live[u.id].tokens for u in updates)
+        record = self._record(plan, "ok", started, before, after, tokens_before, 0, reason)
+        await self.deps.store.swap(
+            self.key, remove, None, record=record, state=self._state(), updates=updates
+        )
+        for u in updates:
+            self.ctx.update(u)
+        self.ctx.replace(remove, None)
+        self.log.warning("compaction.rescue_missing", missing=len(gone), still_set_aside=left,
+                         hint="set-aside messages were forgotten; skipped")  # fmt: skip
         await self._check()
 
     def _total_after(

@@ -460,6 +460,16 @@ class MemoryService:
     async def search(self, query: str, *, channel: str, limit: int = 5) -> list[dict[str, Any]]:
         return [h.to_json() for h in await self.graph.recall(query, channel=channel, limit=limit)]
 
+    @staticmethod
+    def forgotten_author(arg: str) -> str | None:
+        """The author a ``/forget`` argument names (``--author USER``), else None."""
+        parts = arg.split()
+        return parts[1] if len(parts) == 2 and parts[0] == "--author" else None
+
+    def visible_from(self, channel: str) -> Callable[[str], bool]:
+        """Whether a channel's messages are within what ``channel`` can see (and forget)."""
+        return lambda other: self.graph.visible(channel, other)
+
     async def forget_command(
         self, arg: str, *, channel: str
     ) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -10,8 +10,9 @@ POSTs it to the adapter's request URL.
 
 Every Web API call is recorded in :attr:`FakeSlack.calls`;
 :meth:`FakeSlack.rate_limit` makes the next ``chat.postMessage`` calls answer
-429 with ``Retry-After``.  ``users.info`` can be held unanswered until the test
-releases it (:meth:`FakeSlack.hold_users_info`) or rate-limited
+429 with ``Retry-After``; :meth:`FakeSlack.hold_posts` leaves them unanswered (a post
+in flight) until :meth:`FakeSlack.release_posts`.  ``users.info`` can be held
+unanswered until the test releases it (:meth:`FakeSlack.hold_users_info`) or rate-limited
 (:meth:`FakeSlack.rate_limit_users_info`); :attr:`FakeSlack.timeline` orders
 acks against users.info requests and answers.
 """
@@ -113,6 +114,9 @@ class FakeSlack:
         # in, then ("users.info 429", user) or ("users.info answered", user) when it is answered.
         self.timeline: list[tuple[str, str]] = []
         self._users_info_gate: asyncio.Event | None = None
+        self._posts_gate: asyncio.Event | None = None
+        #: chat.postMessage arguments in arrival order, answered or not (see hold_posts).
+        self.post_requests: list[dict[str, Any]] = []
         self._users_info_limited = 0
         self._users_info_retry_after = 1
         self.connections = 0
@@ -177,6 +181,17 @@ class FakeSlack:
         if self._users_info_gate is not None:
             self._users_info_gate.set()
             self._users_info_gate = None
+
+    def hold_posts(self) -> None:
+        """Leave every chat.postMessage unanswered until :meth:`release_posts` (each is
+        recorded in :attr:`post_requests` when it arrives)."""
+        self._posts_gate = asyncio.Event()
+
+    def release_posts(self) -> None:
+        """Answer the held chat.postMessage calls (and later ones at once)."""
+        if self._posts_gate is not None:
+            self._posts_gate.set()
+            self._posts_gate = None
 
     def rate_limit_users_info(self, count: int, retry_after: int = 5) -> None:
         """Answer the next ``count`` users.info calls with 429 and ``Retry-After``."""
@@ -388,6 +403,11 @@ class FakeSlack:
                 await self._notify()
                 body = {"ok": False, "error": "ratelimited"}
                 return web.json_response(body, status=429, headers=retry)
+        if method == "chat.postMessage":
+            self.post_requests.append(args)
+            await self._notify()
+            if self._posts_gate is not None:
+                await self._posts_gate.wait()
         status, data, headers = self._route(method, args, token)
         if method == "users.info":
             self.timeline.append(("users.info answered", str(args.get("user"))))

@@ -277,7 +277,7 @@ class MemoryConfig(_Model):
     background_rows: int = Field(10_000, ge=0, le=10_000_000)
     #: Memories the in-RAM vector index holds (the newest); older ones are still found by
     #: text search and scored with their stored vectors.  0 = no limit (RAM grows with them).
-    vector_index_limit: int = Field(10_000, ge=0)
+    vector_index_limit: int = Field(5_000, ge=0)
     maintenance_interval_seconds: float = Field(3600.0, gt=0)
 
 

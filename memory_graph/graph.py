@@ -286,7 +286,7 @@ class MemoryGraph:
         # The memories the index should hold: none below its floor, at most the limit.
         for rowid in np.flatnonzero(self.vectorized[: self.vectors.floor]).tolist():
             self._unvectorize(rowid)
-        await self.vector_room(0)
+        self.vector_room(0)
         await episodes.catch_up_vectors(self, since)
         if self.read_only:
             return
@@ -410,11 +410,9 @@ class MemoryGraph:
                 self.code_counts[new] = self.code_counts.get(new, 0) + 1
             self.ws_of[rowid] = new
 
-    async def vector_room(self, new: int) -> None:
+    def vector_room(self, new: int) -> None:
         """Make room for ``new`` memories in a bounded vector index (``[memory]
-        vector_index_limit``) by evicting the oldest; ``new=0`` trims to the limit.  Once
-        evicted and forgotten labels' slots reach half the limit, the index is rebuilt
-        without them (in a worker thread; searches use the old one meanwhile).
+        vector_index_limit``) by evicting the oldest; ``new=0`` trims to the limit.
 
         Evicted memories keep their stored vectors: recall still finds them by text and
         scores them exactly (see recall.py); only pure vector matches miss them."""
@@ -423,16 +421,12 @@ class MemoryGraph:
             return
         live = np.flatnonzero(self.vectorized)
         excess = len(live) + new - limit
-        if excess > 0:
-            gone = live[: min(excess, len(live))].tolist()
-            for rowid in gone:
-                self._unvectorize(rowid)
-            self.vectors.evict_below(gone[-1] + 1, gone)
-        if len(self.vectors) + new > limit + limit // 2:
-            keep = np.flatnonzero(self.vectorized)
-            self.vectors = await asyncio.to_thread(
-                self.vectors.compacted, keep, max(new, limit // 2)
-            )
+        if excess <= 0:
+            return
+        gone = live[: min(excess, len(live))].tolist()
+        for rowid in gone:
+            self._unvectorize(rowid)
+        self.vectors.evict_below(gone[-1] + 1, gone)
 
     def _unvectorize(self, rowid: int) -> None:
         """Note that node ``rowid`` left the vector index (it stays in the graph)."""

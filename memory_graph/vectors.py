@@ -11,8 +11,8 @@ never loses or resurrects a node.
 
 The index may be bounded (``[memory] vector_index_limit``): the graph then evicts the
 oldest memories (:meth:`VectorIndex.evict_below`), and ``floor`` records that no label
-below it is in the index.  Evicted and removed labels keep their slots until the graph
-swaps in a :meth:`VectorIndex.compacted` copy, so a bounded index stops growing.
+below it is in the index.  Slots of evicted and removed labels are reused by new ones,
+so a bounded index stops growing.
 """
 
 from __future__ import annotations
@@ -59,13 +59,14 @@ class VectorIndex:
         self.max_label = 0
         #: No label below ``floor`` is in the index (evicted as the oldest, see evict_below).
         self.floor = 0
-        self._deleted = 0  # slots of removed labels, freed by compacted()
+        self._deleted = 0  # slots of removed labels, reused by the next new labels
         self._lock = threading.Lock()
         self._index = hnswlib.Index(space="ip", dim=dim)
         self._index.init_index(
             max_elements=max(capacity, 1024),
             ef_construction=_EF_CONSTRUCTION,
             M=_M,
+            allow_replace_deleted=True,
         )
         self._index.set_ef(_EF_SEARCH)
 
@@ -123,7 +124,9 @@ class VectorIndex:
             self._deleted = int(meta.get("deleted", 0))
             self._lock = threading.Lock()
             self._index = hnswlib.Index(space="ip", dim=dim)
-            self._index.load_index(str(path), max_elements=int(meta["capacity"]))
+            self._index.load_index(
+                str(path), max_elements=int(meta["capacity"]), allow_replace_deleted=True
+            )
             self._index.set_ef(_EF_SEARCH)
             if self._index.get_current_count() != int(meta["count"]):
                 return (
@@ -164,21 +167,31 @@ class VectorIndex:
         os.replace(tmp_meta, directory / _META_FILE)
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Insert or replace vectors (labels below ``floor`` stay out); grows capacity
-        geometrically."""
+        """Insert vectors of new labels (into removed labels' slots first, growing the
+        capacity geometrically when none is free); a label seen before is updated in
+        place if it is still in the index, and left out if it was removed or evicted."""
         if len(labels) == 0:
             return
         labels = np.asarray(labels, dtype=np.int64)
         with self._lock:
             kept = labels >= self.floor  # below the floor: evicted, stays out
             labels, vectors = labels[kept], vectors[kept]
-            if len(labels) == 0:
+            fresh = labels > self.max_label
+            for label, vector in zip(labels[~fresh].tolist(), vectors[~fresh], strict=True):
+                try:  # hnswlib refuses to update a removed label: it stays out
+                    self._index.add_items(vector[None, :], [label], replace_deleted=False)
+                except RuntimeError:
+                    pass
+            if not fresh.any():
                 return
-            need = len(self) + len(labels)
+            new = int(fresh.sum())
+            reused = min(new, self._deleted)
+            need = len(self) + new - reused
             cap = int(self._index.get_max_elements())
             if need > cap:
                 self._index.resize_index(max(need, cap * 2))
-            self._index.add_items(vectors, labels, replace_deleted=False)
+            self._index.add_items(vectors[fresh], labels[fresh], replace_deleted=True)
+            self._deleted -= reused
             self.max_label = max(self.max_label, int(labels.max()))
 
     def remove(self, label: int) -> None:
@@ -196,24 +209,6 @@ class VectorIndex:
             self.remove(label)
         with self._lock:
             self.floor = max(self.floor, floor)
-
-    def compacted(self, labels: np.ndarray, headroom: int) -> VectorIndex:
-        """A new index holding just ``labels`` (those present here), with room for
-        ``headroom`` more: removed labels' slots are freed.  Rebuilding is about as fast
-        as inserting anew (hnswlib's in-place slot reuse is ~12x slower per insert)."""
-        with self._lock:
-            present = set(self._index.get_ids_list())
-            keep = np.array([lb for lb in labels.tolist() if lb in present], dtype=np.int64)
-            vectors = (
-                np.asarray(self._index.get_items(keep), dtype=np.float32)
-                if len(keep)
-                else np.empty((0, self.dim), dtype=np.float32)
-            )
-            floor, max_label = self.floor, self.max_label
-        fresh = VectorIndex(self.dim, self.identity, capacity=len(keep) + headroom)
-        fresh.add(keep, vectors)
-        fresh.floor, fresh.max_label = floor, max(max_label, fresh.max_label)
-        return fresh
 
     def search_many(
         self, vectors: np.ndarray, k: int, *, ef: int = _EF_SEARCH

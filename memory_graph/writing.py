@@ -264,7 +264,7 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
     # searches (unregistered) and overwritten when the labels are handed out again.
     adding = None
     if new:
-        await g.vector_room(len(new))
+        g.vector_room(len(new))
         labels = np.array([p.rowid for p in new], dtype=np.int64)
         matrix = np.stack([p.vector for p in new]).astype(np.float32)
         adding = asyncio.ensure_future(asyncio.to_thread(g.vectors.add, labels, matrix))

@@ -442,12 +442,8 @@ class MemoryGraph:
             if self.ws_of[rowid] >= 0:
                 self.n_rows -= 1
             self.term_counts[rowid] = -1
-            counted = bool(self.vectorized[rowid])
-            self.vectorized[rowid] = False
+            self._unvectorize(rowid)
             for arr in (self.ws_of, self.ch_of):
-                code = int(arr[rowid])
-                if code >= 0 and counted:
-                    self.code_counts[code] -= 1
                 arr[rowid] = -1
         self.vectors.remove(rowid)
 

@@ -119,6 +119,19 @@ async def until(check: Callable[[], object], within: float = 60.0, what: str = "
         await asyncio.sleep(0.05)
 
 
+async def run_until_event(cfg: Path, env: dict[str, str], event: str, what: str) -> Bot:
+    """Start a bot, wait until it logs ``event``, stop it with SIGTERM (it must exit 0);
+    the stopped bot's log stays readable."""
+    bot = await Bot(cfg, env).start()
+    try:
+        await until(lambda: bot.events(event), within=60, what=what)
+        bot.terminate()
+        assert await bot.exit_code(within=30) == 0, bot.output
+    finally:
+        await bot.stop()
+    return bot
+
+
 async def health(port: int) -> tuple[int, dict[str, Any]]:
     """(status, body) of the bot's /health; (0, {}) while it does not answer yet."""
     try:

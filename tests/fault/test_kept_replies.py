@@ -12,7 +12,14 @@ import pytest
 from bot.adapters.fakes import FakeSlack
 from bot.store import Store
 from tests.fault.procs import run
-from tests.fault.running_bot import Bot, slack_env, slack_section, until, write_config
+from tests.fault.running_bot import (
+    Bot,
+    run_until_event,
+    slack_env,
+    slack_section,
+    until,
+    write_config,
+)
 
 DM = "D100"
 
@@ -43,14 +50,8 @@ async def test_kept_reply_double_posts_after_a_crash_between_post_and_delete(
         fake.release_posts()  # Slack did take that post: a second one would be a duplicate
         await fake.wait_for(lambda: fake.posted(DM), within=15)
 
-        again = await Bot(cfg, slack_env(fake)).start()
-        try:
-            await until(lambda: again.events("replies.redelivered"), within=60,
-                        what="the kept replies to be handled")  # fmt: skip
-            again.terminate()
-            assert await again.exit_code(within=30) == 0, again.output
-        finally:
-            await again.stop()
+        again = await run_until_event(cfg, slack_env(fake), "replies.redelivered",
+                                      "the kept replies to be handled")  # fmt: skip
         texts = Counter(p["text"] for p in fake.posted(DM))
         assert texts == {"the first answer": 1, "the second answer": 1}, texts
         uncertain = again.events("reply.delivery_uncertain")

@@ -13,7 +13,14 @@ from bot.config import load_config
 from bot.llm.fake_server import FakeLLMServer, Reply
 from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
-from tests.fault.running_bot import Bot, slack_env, slack_section, until, write_config
+from tests.fault.running_bot import (
+    Bot,
+    run_until_event,
+    slack_env,
+    slack_section,
+    until,
+    write_config,
+)
 from tests.helpers import inbound
 
 DM = "D100"
@@ -79,14 +86,8 @@ async def test_reply_the_platform_could_not_take_at_shutdown_is_posted_once_afte
         async with FakeSlack() as back:
             cfg = write_config(tmp_path, slack_section(back.api_base_url),
                                llm_base_url=srv.openai_base_url)  # fmt: skip
-            second = await Bot(cfg, slack_env(back)).start()
-            try:
-                await until(lambda: second.events("replies.redelivered"), within=60,
-                            what="the kept reply to be posted")  # fmt: skip
-                second.terminate()
-                assert await second.exit_code(within=30) == 0, second.output
-            finally:
-                await second.stop()
+            second = await run_until_event(cfg, slack_env(back), "replies.redelivered",
+                                           "the kept reply to be posted")  # fmt: skip
             assert [p["text"] for p in back.posted(DM)] == [ANSWER]
         assert second.events("runtime.stopped")[-1]["undelivered"] == 0
         assert len(srv.requests) == 1  # answered once: the restart posted, it did not re-ask

@@ -24,7 +24,7 @@ test: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy bot channels compactor workers branches memory_graph
+	$(BIN)/mypy tierbot bot channels compactor workers branches memory_graph
 
 check: lint test
 

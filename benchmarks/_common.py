@@ -102,10 +102,15 @@ def read_results(name: str) -> tuple[list[Row], dict[str, Any]]:
     data = json.loads(results_path(name).read_text(encoding="utf-8"))
     try:
         rows = [
-            Row(str(r["metric"]), float(r["value"]), str(r["unit"]), str(r.get("target", "")),
-                None if r.get("ok") is None else bool(r["ok"]))
+            Row(
+                str(r["metric"]),
+                float(r["value"]),
+                str(r["unit"]),
+                str(r.get("target", "")),
+                None if r.get("ok") is None else bool(r["ok"]),
+            )
             for r in data["rows"]
-        ]  # fmt: skip
+        ]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{results_path(name)} does not follow the results format: {exc}") from exc
     return rows, dict(data.get("meta", {}))

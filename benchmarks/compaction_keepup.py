@@ -36,15 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import Row, machine_meta, print_table, row, write_results
-from bot.config import DEFAULT_SYSTEM_PROMPT, Config, validate_config
-from bot.llm.base import ChatMessage, Completion, LLMProvider
-from bot.llm.scripted import ScriptedLLM
-from bot.llm.transcript import parse_transcript
-from bot.logging import configure_logging
-from bot.messages import InboundMessage, Message, Role
 from bot.runtime import Runtime
-from bot.store import ChannelState, Store
-from bot.tokens import TokenCounter, get_counter
+from tierbot.config import DEFAULT_SYSTEM_PROMPT, Config, validate_config
+from tierbot.llm.base import ChatMessage, Completion, LLMProvider
+from tierbot.llm.transcript import parse_transcript
+from tierbot.logging import configure_logging
+from tierbot.messages import InboundMessage, Message, Role
+from tierbot.store import ChannelState, Store
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.tokens import TokenCounter, get_counter
 
 NAME = "compaction_keepup"
 CHANNEL = "bench:keepup"
@@ -120,8 +120,18 @@ async def prefill(cfg: Config, counter: TokenCounter, window: int) -> None:
         if (total + tokens) / window > PREFILL_USAGE:
             break
         total += tokens
-        msgs.append(Message(CHANNEL, f"pre-{k}", Role.USER, text, f"u{k % 9}", f"user{k % 9}",
-                            ts=float(k), tokens=tokens))  # fmt: skip
+        msgs.append(
+            Message(
+                CHANNEL,
+                f"pre-{k}",
+                Role.USER,
+                text,
+                f"u{k % 9}",
+                f"user{k % 9}",
+                ts=float(k),
+                tokens=tokens,
+            )
+        )
     async with await Store.open(cfg.storage_path(), synchronous="full") as store:
         stored = await store.append_many(msgs)
         last = max(m.id for m in stored if m is not None)
@@ -147,8 +157,9 @@ class Trial:
         return self.emergencies == 0 and self.achieved >= 0.9 * self.rate
 
 
-async def trial(window: int, latency: float | None, parallel: int, rate: float,
-                windows: float) -> Trial:  # fmt: skip
+async def trial(
+    window: int, latency: float | None, parallel: int, rate: float, windows: float
+) -> Trial:
     """Feed ``windows`` context windows of chat at ``rate`` msg/s into a fresh channel."""
     counter = get_counter()
     rng = random.Random(11)
@@ -171,8 +182,11 @@ async def trial(window: int, latency: float | None, parallel: int, rate: float,
                 actor.compactor.counters["background"] + actor.compactor.counters["aggressive"] < 1
                 and not actor.compactor.counters["emergency"]
             ):
-                await rt.submit(InboundMessage(CHANNEL, f"w{k}", f"u{k % 9}", f"user{k % 9}",
-                                               chat_text(rng, -k)))  # fmt: skip
+                await rt.submit(
+                    InboundMessage(
+                        CHANNEL, f"w{k}", f"u{k % 9}", f"user{k % 9}", chat_text(rng, -k)
+                    )
+                )
                 k += 1
                 await asyncio.sleep(2 / rate)
             warm_emergencies = int(actor.compactor.counters["emergency"])
@@ -182,8 +196,7 @@ async def trial(window: int, latency: float | None, parallel: int, rate: float,
                 delay = t0 + k / rate - loop.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                await rt.submit(InboundMessage(CHANNEL, f"m{k}", f"u{k % 9}", f"user{k % 9}",
-                                               text))  # fmt: skip
+                await rt.submit(InboundMessage(CHANNEL, f"m{k}", f"u{k % 9}", f"user{k % 9}", text))
                 sent += 1
                 if actor.compactor.counters["emergency"] > warm_emergencies:
                     break  # failed: no need to wait for the rest
@@ -217,8 +230,9 @@ class Search:
         return max((t.rate for t in self.trials if t.ok), default=0.0)
 
 
-async def search(window: int, latency: float | None, mode: str, start: float, windows: float,
-                 max_trials: int) -> Search:  # fmt: skip
+async def search(
+    window: int, latency: float | None, mode: str, start: float, windows: float, max_trials: int
+) -> Search:
     """Highest passing rate: double/halve until bracketed, then bisect to within 25 %."""
     s = Search(window, latency, mode, [])
     lo, hi = 0.0, math.inf
@@ -281,8 +295,9 @@ def table_lines(searches: Sequence[Search]) -> list[str]:
     return lines
 
 
-async def run(windows_: Sequence[int], latencies: Sequence[float | None], windows: float,
-              max_trials: int) -> list[Search]:  # fmt: skip
+async def run(
+    windows_: Sequence[int], latencies: Sequence[float | None], windows: float, max_trials: int
+) -> list[Search]:
     out = []
     for window in windows_:
         for latency in latencies:
@@ -291,8 +306,10 @@ async def run(windows_: Sequence[int], latencies: Sequence[float | None], window
                 s = await search(window, latency, mode, first, windows, max_trials)
                 tried = ", ".join(f"{t.rate:g}{'+' if t.ok else '-'}" for t in s.trials)
                 name = summarizer_name(latency)
-                print(f"{window // 1000}k {name:>10} {mode:>13}: {s.best:g} msg/s  trials {tried}",
-                      flush=True)  # fmt: skip
+                print(
+                    f"{window // 1000}k {name:>10} {mode:>13}: {s.best:g} msg/s  trials {tried}",
+                    flush=True,
+                )
                 out.append(s)
     return out
 
@@ -304,10 +321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="half a window per trial, at most 4 trials a cell"
     )
-    parser.add_argument("--windows", type=float, default=None,
-                        help="context windows of traffic per trial (1.0)")  # fmt: skip
-    parser.add_argument("--only", default="",
-                        help="e.g. 8000:2 or 32000:offline, comma-separated cells")  # fmt: skip
+    parser.add_argument(
+        "--windows", type=float, default=None, help="context windows of traffic per trial (1.0)"
+    )
+    parser.add_argument(
+        "--only", default="", help="e.g. 8000:2 or 32000:offline, comma-separated cells"
+    )
     args = parser.parse_args(argv)
     windows = args.windows or (0.5 if args.quick else 1.0)
     max_trials = 4 if args.quick else 6
@@ -335,14 +354,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds=round(time.perf_counter() - started, 1),
         table=table_lines(searches),
         trials=[
-            {"window": s.window, "summarizer": summarizer_name(s.latency), "mode": s.mode,
-             "trials": [{"rate": t.rate, "ok": t.ok, "emergencies": t.emergencies,
-                         "achieved": round(t.achieved, 1), "passes": t.passes,
-                         "peak": round(t.peak, 3), "messages": t.messages,
-                         "seconds": round(t.seconds, 1)} for t in s.trials]}
+            {
+                "window": s.window,
+                "summarizer": summarizer_name(s.latency),
+                "mode": s.mode,
+                "trials": [
+                    {
+                        "rate": t.rate,
+                        "ok": t.ok,
+                        "emergencies": t.emergencies,
+                        "achieved": round(t.achieved, 1),
+                        "passes": t.passes,
+                        "peak": round(t.peak, 3),
+                        "messages": t.messages,
+                        "seconds": round(t.seconds, 1),
+                    }
+                    for t in s.trials
+                ],
+            }
             for s in searches
         ],
-    )  # fmt: skip
+    )
     path = write_results(NAME, rows, meta)
     print(f"\nwrote {path}")
     return 0

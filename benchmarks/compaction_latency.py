@@ -54,16 +54,16 @@ from benchmarks._common import (
     write_results,
 )
 from bot.adapters.base import Outbound
-from bot.config import DEFAULT_SYSTEM_PROMPT, validate_config
-from bot.llm.base import ChatMessage, Completion, Purpose, ToolSpec
-from bot.llm.scripted import ScriptedLLM
-from bot.logging import configure_logging
-from bot.messages import InboundMessage, Message, Role
 from bot.runtime import Runtime
-from bot.store import ChannelState, Store
-from bot.tokens import TokenCounter, get_counter
 from channels import BOT_AUTHOR, ChannelActor
 from compactor import Plan
+from tierbot.config import DEFAULT_SYSTEM_PROMPT, validate_config
+from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolSpec
+from tierbot.logging import configure_logging
+from tierbot.messages import InboundMessage, Message, Role
+from tierbot.store import ChannelState, Store
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.tokens import TokenCounter, get_counter
 from workers import WorkerPool
 
 NAME = "compaction_latency"
@@ -212,11 +212,27 @@ async def prefill(path: Path, counter: TokenCounter, window: int, usage: float, 
     for k in itertools.count():
         text = user_text(100_000 + k)
         pair = [
-            Message(CHANNEL, f"pre-{k}-u", Role.USER, text, "alice", "alice", ts=float(k),
-                    tokens=counter.count_message(text)),
-            Message(CHANNEL, f"pre-{k}-a", Role.ASSISTANT, CHAT_REPLY, BOT_AUTHOR, BOT_AUTHOR,
-                    ts=float(k), tokens=counter.count_message(CHAT_REPLY)),
-        ]  # fmt: skip
+            Message(
+                CHANNEL,
+                f"pre-{k}-u",
+                Role.USER,
+                text,
+                "alice",
+                "alice",
+                ts=float(k),
+                tokens=counter.count_message(text),
+            ),
+            Message(
+                CHANNEL,
+                f"pre-{k}-a",
+                Role.ASSISTANT,
+                CHAT_REPLY,
+                BOT_AUTHOR,
+                BOT_AUTHOR,
+                ts=float(k),
+                tokens=counter.count_message(CHAT_REPLY),
+            ),
+        ]
         added = sum(m.tokens for m in pair)
         if (total + added) / window > usage:
             break
@@ -348,23 +364,31 @@ def mode_rows(res: ModeResult, turns: int) -> list[Row]:
             row(f"{m}: p99 busy/idle", busy_p99 / idle_p99, "x", RATIO_TARGET),
             row(f"{m}: p99 busy/idle, lowest round (noise)", min(ratios), "x"),
             row(f"{m}: p99 busy/idle, highest round (noise)", max(ratios), "x"),
-            row(f"{m}: busy turns per compaction (fewest)", min(len(r.busy) for r in rs),
-                "turns", f">= {turns}"),
-            row(f"{m}: rounds verified concurrent and landed", verified, "rounds",
-                f">= {len(rs)}"),
-        ]  # fmt: skip
+            row(
+                f"{m}: busy turns per compaction (fewest)",
+                min(len(r.busy) for r in rs),
+                "turns",
+                f">= {turns}",
+            ),
+            row(f"{m}: rounds verified concurrent and landed", verified, "rounds", f">= {len(rs)}"),
+        ]
     else:
         out += [
             row(f"{m}: p99 busy/idle (baseline)", busy_p99 / idle_p99, "x"),
             row(f"{m}: busy turns per compaction (most)", max(len(r.busy) for r in rs), "turns"),
-            row(f"{m}: rounds whose summary landed", sum(r.landed for r in rs), "rounds",
-                f">= {len(rs)}"),
-        ]  # fmt: skip
+            row(
+                f"{m}: rounds whose summary landed",
+                sum(r.landed for r in rs),
+                "rounds",
+                f">= {len(rs)}",
+            ),
+        ]
     out += [
-        row(f"{m}: turn across the summary swap (median)", median(r.landing for r in rs) * 1e3,
-            "ms"),
+        row(
+            f"{m}: turn across the summary swap (median)", median(r.landing for r in rs) * 1e3, "ms"
+        ),
         row(f"{m}: compaction duration (median)", median(r.compaction_seconds for r in rs), "s"),
-    ]  # fmt: skip
+    ]
     return out
 
 
@@ -409,14 +433,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=None, help="turns per phase (100)")
     parser.add_argument("--rounds", type=int, default=None, help="async rounds (7)")
     parser.add_argument(
-        "--sync-rounds", type=int, default=None,
+        "--sync-rounds",
+        type=int,
+        default=None,
         help="sync baseline rounds (3: each one blocks a turn for the whole summary)",
-    )  # fmt: skip
+    )
     parser.add_argument("--quick", action="store_true", help="50 turns, 3 + 2 rounds")
     parser.add_argument(
-        "--synchronous", choices=["full", "normal"], default="full",
+        "--synchronous",
+        choices=["full", "normal"],
+        default="full",
         help="the store's SQLite synchronous setting (tierbot's default: full)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     turns = args.turns or (50 if args.quick else 100)
     rounds = {

@@ -114,9 +114,9 @@ def tierbot(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def feed_direct(cfg_path: Path, channel: str, turns: list[dict[str, Any]]) -> None:
     """Direct mode: the turns become episodes at once, as the compactor would archive them."""
-    from bot.config import load_config
-    from bot.messages import Message, Role, State
     from memory_graph import MemoryGraph
+    from tierbot.config import load_config
+    from tierbot.messages import Message, Role, State
 
     cfg = load_config(cfg_path)
     messages = [
@@ -141,8 +141,16 @@ def feed_replay(cfg_path: Path, channel: str, turns: list[dict[str, Any]], work:
     """Replay mode: the real pipeline (channel actor, compactor, workers, memory graph)."""
     path = work / f"{channel.replace(':', '_')}.jsonl"
     path.write_text("".join(json.dumps(t) + "\n" for t in turns))
-    proc = tierbot("replay", str(path), "--channel", channel, "--config", str(cfg_path),
-                   "--listen-only", "--json")  # fmt: skip
+    proc = tierbot(
+        "replay",
+        str(path),
+        "--channel",
+        channel,
+        "--config",
+        str(cfg_path),
+        "--listen-only",
+        "--json",
+    )
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
@@ -151,8 +159,18 @@ def search(cfg_path: Path, channel: str, questions: list[dict[str, Any]], work: 
     qfile.write_text(
         "".join(json.dumps({"id": q["id"], "query": q["query"]}) + "\n" for q in questions)
     )
-    proc = tierbot("memory", "search", "--queries", str(qfile), "--channel", channel,
-                   "--limit", "20", "--config", str(cfg_path))  # fmt: skip
+    proc = tierbot(
+        "memory",
+        "search",
+        "--queries",
+        str(qfile),
+        "--channel",
+        channel,
+        "--limit",
+        "20",
+        "--config",
+        str(cfg_path),
+    )
     out = {}
     for line in proc.stdout.splitlines():
         obj = json.loads(line)
@@ -177,7 +195,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")
     args = ap.parse_args()
-    from bot.logging import configure_logging
+    from tierbot.logging import configure_logging
 
     configure_logging("warning")  # direct mode opens the graph in this process
     data = json.loads(args.path.read_text())

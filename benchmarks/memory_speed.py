@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import Row, machine_meta, print_table, row, write_results  # noqa: E402
-from bot.config import MemoryConfig  # noqa: E402
 from memory_graph import MemoryDraft, MemoryGraph  # noqa: E402
+from tierbot.config import MemoryConfig  # noqa: E402
 
 TYPES = ("fact", "preference", "decision", "event", "observation", "goal", "todo")
 SYLLABLES = "ka lo mi ne ru sa te vo zi pa do fe gu hi ja".split()
@@ -223,9 +223,11 @@ def main() -> int:
     )
     ap.add_argument("--quick", action="store_true", help="20k memories, 200 queries")
     ap.add_argument(
-        "--vector-index-limit", type=int, default=0,
+        "--vector-index-limit",
+        type=int,
+        default=0,
         help="[memory] vector_index_limit (0: every memory in the index, as targeted)",
-    )  # fmt: skip
+    )
     args = ap.parse_args()
     if args.quick:
         args.sizes, args.queries = "20000", 200
@@ -249,8 +251,13 @@ def main() -> int:
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     rows = [r for result in results for r in rows_of(result)]
     print_table(f"memory graph speed ({args.corpus} corpus, {args.workspaces} workspaces)", rows)
-    meta = machine_meta(results=results, skipped=skipped, corpus=args.corpus,
-                        workspaces=args.workspaces, queries=args.queries)  # fmt: skip
+    meta = machine_meta(
+        results=results,
+        skipped=skipped,
+        corpus=args.corpus,
+        workspaces=args.workspaces,
+        queries=args.queries,
+    )
     out = write_results("memory_speed", rows, meta)
     print(f"wrote {out.relative_to(ROOT)}")
     return 0

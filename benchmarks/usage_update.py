@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from benchmarks._common import Row, machine_meta, median, print_table, row, write_results
-from bot.config import DEFAULT_SYSTEM_PROMPT, CompactionConfig
-from bot.messages import Message, Role
-from bot.tokens import TokenCounter, get_counter
 from channels import LiveContext
 from compactor import Compactor
+from tierbot.config import DEFAULT_SYSTEM_PROMPT, CompactionConfig
+from tierbot.messages import Message, Role
+from tierbot.tokens import TokenCounter, get_counter
 
 NAME = "usage_update"
 SIZES = (1_000, 100_000)
@@ -72,9 +72,19 @@ def make_messages(
         j = k % len(texts)
         role = Role.USER if k % 2 == 0 else Role.ASSISTANT
         out.append(
-            Message("bench", f"p{i}", role, texts[j], author_id="u", author_name="u",
-                    ts=float(i), tokens=tokens[j], id=i, pos=float(i))
-        )  # fmt: skip
+            Message(
+                "bench",
+                f"p{i}",
+                role,
+                texts[j],
+                author_id="u",
+                author_name="u",
+                ts=float(i),
+                tokens=tokens[j],
+                id=i,
+                pos=float(i),
+            )
+        )
     return out
 
 
@@ -112,9 +122,12 @@ def _context(history: Sequence[Message], size: int, warmup: Sequence[Message]) -
 
 
 def running_total(
-    history: Sequence[Message], size: int, warmup: Sequence[Message], fresh: Sequence[Message],
+    history: Sequence[Message],
+    size: int,
+    warmup: Sequence[Message],
+    fresh: Sequence[Message],
     counter: TokenCounter | None,
-) -> Setup:  # fmt: skip
+) -> Setup:
     """append + usage per message (plus one token count when ``counter`` is given)."""
 
     def setup() -> Callable[[], int]:
@@ -140,9 +153,12 @@ def running_total(
 
 
 def actor_path(
-    history: Sequence[Message], size: int, warmup: Sequence[Message], fresh: Sequence[Message],
+    history: Sequence[Message],
+    size: int,
+    warmup: Sequence[Message],
+    fresh: Sequence[Message],
     counter: TokenCounter,
-) -> Setup:  # fmt: skip
+) -> Setup:
     """Everything ``ChannelActor._enter`` does per message below the thresholds: append,
     loop-guard tick, the cached fixed-prompt count, usage, ``Compactor.check`` with the
     context's running summary and marker counts."""
@@ -160,9 +176,13 @@ def actor_path(
                 comp.on_message()
                 ctx.set_fixed(fixed)
                 comp.check(
-                    ctx.items, ctx.usage(WINDOW), WINDOW, config,
-                    markers=ctx.marker_count, summary_tokens=ctx.summary_tokens,
-                )  # fmt: skip
+                    ctx.items,
+                    ctx.usage(WINDOW),
+                    WINDOW,
+                    config,
+                    markers=ctx.marker_count,
+                    summary_tokens=ctx.summary_tokens,
+                )
             return len(fresh)
 
         return enter

@@ -23,10 +23,10 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from bot.config import Config, default_config_path, load_config
-from bot.errors import AdapterError, ConfigError, FatalAdapterError, TierbotError
-from bot.logging import configure_logging
-from bot.messages import InboundMessage, State
+from tierbot.config import Config, default_config_path, load_config
+from tierbot.errors import AdapterError, ConfigError, FatalAdapterError, TierbotError
+from tierbot.logging import configure_logging
+from tierbot.messages import InboundMessage, State
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPLAY_CHUNK = 64
@@ -449,16 +449,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     cfg = _config(args.config)
     _setup_logging(cfg, args)
     report = asyncio.run(
-        replay(cfg, Path(args.file), args.channel, listen_only=args.listen_only,
-               progress=sys.stderr.isatty())
-    )  # fmt: skip
+        replay(
+            cfg,
+            Path(args.file),
+            args.channel,
+            listen_only=args.listen_only,
+            progress=sys.stderr.isatty(),
+        )
+    )
     if report["interrupted"]:
         # Every line up to last_line_stored is stored (or was rejected); feeding them again
         # is harmless, since a redelivered (channel, id) is ignored.
         nxt = report["resume_from_line"]
-        print(f"tierbot: replay interrupted by {report['signal']}: {report['messages_in']} "
-              f"messages stored, through line {report['last_line_stored']} of {args.file}; "
-              f"resume with: tail -n +{nxt} {args.file}", file=sys.stderr)  # fmt: skip
+        print(
+            f"tierbot: replay interrupted by {report['signal']}: {report['messages_in']} "
+            f"messages stored, through line {report['last_line_stored']} of {args.file}; "
+            f"resume with: tail -n +{nxt} {args.file}",
+            file=sys.stderr,
+        )
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
     if report["interrupted"]:
         return EXIT_FAIL
@@ -470,7 +478,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 async def export_history(cfg: Config, channel: str) -> list[dict[str, Any]]:
-    from bot.store import Store
+    from tierbot.store import Store
 
     path = cfg.storage_path()
     if not path.is_file():
@@ -478,14 +486,16 @@ async def export_history(cfg: Config, channel: str) -> list[dict[str, Any]]:
     rows = []
     async with await Store.open(path, read_only=True) as store:
         async for m in store.export(channel):
-            rows.append({
-                "id": m.platform_id,
-                "author": m.author_name or m.author_id,
-                "role": m.role.value,
-                "text": m.text,
-                "ts": _render_ts(m.ts),
-                "state": m.state.value,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "id": m.platform_id,
+                    "author": m.author_name or m.author_id,
+                    "role": m.role.value,
+                    "text": m.text,
+                    "ts": _render_ts(m.ts),
+                    "state": m.state.value,
+                }
+            )
     return rows
 
 
@@ -532,17 +542,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", default=None, help="channel key (default console:local)")
     p.set_defaults(func=cmd_chat)
     p = sub.add_parser(
-        "replay", parents=[common], help="feed a JSON Lines file into a channel",
-        description="Feed a JSON Lines file ({\"id\", \"author\", \"text\", \"ts\"} per line) "
+        "replay",
+        parents=[common],
+        help="feed a JSON Lines file into a channel",
+        description='Feed a JSON Lines file ({"id", "author", "text", "ts"} per line) '
         "into a channel as inbound messages and print a JSON report. Every line is checked: "
         "a bad line (not UTF-8, not a JSON object, a missing or non-string id/author/text, "
         f"text over {MAX_TEXT_CHARS:,} characters, a ts that is not a finite time between "
         "1970-01-01 and 9999-12-30) is skipped, named on stderr as FILE:LINE: reason, and "
-        "listed in the report's \"rejected\"; every good line is stored. Exit 0 when every "
+        'listed in the report\'s "rejected"; every good line is stored. Exit 0 when every '
         "line was stored, 2 when some were skipped, 1 when the store failed or SIGINT/SIGTERM "
         "stopped it (stderr then names the last line stored, to resume from). Only one "
         "process may write a store: replay is refused while a bot runs on it.",
-    )  # fmt: skip
+    )
     p.add_argument("file")
     p.add_argument("--channel", required=True)
     p.add_argument("--listen-only", action="store_true", help="record only, never reply")
@@ -596,8 +608,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.DatabaseError as exc:
         # A read deep inside a command hit a damaged file: one line, not a traceback.
         structlog.get_logger("tierbot.cli").error("fatal", error=str(exc))
-        print(f"tierbot: the database cannot be read: {exc} (see 'corrupt database' in "
-              "docs/operations.md)", file=sys.stderr)  # fmt: skip
+        print(
+            f"tierbot: the database cannot be read: {exc} (see 'corrupt database' in "
+            "docs/operations.md)",
+            file=sys.stderr,
+        )
         return EXIT_FAIL
     except KeyboardInterrupt:
         # `run` and `chat` turn Ctrl-C into a clean stop themselves; reaching here means a

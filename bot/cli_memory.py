@@ -16,9 +16,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.config import Config, default_config_path, load_config
-from bot.errors import ConfigError, ToolError
-from bot.logging import configure_logging
+from tierbot.config import Config, default_config_path, load_config
+from tierbot.errors import ConfigError, ToolError
+from tierbot.logging import configure_logging
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -41,8 +41,8 @@ def _config(args: argparse.Namespace) -> Config:
 async def _graph(cfg: Config, *, write: bool = False) -> AsyncIterator[Any]:
     """The memory graph: read-only (safe beside a running bot), or under the store's
     writer lock (refused while a bot or another writer runs)."""
-    from bot.storelock import WriterLock
     from memory_graph import MemoryGraph
+    from tierbot.storelock import WriterLock
 
     path = cfg.storage_path()
     if not path.is_file():
@@ -136,7 +136,7 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             report = await graph.forget_author(author, dry_run=True)
         raw = sum(n for *_, n in report.per_channel) if not keep else 0
         if not keep:
-            from bot.store import Store
+            from tierbot.store import Store
 
             # Stored messages not indexed yet go too: count them in the log itself.
             async with await Store.open(cfg.storage_path(), read_only=True) as st:
@@ -148,8 +148,8 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             + (f" ({raw} raw messages would be deleted too)" if raw else "")
             + "; re-run with --yes to delete them everywhere"
         )
-    from bot.store import Store
     from memory_graph import MemoryGraph
+    from tierbot.store import Store
 
     path = cfg.storage_path()
     if not path.is_file():

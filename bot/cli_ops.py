@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.commands import usage_bar
-from bot.config import Config, OpsConfig, apply_env_overrides, default_config_path, load_config
-from bot.errors import ConfigError, TierbotError
-from bot.logging import configure_logging
-from bot.store import CompactionRecord
-from compactor import outcome_label
+from tierbot.config import Config, OpsConfig, apply_env_overrides, default_config_path, load_config
+from tierbot.errors import ConfigError, TierbotError
+from tierbot.logging import configure_logging
+from tierbot.store import CompactionRecord
+from tierbot.vocab import Outcome
 
 STATUS_TIMEOUT = 5.0
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -69,8 +69,10 @@ def _ops_settings(args: argparse.Namespace) -> tuple[OpsConfig, str]:
         except (OSError, ValueError):
             raise exc from None
         first = str(exc).splitlines()[0]
-        print(f"tierbot: warning: the config file has errors ({first} ...); "
-              "reading [ops] only", file=sys.stderr)  # fmt: skip
+        print(
+            f"tierbot: warning: the config file has errors ({first} ...); reading [ops] only",
+            file=sys.stderr,
+        )
         return ops, exc.source
 
 
@@ -214,7 +216,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 async def compaction_history(cfg: Config, channel: str, limit: int) -> list[CompactionRecord]:
     """The newest ``limit`` compactions of ``channel``, oldest first, read from the store."""
-    from bot.store import Store
+    from tierbot.store import Store
 
     path = cfg.storage_path()
     if not path.exists():
@@ -230,7 +232,7 @@ def record_json(r: CompactionRecord) -> dict[str, Any]:
     return {
         "time": datetime.fromtimestamp(r.started).astimezone().isoformat(),
         "tier": r.tier,
-        "outcome": outcome_label(r.outcome),
+        "outcome": Outcome.of(r.outcome),
         "usage_before": round(r.usage_before, 4),
         "usage_after": round(r.usage_after, 4),
         "messages": r.covered,
@@ -246,7 +248,7 @@ def advice(records: list[CompactionRecord], cfg: Config, channel: str) -> list[s
     """What the history suggests changing (see docs/tuning.md)."""
     c = cfg.for_channel(channel).compaction
     tiers = Counter(r.tier for r in records if r.outcome == "ok")
-    failed = sum(1 for r in records if outcome_label(r.outcome) == "failed")
+    failed = sum(1 for r in records if Outcome.of(r.outcome) == "failed")
     noop = sum(1 for r in records if r.outcome == "noop")
     out = []
     if tiers["emergency"]:
@@ -277,7 +279,7 @@ def advice(records: list[CompactionRecord], cfg: Config, channel: str) -> list[s
 def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -> str:
     s = cfg.for_channel(channel)
     c = s.compaction
-    counts = Counter(r.tier if r.outcome == "ok" else outcome_label(r.outcome) for r in records)
+    counts = Counter(r.tier if r.outcome == "ok" else Outcome.of(r.outcome) for r in records)
     lines = [
         f"channel {channel}: {len(records)} compactions"
         + (
@@ -298,7 +300,7 @@ def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -
     for r in records:
         usage = f"{r.usage_before:6.1%} -> {r.usage_after:6.1%}"
         tokens = f"{r.tokens_before} -> {r.tokens_after}"
-        outcome = outcome_label(r.outcome)
+        outcome = Outcome.of(r.outcome)
         lines.append(
             f"{_clock(r.started, True):<19}  {r.tier:<10} {outcome:<7} {usage:>19} "
             f"{r.covered:>5} {tokens:>21} {r.memories:>4} {r.duration:>7.2f}"

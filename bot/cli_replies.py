@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bot.config import Config, default_config_path, load_config
+from tierbot.config import Config, default_config_path, load_config
 
 __all__ = ["add_replies_commands"]
 
@@ -37,7 +37,7 @@ def _store_path(cfg: Config) -> Path:
 
 
 async def _list(cfg: Config) -> list[dict[str, Any]]:
-    from bot.store import Store
+    from tierbot.store import Store
 
     async with await Store.open(_store_path(cfg), read_only=True) as store:
         kept = await store.undelivered()
@@ -59,7 +59,7 @@ async def _list(cfg: Config) -> list[dict[str, Any]]:
 
 
 async def _settle(cfg: Config, reply_id: int, *, drop: bool) -> None:
-    from bot.store import Store
+    from tierbot.store import Store
 
     async with await Store.open(_store_path(cfg), synchronous=cfg.storage.synchronous) as store:
         done = await (store.drop_undelivered if drop else store.release_undelivered)(reply_id)
@@ -86,8 +86,10 @@ def cmd_replies_list(args: argparse.Namespace) -> None:
             print(json.dumps(row, ensure_ascii=False))
         else:
             since = f" since {row['posting_since']}" if row["posting_since"] else ""
-            print(f"{row['id']}  {row['state']}{since}  {row['channel']}  reply to "
-                  f"{row['reply_to']}  ({row['attempts']} attempts): {row['text']}")  # fmt: skip
+            print(
+                f"{row['id']}  {row['state']}{since}  {row['channel']}  reply to "
+                f"{row['reply_to']}  ({row['attempts']} attempts): {row['text']}"
+            )
 
 
 @_command
@@ -110,9 +112,10 @@ def add_replies_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per reply")
     p.set_defaults(func=cmd_replies_list)
     p = rsub.add_parser(
-        "retry", parents=[common],
+        "retry",
+        parents=[common],
         help="post an 'uncertain' reply at the next start (check the channel first)",
-    )  # fmt: skip
+    )
     p.add_argument("id", type=int)
     p.set_defaults(func=cmd_replies_retry)
     p = rsub.add_parser("drop", parents=[common], help="delete a kept reply without posting it")

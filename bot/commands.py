@@ -15,9 +15,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from bot.messages import InboundMessage
-from bot.store import CompactionRecord
-from compactor import outcome_label
+from tierbot.messages import InboundMessage
+from tierbot.store import CompactionRecord
+from tierbot.vocab import Outcome
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
@@ -63,7 +63,7 @@ def render_last(record: CompactionRecord | None, now: float) -> str:
     if record is None:
         return "last compaction: none yet"
     ago = max(0, round(now - record.started - record.duration))
-    outcome = outcome_label(record.outcome)
+    outcome = Outcome.of(record.outcome)
     line = f"last compaction: {record.tier} {outcome} {ago}s ago"
     if outcome == "ok":
         line += f", freed {record.tokens_before - record.tokens_after} tokens"

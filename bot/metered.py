@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from bot.errors import LLMError, ToolError
-from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolSpec
 from bot.metrics import Metrics
+from tierbot.errors import LLMError, ToolError
+from tierbot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolSpec
 
 if TYPE_CHECKING:
     from channels import MemoryAccess
@@ -25,7 +25,7 @@ log = structlog.get_logger("tierbot.llm")
 
 
 class MeteredProvider:
-    """An :class:`~bot.llm.base.LLMProvider` that counts and times the calls of another.
+    """An :class:`~tierbot.llm.base.LLMProvider` that counts and times the calls of another.
 
     Logs ``llm.call`` (provider, purpose, tokens, duration; debug when it
     succeeds, warning with the error kind when it fails).  Errors pass through

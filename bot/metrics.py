@@ -2,7 +2,7 @@
 
 Three feeds, none of which makes a turn wait:
 
-* **events**: a structlog sink (:func:`bot.logging.add_event_sink`) counts what
+* **events**: a structlog sink (:func:`tierbot.logging.add_event_sink`) counts what
   this runtime's channels log: ``turn.completed``, ``compaction.triggered``,
   ``compaction.completed``, ``compaction.failed``, ``compaction.emergency``,
   ``channel.context_overflow``, ``channel.llm_failed`` and ``reply.delivery_failed``.
@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bot.logging import add_event_sink, remove_event_sink
+from tierbot.logging import add_event_sink, remove_event_sink
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime

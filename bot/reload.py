@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 from pydantic import BaseModel
 
-from bot.config import Config, load_config
-from bot.errors import ConfigError
-from bot.logging import set_log_level
+from tierbot.config import Config, load_config
+from tierbot.errors import ConfigError
+from tierbot.logging import set_log_level
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime

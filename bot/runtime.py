@@ -10,7 +10,7 @@ workers stop and the store flushes.
 A reply the platform did not take is kept in the store and posted when its
 adapter next connects (in this process or the next one), once.  An adapter
 whose platform cannot be reached at startup is retried with capped backoff;
-one whose token is refused raises :class:`~bot.errors.FatalAdapterError`.
+one whose token is refused raises :class:`~tierbot.errors.FatalAdapterError`.
 """
 
 from __future__ import annotations
@@ -29,17 +29,17 @@ import structlog
 
 from bot.adapters.base import Adapter, Delivery, Dispatcher, Outbound
 from bot.commands import run_command
-from bot.config import Config, RespondMode
-from bot.errors import FatalAdapterError
-from bot.llm.base import LLMProvider
-from bot.llm.factory import make_provider
-from bot.messages import InboundMessage
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
-from bot.retry import Backoff, retry_forever
-from bot.store import Store, UndeliveredReply
-from bot.tokens import TokenCounter, encoding_for_model, get_counter
 from channels import ChannelDeps, ChannelRegistry, to_message
+from tierbot.config import Config, RespondMode
+from tierbot.errors import FatalAdapterError
+from tierbot.llm.base import LLMProvider
+from tierbot.llm.factory import make_provider
+from tierbot.messages import InboundMessage
+from tierbot.retry import Backoff, retry_forever
+from tierbot.store import Store, UndeliveredReply
+from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
 from workers import CompactionWorker, WorkerPool
 
 log = structlog.get_logger("tierbot.runtime")
@@ -391,8 +391,12 @@ class Runtime(Dispatcher):
                     late_seconds=round(time.time() - reply.created, 1),
                 )
             if kept:
-                log.info("replies.redelivered", adapter=adapter.name, posted=len(kept) - left,
-                         still_kept=left)  # fmt: skip
+                log.info(
+                    "replies.redelivered",
+                    adapter=adapter.name,
+                    posted=len(kept) - left,
+                    still_kept=left,
+                )
         if left and not self._draining:
             # A no-op when called from that very task: it goes on by itself.
             self._spawn(f"retry:{adapter.name}", self._redeliver_later(adapter))
@@ -424,12 +428,23 @@ class Runtime(Dispatcher):
         self, reply_id: int, attempts: int, out: Outbound, exc: Exception
     ) -> int:
         if attempts + 1 >= MAX_DELIVERY_ATTEMPTS:
-            log.error("reply.abandoned", channel=out.channel, reply_to=out.reply_to,
-                      attempts=attempts + 1, error=_why(exc), text=out.text)  # fmt: skip
+            log.error(
+                "reply.abandoned",
+                channel=out.channel,
+                reply_to=out.reply_to,
+                attempts=attempts + 1,
+                error=_why(exc),
+                text=out.text,
+            )
             await self.store.mark_delivered(reply_id)
             return 0
-        log.warning("reply.still_undelivered", channel=out.channel, reply_to=out.reply_to,
-                    attempts=attempts + 1, error=_why(exc))  # fmt: skip
+        log.warning(
+            "reply.still_undelivered",
+            channel=out.channel,
+            reply_to=out.reply_to,
+            attempts=attempts + 1,
+            error=_why(exc),
+        )
         await self.store.mark_undelivered_again(reply_id, _why(exc))
         return 1
 
@@ -470,8 +485,14 @@ class Runtime(Dispatcher):
         try:
             await self.store.save_undelivered(out.channel, out.text, out.reply_to, error)
         except Exception as exc:
-            log.error("reply.lost", channel=out.channel, reply_to=out.reply_to, error=error,
-                      store_error=_why(exc), text=out.text)  # fmt: skip
+            log.error(
+                "reply.lost",
+                channel=out.channel,
+                reply_to=out.reply_to,
+                error=error,
+                store_error=_why(exc),
+                text=out.text,
+            )
             return
         self.kept += 1
         log.error(
@@ -527,8 +548,12 @@ class Runtime(Dispatcher):
             return Delivery(False, "duplicate")
         self.parked += 1
         self.metrics.message_in(message.channel)
-        log.info("message.parked", channel=message.channel, platform_id=message.platform_id,
-                 reason="shutting down: stored, answered after the restart")  # fmt: skip
+        log.info(
+            "message.parked",
+            channel=message.channel,
+            platform_id=message.platform_id,
+            reason="shutting down: stored, answered after the restart",
+        )
         return Delivery(True)
 
     async def command(self, message: InboundMessage, *, is_admin: bool) -> str | None:
@@ -539,8 +564,7 @@ class Runtime(Dispatcher):
             return await run_command(self, message, is_admin=is_admin)
         except Exception as exc:
             name = message.text.split(maxsplit=1)[0]
-            log.exception("command.failed", channel=message.channel, command=name,
-                          error=_why(exc))  # fmt: skip
+            log.exception("command.failed", channel=message.channel, command=name, error=_why(exc))
             return f"{name} failed: {_why(exc)}"
 
     async def drain(self) -> None:

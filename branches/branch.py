@@ -15,10 +15,10 @@ from typing import Any
 
 import structlog
 
-from bot.llm.base import ChatMessage, LLMProvider
-from bot.llm.quoting import quote_tool_result
-from bot.tokens import TokenCounter
 from branches.context import BranchContext
+from tierbot.llm.base import ChatMessage, LLMProvider
+from tierbot.llm.quoting import quote_tool_result
+from tierbot.tokens import TokenCounter
 from workers.supervisor import TaskFailed, TaskHandle, Transcript
 from workers.task import complete_with_overflow_retry, unique_call_ids
 from workers.tools import ToolRegistry
@@ -69,9 +69,13 @@ async def run_branch(
         # Below the threshold unless the last turn, the prompt and the tools alone exceed it.
         fits = after < limits.preflight_threshold
         (bound.info if fits else bound.warning)(
-            "branch.compacted", dropped=dropped, usage_before=round(before, 3),
-            usage_after=round(after, 3), threshold=limits.preflight_threshold, fits=fits,
-        )  # fmt: skip
+            "branch.compacted",
+            dropped=dropped,
+            usage_before=round(before, 3),
+            usage_after=round(after, 3),
+            threshold=limits.preflight_threshold,
+            fits=fits,
+        )
     record = _Recorder(transcript)
     await record(ctx.own[-1:], "task")
 
@@ -82,9 +86,11 @@ async def run_branch(
             return False
         handle.stats["retries"] = attempt
         bound.info(
-            "branch.retried", attempt=attempt, dropped=ctx.dropped,
+            "branch.retried",
+            attempt=attempt,
+            dropped=ctx.dropped,
             usage_after=round(ctx.usage(window), 3),
-        )  # fmt: skip
+        )
         await record(ctx.own[-1:], "note")
         return True
 
@@ -92,10 +98,14 @@ async def run_branch(
         last = turn == limits.max_turns - 1
         handle.detail = f"turn {turn + 1}/{limits.max_turns}"
         completion = await complete_with_overflow_retry(
-            llm, ctx.prompt, () if last else specs, purpose="branch",
-            max_tokens=limits.max_reply_tokens, retries=limits.max_overflow_retries,
+            llm,
+            ctx.prompt,
+            () if last else specs,
+            purpose="branch",
+            max_tokens=limits.max_reply_tokens,
+            retries=limits.max_overflow_retries,
             compact=force,
-        )  # fmt: skip
+        )
         if not completion.tool_calls or last:
             conclusion = completion.text.strip()
             await record([ChatMessage("assistant", conclusion)], "result")

@@ -13,9 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.llm.base import ChatMessage, ToolSpec
-from bot.llm.quoting import is_quoted, quote
-from bot.tokens import TokenCounter
+from tierbot.llm.base import ChatMessage, ToolSpec
+from tierbot.llm.quoting import is_quoted, quote
+from tierbot.tokens import TokenCounter
 from workers.task import CONTINUE_NOTE
 from workers.tools import message_tokens, sanitize, specs_tokens, units
 

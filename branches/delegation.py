@@ -15,11 +15,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot.config import Config
-from bot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
-from bot.store import Store
-from bot.tokens import TokenCounter
 from branches.branch import BranchLimits, run_branch
+from tierbot.config import Config
+from tierbot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
+from tierbot.store import Store
+from tierbot.tokens import TokenCounter
 from workers.compaction import MemoryWriter
 from workers.supervisor import (
     Supervisor,
@@ -42,16 +42,24 @@ BRANCH_TOOL = ToolSpec(
     "Think about a task in the background on a copy of this conversation (it can search "
     "memory and the archived conversation). Returns at once; its conclusion reaches you in a "
     "later turn. Keep answering meanwhile.",
-    {"type": "object", "properties": {"task": _TASK}, "required": ["task"],
-     "additionalProperties": False},
-)  # fmt: skip
+    {
+        "type": "object",
+        "properties": {"task": _TASK},
+        "required": ["task"],
+        "additionalProperties": False,
+    },
+)
 SPAWN_TOOL = ToolSpec(
     "spawn_worker",
     "Start a background worker for a longer task that needs many tool calls. Returns at "
     "once; the worker posts its result to this channel when done.",
-    {"type": "object", "properties": {"task": _TASK}, "required": ["task"],
-     "additionalProperties": False},
-)  # fmt: skip
+    {
+        "type": "object",
+        "properties": {"task": _TASK},
+        "required": ["task"],
+        "additionalProperties": False,
+    },
+)
 
 
 class Delegation:
@@ -84,8 +92,14 @@ class Delegation:
 
     def tools(self) -> list[ToolSpec]:
         c = self.config().for_channel(self.channel).compaction
-        return [t for t, n in ((BRANCH_TOOL, c.max_concurrent_branches),
-                               (SPAWN_TOOL, c.max_concurrent_workers)) if n > 0]  # fmt: skip
+        return [
+            t
+            for t, n in (
+                (BRANCH_TOOL, c.max_concurrent_branches),
+                (SPAWN_TOOL, c.max_concurrent_workers),
+            )
+            if n > 0
+        ]
 
     def handles(self, name: str) -> bool:
         return name in (BRANCH_TOOL.name, SPAWN_TOOL.name)
@@ -133,15 +147,24 @@ class Delegation:
 
         async def run(handle: TaskHandle) -> str:
             return await run_branch(
-                handle, snapshot, llm=self.llm, counter=self.counter, tools=tools,
-                limits=limits, transcript=Transcript(self.store, handle.row),
-            )  # fmt: skip
+                handle,
+                snapshot,
+                llm=self.llm,
+                counter=self.counter,
+                tools=tools,
+                limits=limits,
+                transcript=Transcript(self.store, handle.row),
+            )
 
         return await self.supervisor.start(
-            "branch", task, run, limit=c.max_concurrent_branches,
-            pool_limit=cfg.workers.branch_concurrency, time_limit=c.branch_timeout_seconds,
+            "branch",
+            task,
+            run,
+            limit=c.max_concurrent_branches,
+            pool_limit=cfg.workers.branch_concurrency,
+            time_limit=c.branch_timeout_seconds,
             origin=origin,
-        )  # fmt: skip
+        )
 
     async def spawn(self, task: str, *, origin: str | None = None) -> TaskHandle:
         """Start a task worker on ``task`` with the built-in and operator tools."""
@@ -160,16 +183,24 @@ class Delegation:
 
         async def run(handle: TaskHandle) -> str:
             worker = TaskWorker(
-                handle, llm=self.llm, counter=self.counter, tools=tools, limits=limits,
+                handle,
+                llm=self.llm,
+                counter=self.counter,
+                tools=tools,
+                limits=limits,
                 transcript=Transcript(self.store, handle.row),
-            )  # fmt: skip
+            )
             return await worker.run()
 
         return await self.supervisor.start(
-            "worker", task, run, limit=c.max_concurrent_workers,
-            pool_limit=cfg.workers.task_worker_concurrency, time_limit=c.worker_timeout_seconds,
+            "worker",
+            task,
+            run,
+            limit=c.max_concurrent_workers,
+            pool_limit=cfg.workers.task_worker_concurrency,
+            time_limit=c.worker_timeout_seconds,
             origin=origin,
-        )  # fmt: skip
+        )
 
     def worker_tools(self) -> ToolRegistry:
         """tierbot's safe tools, then the operator's (``TaskPool.tools``; same names win)."""

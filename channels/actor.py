@@ -25,20 +25,20 @@ from typing import Any, Protocol
 
 import structlog
 
-from bot.adapters.base import Outbound
-from bot.config import ChannelSettings, Config, RespondMode
-from bot.errors import ContextOverflowError, LLMError, ToolError
-from bot.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
-from bot.messages import Message, Role, State
-from bot.retry import Backoff
-from bot.store import ChannelState, CompactionRecord, Store
-from bot.tokens import TokenCounter
 from branches import Delegation
 from channels.context import LiveContext
 from channels.prompt import build_prompt
-from compactor import Compactor, Kind, Plan, forced_note
+from compactor import Compactor, Plan, forced_note
 from compactor.scheduler import in_flight_ids, rescue_chunk
 from compactor.scheduler import summary_budget as _summary_budget
+from tierbot.config import ChannelSettings, Config, RespondMode
+from tierbot.errors import ContextOverflowError, LLMError, ToolError
+from tierbot.llm.base import ChatMessage, Completion, LLMProvider, ToolCall, ToolSpec
+from tierbot.messages import Message, Outbound, ProgressHandle, Role, State
+from tierbot.retry import Backoff
+from tierbot.store import ChannelState, CompactionRecord, Store
+from tierbot.tokens import TokenCounter
+from tierbot.vocab import CompactionKind
 from workers import CompactionJob, CompactionOutcome, CompactionWorker, WorkerPool
 from workers.supervisor import TaskOutcome, TaskPool
 
@@ -69,10 +69,6 @@ class MemoryAccess(Protocol):
         ...
 
     async def count(self, channel: str) -> int: ...
-
-
-class ProgressHandle(Protocol):
-    async def done(self) -> None: ...
 
 
 @dataclass
@@ -168,10 +164,16 @@ class ChannelActor:
         self._check_due = False
         self._inbox_tokens = 0  # tokens of messages put but not yet entered
         self.delegation = Delegation(
-            key, config=deps.config, llm=deps.llm, counter=deps.counter, store=deps.store,
-            pool=deps.tasks, recall=deps.memory, writer=deps.worker.memory,
+            key,
+            config=deps.config,
+            llm=deps.llm,
+            counter=deps.counter,
+            store=deps.store,
+            pool=deps.tasks,
+            recall=deps.memory,
+            writer=deps.worker.memory,
             on_done=lambda outcome: self._mailbox.put_nowait(_Delegated(outcome)),
-        )  # fmt: skip
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -376,14 +378,18 @@ class ChannelActor:
             return
         self._check_due = False
         plan = self.compactor.check(
-            self.ctx.items, usage, s.context_window, s.compaction,
-            markers=self.ctx.marker_count, summary_tokens=self.ctx.summary_tokens,
+            self.ctx.items,
+            usage,
+            s.context_window,
+            s.compaction,
+            markers=self.ctx.marker_count,
+            summary_tokens=self.ctx.summary_tokens,
             in_flight=self._awaiting,
-        )  # fmt: skip
+        )
         if plan is None:
             self._arm_recheck(self.compactor.wake_at)
             return
-        if plan.kind is Kind.EMERGENCY:
+        if plan.kind is CompactionKind.EMERGENCY:
             await self._truncate(plan)
             await self._check()
         else:
@@ -537,7 +543,7 @@ class ChannelActor:
                 plan = self.compactor.check(
                     self.ctx.items, 1.0, s.context_window, s.compaction, in_flight=self._awaiting
                 )
-                if plan is not None and plan.kind is Kind.EMERGENCY:
+                if plan is not None and plan.kind is CompactionKind.EMERGENCY:
                     await self._truncate(plan)
                 continue
             except LLMError as exc:
@@ -609,12 +615,25 @@ class ChannelActor:
         """
         if outcome.kind == "branch":
             call = {"id": outcome.id, "name": "branch_result", "arguments": {"id": outcome.id}}
-            entries = [self._new(Role.TOOL_CALL, f"branch_result({outcome.id})", calls=[call]),
-                       self._new(Role.TOOL_RESULT, outcome.as_tool_result(), call_id=outcome.id,
-                                 tool="branch_result")]  # fmt: skip
+            entries = [
+                self._new(Role.TOOL_CALL, f"branch_result({outcome.id})", calls=[call]),
+                self._new(
+                    Role.TOOL_RESULT,
+                    outcome.as_tool_result(),
+                    call_id=outcome.id,
+                    tool="branch_result",
+                ),
+            ]
         else:
-            entries = [self._new(Role.ASSISTANT, outcome.report(), reply_to=outcome.origin,
-                                 worker=outcome.id, status=outcome.status)]  # fmt: skip
+            entries = [
+                self._new(
+                    Role.ASSISTANT,
+                    outcome.report(),
+                    reply_to=outcome.origin,
+                    worker=outcome.id,
+                    status=outcome.status,
+                )
+            ]
         for entry in entries:
             if live:
                 await self._append(entry)
@@ -691,7 +710,7 @@ class ChannelActor:
             messages: tuple[Message, ...] = plan.covered
             rescued: tuple[int, ...] = ()
             missing: tuple[int, ...] = ()
-            if plan.kind is Kind.RESCUE and plan.marker is not None:
+            if plan.kind is CompactionKind.RESCUE and plan.marker is not None:
                 chunk, missing = await self._rescue_chunk(plan.marker, busy)
                 messages = tuple(chunk)
                 rescued = tuple(m.id for m in messages)
@@ -703,7 +722,7 @@ class ChannelActor:
                 messages=messages,
                 max_summary_tokens=self.summary_budget(),
                 level=plan.level,
-                extract_memories=plan.kind is not Kind.META,
+                extract_memories=plan.kind is not CompactionKind.META,
             )
             return _Ran(await worker.run(job), rescued, missing)
 
@@ -711,9 +730,10 @@ class ChannelActor:
             ran = result if isinstance(result, _Ran) else None
             outcome = ran.outcome if ran is not None else None
             self._mailbox.put_nowait(
-                _WorkerDone(plan, outcome, error, ran.rescued if ran else (),
-                            ran.missing if ran else ())
-            )  # fmt: skip
+                _WorkerDone(
+                    plan, outcome, error, ran.rescued if ran else (), ran.missing if ran else ()
+                )
+            )
 
         self.deps.pool.submit(self.key, run, done, urgency=plan.usage)
 
@@ -784,7 +804,12 @@ class ChannelActor:
         started = time.monotonic() - (outcome.duration if outcome else 0.0)
         before, tokens_before = self.usage, self.ctx.total
         memories = outcome.memories if outcome else 0
-        if plan.kind is Kind.RESCUE and done.missing and not done.rescued and done.error is None:
+        if (
+            plan.kind is CompactionKind.RESCUE
+            and done.missing
+            and not done.rescued
+            and done.error is None
+        ):
             await self._rescue_gone(plan, done.missing, started)
             return
         if outcome is None or outcome.summary is None:
@@ -795,7 +820,7 @@ class ChannelActor:
         cover = [m for m in plan.covered if m.id in live]
         summary = self._summary(plan, outcome.summary, len(done.rescued))
         frees = sum(m.tokens for m in cover) - summary.tokens
-        if plan.kind is not Kind.RESCUE and cover and frees <= 0:
+        if plan.kind is not CompactionKind.RESCUE and cover and frees <= 0:
             reason = (
                 f"the summary ({summary.tokens} tokens) is not smaller than the "
                 f"{len(cover)} messages it would replace ({summary.tokens + frees} tokens)"
@@ -803,15 +828,18 @@ class ChannelActor:
             await self._failed(plan, "noop", reason, started, memories)
             return
         cover_ids = {m.id for m in plan.covered}
-        if plan.kind is Kind.RESCUE and done.rescued:
+        if plan.kind is CompactionKind.RESCUE and done.rescued:
             # One chunk: the marker stays (reworded) until its last chunk lands.
             cover_ids = set(done.rescued)
-        elif plan.kind is Kind.RESCUE and plan.marker is not None:
+        elif plan.kind is CompactionKind.RESCUE and plan.marker is not None:
             cover_ids |= {int(i) for i in plan.marker.meta.get("set_aside", [])}
         gone = set(done.missing)
         if gone:
-            self.log.warning("compaction.rescue_missing", missing=len(gone),
-                             hint="set-aside messages were forgotten; skipped")  # fmt: skip
+            self.log.warning(
+                "compaction.rescue_missing",
+                missing=len(gone),
+                hint="set-aside messages were forgotten; skipped",
+            )
         updates: list[Message] = []
         for mk in [m for m in self.ctx.items if m.role is Role.MARKER and m.id not in cover_ids]:
             aside = [int(i) for i in mk.meta.get("set_aside", [])]
@@ -823,23 +851,36 @@ class ChannelActor:
                 continue
             fresh = self._marker(remaining)
             updates.append(
-                mk.with_(text=fresh.text, tokens=fresh.tokens, meta=fresh.meta,
-                         pos=max(m.pos for m in plan.covered) + 1e-3)
-            )  # fmt: skip
+                mk.with_(
+                    text=fresh.text,
+                    tokens=fresh.tokens,
+                    meta=fresh.meta,
+                    pos=max(m.pos for m in plan.covered) + 1e-3,
+                )
+            )
         summary, cover_ids = self._fit(plan, summary, cover_ids, updates)
-        if plan.kind in (Kind.BACKGROUND, Kind.AGGRESSIVE):
+        if plan.kind in (CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE):
             self.compactor.summary_size = summary.tokens
         self.compactor.finished(plan, "ok")
         # The record goes into the swap's own transaction: one commit (one fsync) instead
         # of two while a turn may be waiting behind them.
         record = self._record(
-            plan, "ok", started, before, self._total_after(cover_ids, updates, summary),
-            tokens_before, memories,
-        )  # fmt: skip
+            plan,
+            "ok",
+            started,
+            before,
+            self._total_after(cover_ids, updates, summary),
+            tokens_before,
+            memories,
+        )
         placed = await self.deps.store.swap(
-            self.key, sorted(cover_ids), summary, record=record, state=self._state(),
+            self.key,
+            sorted(cover_ids),
+            summary,
+            record=record,
+            state=self._state(),
             updates=updates,
-        )  # fmt: skip
+        )
         for u in updates:
             self.ctx.update(u)
         self.ctx.replace(cover_ids, placed if summary.state is State.LIVE else None)
@@ -855,7 +896,7 @@ class ChannelActor:
         if plan.forced:
             freed = tokens_before - self.ctx.total
             await self.deps.deliver(Outbound(self.key, forced_note(plan, "ok", freed=freed)))
-        elif self.settings.compaction.notice and plan.kind is not Kind.META:
+        elif self.settings.compaction.notice and plan.kind is not CompactionKind.META:
             note = (
                 f"(I summarized {len(plan.covered)} older messages to keep this conversation "
                 "within my context window; nothing is lost, ask me about them.)"
@@ -895,8 +936,12 @@ class ChannelActor:
         for u in updates:
             self.ctx.update(u)
         self.ctx.replace(remove, None)
-        self.log.warning("compaction.rescue_missing", missing=len(gone), still_set_aside=left,
-                         hint="set-aside messages were forgotten; skipped")  # fmt: skip
+        self.log.warning(
+            "compaction.rescue_missing",
+            missing=len(gone),
+            still_set_aside=left,
+            hint="set-aside messages were forgotten; skipped",
+        )
         await self._check()
 
     def _total_after(
@@ -929,26 +974,34 @@ class ChannelActor:
             return summary, cover_ids
         marker = plan.marker
         last_chunk = marker is not None and marker.id in cover_ids
-        if plan.kind is Kind.RESCUE and marker is not None and marker.id in live and last_chunk:
+        if (
+            plan.kind is CompactionKind.RESCUE
+            and marker is not None
+            and marker.id in live
+            and last_chunk
+        ):
             n = len(marker.meta.get("set_aside", []))
             text = (
                 f"[{n} earlier messages were set aside and summarized; the summary is archived "
                 "and their content can be recalled from memory.]"
             )
-            updates.append(marker.with_(text=text, tokens=self.deps.counter.count_message(text),
-                                        meta={"summarized": n}))  # fmt: skip
+            updates.append(
+                marker.with_(
+                    text=text, tokens=self.deps.counter.count_message(text), meta={"summarized": n}
+                )
+            )
             cover_ids = cover_ids - {marker.id}
         return summary.with_(state=State.ARCHIVED), cover_ids
 
     def _summary(self, plan: Plan, text: str, rescued: int = 0) -> Message:
         covered = plan.covered
-        if plan.kind is Kind.RESCUE and plan.marker is not None:
+        if plan.kind is CompactionKind.RESCUE and plan.marker is not None:
             first_pos = plan.marker.pos
             n = rescued or len(plan.marker.meta.get("set_aside", []))
         else:
             first_pos = min(m.pos for m in covered)
             n = len(covered)
-        level = plan.level if plan.kind is Kind.META else 1
+        level = plan.level if plan.kind is CompactionKind.META else 1
         header = f"[Summary of {n} earlier {'summaries' if level > 1 else 'messages'}]"
         body = f"{header}\n{text.strip()}"
         msg = self._new(Role.SUMMARY, body, level=level, kind=plan.kind.value, covers=n)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 
-from bot.messages import Message, Role
+from tierbot.messages import Message, Role
 
 
 class LiveContext:

@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from bot.config import Config
-from bot.errors import ToolError
-from bot.llm.base import ToolSpec
-from bot.llm.text import sentences, stems
-from bot.messages import Message, Role
 from memory_graph import MemoryDraft, MemoryGraph, memory_tools, run_memory_tool, save_draft
+from tierbot.config import Config
+from tierbot.errors import ToolError
+from tierbot.llm.base import ToolSpec
+from tierbot.llm.text import sentences, stems
+from tierbot.messages import Message, Role
 from workers import infer_sources, minable
 
 log = structlog.get_logger("tierbot.memory")
@@ -60,8 +60,9 @@ class _Writer:
         if cited is not None and (
             not isinstance(cited, list) or not all(isinstance(c, str) for c in cited)
         ):
-            raise ToolError("source_ids: must be a list of strings", tool="memory_save",
-                            argument="source_ids")  # fmt: skip
+            raise ToolError(
+                "source_ids: must be a list of strings", tool="memory_save", argument="source_ids"
+            )
         by_id = _minable_by_id(covered)
         vetted = _vet(args, cited, covered, by_id)
         if isinstance(vetted, str):
@@ -73,9 +74,13 @@ class _Writer:
         if authors and await self.graph.is_forgotten(author_id=authors[0], channel=channel):
             return json.dumps({"skipped": "its author asked to be forgotten"})
         return await run_memory_tool(
-            self.graph, "memory_save", args, channel=channel,
-            author_id=authors[0] if authors else "", sources=sources,
-        )  # fmt: skip
+            self.graph,
+            "memory_save",
+            args,
+            channel=channel,
+            author_id=authors[0] if authors else "",
+            sources=sources,
+        )
 
     async def save_many_from_tool(
         self, calls: Sequence[dict[str, Any]], *, channel: str, covered: Sequence[Message]
@@ -95,8 +100,11 @@ class _Writer:
             if cited is not None and (
                 not isinstance(cited, list) or not all(isinstance(c, str) for c in cited)
             ):
-                bad = ToolError("source_ids: must be a list of strings", tool="memory_save",
-                                argument="source_ids")  # fmt: skip
+                bad = ToolError(
+                    "source_ids: must be a list of strings",
+                    tool="memory_save",
+                    argument="source_ids",
+                )
                 results[i] = json.dumps({"error": str(bad)})
                 continue
             vetted = _vet(args, cited, covered, by_id)
@@ -106,8 +114,9 @@ class _Writer:
             sources = vetted
             authors = [by_id[s].author_id for s in sources if s in by_id]
             try:
-                draft = save_draft(args, channel=channel, author_id=authors[0] if authors else "",
-                                   sources=sources)  # fmt: skip
+                draft = save_draft(
+                    args, channel=channel, author_id=authors[0] if authors else "", sources=sources
+                )
             except ToolError as exc:
                 results[i] = json.dumps({"error": str(exc)})
                 continue
@@ -169,8 +178,9 @@ def _vet(
         sources = infer_sources(str(args.get("content", "")), covered)
     if sources and all(by_id[s].role is Role.ASSISTANT for s in sources if s in by_id):
         if _repeats_a_user(str(args.get("content", "")), covered):
-            return json.dumps({"skipped": "it repeats what a user said; save it from "
-                               "the user's own message"})  # fmt: skip
+            return json.dumps(
+                {"skipped": "it repeats what a user said; save it from the user's own message"}
+            )
     return sources
 
 
@@ -191,7 +201,7 @@ _INDEXED_ROLES = (Role.USER, Role.ASSISTANT)
 
 
 class MessageSource(Protocol):
-    """The message store as the indexer reads it (:class:`bot.store.Store` is one)."""
+    """The message store as the indexer reads it (:class:`tierbot.store.Store` is one)."""
 
     async def messages_since(
         self, after_id: int, limit: int, roles: Sequence[Role]
@@ -335,8 +345,12 @@ class EpisodeIndexer:
                 self.indexed += await self.graph.add_episodes([m], indexed_upto=m.id)
             except Exception as exc:
                 self.failures += 1
-                log.error("memory.index_skipped", channel=m.channel, platform_id=m.platform_id,
-                          error=str(exc))  # fmt: skip
+                log.error(
+                    "memory.index_skipped",
+                    channel=m.channel,
+                    platform_id=m.platform_id,
+                    error=str(exc),
+                )
         self.indexed += await self.graph.add_episodes([], indexed_upto=upto)
         self.mark = upto
 

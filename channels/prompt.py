@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.llm.base import ChatMessage, ToolCall
-from bot.llm.quoting import quote, quote_tool_result
-from bot.messages import Message, Role
+from tierbot.llm.base import ChatMessage, ToolCall
+from tierbot.llm.quoting import quote, quote_tool_result
+from tierbot.messages import Message, Role
 
 __all__ = ["build_prompt"]
 

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 
 import structlog
 
-from bot.adapters.base import Delivery
-from bot.messages import InboundMessage, Message, Role
 from channels.actor import ChannelActor, ChannelDeps
+from tierbot.messages import Delivery, InboundMessage, Message, Role
 
 log = structlog.get_logger("tierbot.registry")
 

@@ -1,22 +1,15 @@
 """The compactor: a programmatic monitor of each channel's context usage (no LLM)."""
 
 from compactor.compactor import (
-    COUNTER_KEYS,
-    OUTCOMES,
     Compactor,
-    Kind,
     Plan,
     forced_note,
-    outcome_label,
 )
 from compactor.cuts import choose_cut, compactable, last_turn_start
 from compactor.policy import Tier, choose_tier, fraction_for
 
 __all__ = [
-    "COUNTER_KEYS",
-    "OUTCOMES",
     "Compactor",
-    "Kind",
     "Plan",
     "Tier",
     "choose_cut",
@@ -25,5 +18,4 @@ __all__ = [
     "forced_note",
     "fraction_for",
     "last_turn_start",
-    "outcome_label",
 ]

@@ -28,10 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-from bot.config import CompactionConfig
-from bot.messages import Message, Role
 from compactor.cuts import choose_cut
 from compactor.policy import Tier, choose_tier, fraction_for
 from compactor.scheduler import (
@@ -42,26 +39,11 @@ from compactor.scheduler import (
     summary_budget,
     uncovered,
 )
+from tierbot.config import CompactionConfig
+from tierbot.messages import Message, Role
+from tierbot.vocab import COUNTER_KEYS, CompactionKind, Outcome
 
-COUNTER_KEYS = ("background", "aggressive", "emergency", "meta", "noop", "failed")
-#: How a compaction ended, the one vocabulary of /status, ``channel show`` and the logs:
-#: ``ok`` (the summary replaced its messages), ``noop`` (it ran but would free nothing,
-#: so nothing changed and those messages are not tried again) or ``failed`` (an error:
-#: the model, a timeout, an unusable summary; retried on a later trigger).
-OUTCOMES = ("ok", "noop", "failed")
-
-
-class Kind(StrEnum):
-    """What a plan does."""
-
-    BACKGROUND = "background"
-    AGGRESSIVE = "aggressive"
-    EMERGENCY = "emergency"
-    META = "meta"
-    RESCUE = "rescue"
-
-
-_RANGE_KINDS = frozenset({Kind.BACKGROUND, Kind.AGGRESSIVE})
+_RANGE_KINDS = frozenset({CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +54,7 @@ class Plan:
     plus the messages it set aside (already archived).
     """
 
-    kind: Kind
+    kind: CompactionKind
     covered: tuple[Message, ...]
     usage: float
     level: int = 1
@@ -155,11 +137,13 @@ class Compactor:
         if tier is Tier.EMERGENCY:
             covered = choose_cut(items, fraction_for(Tier.EMERGENCY, config), in_flight)
             if covered:
-                return Plan(Kind.EMERGENCY, tuple(covered), usage)
+                return Plan(CompactionKind.EMERGENCY, tuple(covered), usage)
             tier = Tier.AGGRESSIVE
         slots = config.parallel_compactions - len(self.in_flight)
         if self.in_flight and (slots <= 0 or config.parallel_compactions == 1):
-            if tier is Tier.AGGRESSIVE and any(p.kind is Kind.BACKGROUND for p in self.in_flight):
+            if tier is Tier.AGGRESSIVE and any(
+                p.kind is CompactionKind.BACKGROUND for p in self.in_flight
+            ):
                 self.pending_aggressive = True
             return None
         if now < self.retry_at:
@@ -217,7 +201,7 @@ class Compactor:
         ids = frozenset(m.id for m in covered)
         if not covered or ids in self.failed_sets:
             return None
-        kind = Kind.AGGRESSIVE if tier is Tier.AGGRESSIVE else Kind.BACKGROUND
+        kind = CompactionKind.AGGRESSIVE if tier is Tier.AGGRESSIVE else CompactionKind.BACKGROUND
         return Plan(kind, tuple(covered), usage)
 
     def _range_sizes(self, items: Sequence[Message]) -> list[tuple[int, int]]:
@@ -248,7 +232,7 @@ class Compactor:
         room = config.aggressive_threshold - summary_budget(config, window) / window
         if self.in_flight and usage >= room:
             return None  # the ranges in flight make room first
-        return Plan(Kind.RESCUE, (marker,), usage, marker=marker)
+        return Plan(CompactionKind.RESCUE, (marker,), usage, marker=marker)
 
     def _meta(
         self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
@@ -259,7 +243,7 @@ class Compactor:
             oldest = summaries[: max(2, len(summaries) // 2)]
             if frozenset(m.id for m in oldest) not in self.failed_sets:
                 level = 1 + max(int(m.meta.get("level", 1)) for m in oldest)
-                return Plan(Kind.META, tuple(oldest), usage, level=level)
+                return Plan(CompactionKind.META, tuple(oldest), usage, level=level)
         return None
 
     def forced(
@@ -273,15 +257,17 @@ class Compactor:
         if self.running is not None:
             return None
         covered = choose_cut(items, config.background_fraction, in_flight)
-        return Plan(Kind.BACKGROUND, tuple(covered), usage, forced=True) if covered else None
+        return (
+            Plan(CompactionKind.BACKGROUND, tuple(covered), usage, forced=True) if covered else None
+        )
 
     # -- bookkeeping --------------------------------------------------------------
 
     def started(self, plan: Plan) -> None:
-        if plan.kind is not Kind.EMERGENCY:
+        if plan.kind is not CompactionKind.EMERGENCY:
             self.in_flight.append(plan)
             self._started_at[id(plan)] = time.monotonic()
-            if plan.kind is Kind.AGGRESSIVE:
+            if plan.kind is CompactionKind.AGGRESSIVE:
                 self.pending_aggressive = False
 
     def emergency_done(self) -> None:
@@ -299,9 +285,9 @@ class Compactor:
         return not ranges or ranges[0] is plan
 
     def finished(self, plan: Plan, outcome: str, backoff_seconds: float = 0.0) -> None:
-        """Record how ``plan`` ended, one of :data:`OUTCOMES`."""
-        if outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        """Record how ``plan`` ended (``outcome`` an :class:`~tierbot.vocab.Outcome` value)."""
+        if outcome not in tuple(Outcome):
+            raise ValueError(f"outcome must be one of {tuple(Outcome)}, got {outcome!r}")
         self.in_flight = [p for p in self.in_flight if p is not plan]
         began = self._started_at.pop(id(plan), None)
         self._range_tokens.pop(id(plan), None)
@@ -311,7 +297,7 @@ class Compactor:
             self.failures = 0
             self.retry_at = 0.0
             self.counters[plan.kind.value] += 1
-            if plan.kind is not Kind.RESCUE:
+            if plan.kind is not CompactionKind.RESCUE:
                 self.since_last = 0
                 self.last_ended = time.monotonic()
             return
@@ -326,13 +312,8 @@ class Compactor:
         return {k: int(self.counters.get(k, 0)) for k in (*COUNTER_KEYS, "rescue")}
 
 
-def outcome_label(outcome: str) -> str:
-    """The :data:`OUTCOMES` word for a stored outcome (older stores wrote ``error``)."""
-    return "failed" if outcome == "error" else outcome
-
-
 def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -> str:
-    """What the channel is told when a ``/compact`` ends (``outcome`` from :data:`OUTCOMES`)."""
+    """What the channel is told when a ``/compact`` ends (``outcome``: an ``Outcome``)."""
     n = len(plan.covered)
     if outcome == "ok" and freed > 0:
         return f"/compact done: summarized {n} older messages and freed {freed} tokens."

@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Collection, Sequence
 
-from bot.messages import Message, Role
+from tierbot.messages import Message, Role
 
 _FIXED = (Role.SUMMARY, Role.MARKER, Role.SYSTEM)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bot.config import CompactionConfig
+from tierbot.config import CompactionConfig
 
 
 class Tier(StrEnum):

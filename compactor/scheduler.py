@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Collection, Iterable, Sequence
 
-from bot.config import CompactionConfig
-from bot.messages import Message, Role
+from tierbot.config import CompactionConfig
+from tierbot.messages import Message, Role
 
 __all__ = [
     "Pace",

@@ -7,8 +7,8 @@ Public surface (everything else in this package is private)::
         hits = await graph.recall("what does Alice drink?", channel=key)
         prompt_block = format_for_prompt(hits)
 
-Imports only tierbot's infrastructure (bot.config, bot.messages, bot.errors,
-bot.llm.base) and third-party libraries.
+Imports only tierbot's infrastructure (tierbot.config, tierbot.messages, tierbot.errors,
+tierbot.llm.base) and third-party libraries.
 """
 
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder

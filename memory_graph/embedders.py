@@ -20,8 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from bot.config import MemoryConfig
-from bot.errors import ConfigError, ConfigProblem
+from tierbot.config import MemoryConfig
+from tierbot.errors import ConfigError, ConfigProblem
 
 from .text import TEXT_VERSION, terms
 

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bot.messages import Message, Role, workspace_of
+from tierbot.keys import workspace_of
+from tierbot.messages import Message, Role
 
-from . import forgetting, schema
+from . import schema, tombstones
 from .schema import fetch_all, marks
 from .text import content_hash, embed_text, fts_tags, terms
 from .types import MAX_CONTENT_BYTES
@@ -95,7 +96,7 @@ async def add_episodes(
         return 0
     authors = {m.author_id for m in msgs if m.author_id}
     async with g.lock:  # tombstones checked under the lock forget() takes
-        stones = await forgetting.tombstoned(g, authors, {m.platform_id for m in msgs})
+        stones = await tombstones.tombstoned(g, authors, {m.platform_id for m in msgs})
         by_channel: dict[str, list[Message]] = defaultdict(list)
         for m in msgs:
             forgotten_at = stones.author_forgotten_at(g, m.author_id, m.channel)
@@ -192,10 +193,26 @@ async def _plan_channel(g: MemoryGraph, channel: str, msgs: list[Message]) -> _P
         near, far = contexts[len(prev) + k]
         text = _truncate(m.text)
         node_rows.append(
-            (rowid, episode_id(channel, m.platform_id), text, content_hash(text),
-             m.ts, m.ts, now, channel, ws, m.author_id, m.author_name, m.platform_id,
-             json.dumps([m.platform_id]), near, far, vecs[k].tobytes(), g.embedder.identity)
-        )  # fmt: skip
+            (
+                rowid,
+                episode_id(channel, m.platform_id),
+                text,
+                content_hash(text),
+                m.ts,
+                m.ts,
+                now,
+                channel,
+                ws,
+                m.author_id,
+                m.author_name,
+                m.platform_id,
+                json.dumps([m.platform_id]),
+                near,
+                far,
+                vecs[k].tobytes(),
+                g.embedder.identity,
+            )
+        )
         fts_rows.append((rowid, *tags[k], near, far))
     first = max(0, len(prev) - CONTEXT_REACH)
     ctx_rows = [(*contexts[k], prev[k][0]) for k in range(first, len(prev))]

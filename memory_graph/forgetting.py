@@ -18,103 +18,16 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from . import episodes as episode_index
 from . import schema
+from .tombstones import delete_nodes, scoped_key
 from .types import ForgetReport
 
 if TYPE_CHECKING:
     from .graph import MemoryGraph
-
-_CHUNK = 500
-
-
-@dataclass(frozen=True, slots=True)
-class Tombstones:
-    """The tombstones found for some authors and platform ids.
-
-    ``authors`` maps an author id to its tombstones: (the channel a scoped forget was
-    issued from, or None for everywhere; when).
-    """
-
-    authors: dict[str, list[tuple[str | None, float]]]
-    pids: frozenset[str]
-
-    def author_forgotten_at(self, g: MemoryGraph, author_id: str, channel: str) -> float | None:
-        """When ``author_id`` was last forgotten as seen from ``channel``; None if never."""
-        times = [
-            when
-            for origin, when in self.authors.get(author_id, ())
-            if origin is None or g.visible(channel, origin)
-        ]
-        return max(times, default=None)
-
-
-def _scoped_key(author_id: str, channel: str) -> str:
-    return f"{author_id}\n{channel}"
-
-
-async def tombstoned(g: MemoryGraph, authors: Iterable[str], pids: Iterable[str]) -> Tombstones:
-    """The tombstones of the given authors (global and scoped) and platform ids."""
-    dead_authors: dict[str, list[tuple[str | None, float]]] = {}
-    dead_pids: set[str] = set()
-    author_list, pid_list = list(set(authors)), list(set(pids))
-    queries = (
-        ("author", author_list, "key"),
-        ("author_in", author_list, "substr(key, 1, instr(key, char(10)) - 1)"),
-        ("message", pid_list, "key"),
-    )
-    for kind, keys, column in queries:
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            async with g.db.execute(
-                "SELECT key, created_at FROM memory_tombstones "
-                f"WHERE kind = ? AND {column} IN ({marks})",
-                (kind, *chunk),
-            ) as cur:
-                for key, created in await cur.fetchall():
-                    if kind == "message":
-                        dead_pids.add(key)
-                    elif kind == "author":
-                        dead_authors.setdefault(key, []).append((None, float(created)))
-                    else:
-                        author, _, origin = key.partition("\n")
-                        dead_authors.setdefault(author, []).append((origin, float(created)))
-    return Tombstones(dead_authors, frozenset(dead_pids))
-
-
-async def is_forgotten(
-    g: MemoryGraph, *, author_id: str, platform_ids: Sequence[str], channel: str | None = None
-) -> bool:
-    """Any tombstone of the messages, or of the author as seen from ``channel`` (without a
-    channel, a scoped tombstone anywhere counts: that errs on the side of forgetting)."""
-    stones = await tombstoned(g, [author_id] if author_id else [], platform_ids)
-    if stones.pids:
-        return True
-    if channel is None:
-        return bool(stones.authors)
-    return stones.author_forgotten_at(g, author_id, channel) is not None
-
-
-async def _delete(g: MemoryGraph, rowids: list[int], ids: list[str]) -> None:
-    """Delete nodes (edges and sources cascade) and their FTS rows; inside a transaction."""
-    for start in range(0, len(rowids), _CHUNK):
-        chunk = rowids[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        await g.db.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", chunk)
-        await g.db.execute(f"DELETE FROM memory_nodes WHERE rowid IN ({marks})", chunk)
-    for start in range(0, len(ids), _CHUNK):
-        chunk_ids = ids[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk_ids))
-        # A memory whose successor is gone is current again.
-        await g.db.execute(
-            f"UPDATE memory_nodes SET superseded_by = NULL WHERE superseded_by IN ({marks})",
-            chunk_ids,
-        )
 
 
 async def _tombstone(g: MemoryGraph, kind: str, keys: Iterable[str], now: float) -> None:
@@ -139,7 +52,7 @@ async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) 
         try:
             await g.db.execute("BEGIN IMMEDIATE")
             await _tombstone(g, "message", sources, time.time())
-            await _delete(g, [rowid], [memory_id])
+            await delete_nodes(g, [rowid], [memory_id])
             if row[2] == "episode":
                 await episode_index.recompute_contexts(g, row[3])
             await g.db.execute("COMMIT")
@@ -217,9 +130,9 @@ async def forget_author(
             if channel is None:
                 await _tombstone(g, "author", [author_id], now)
             else:
-                await _tombstone(g, "author_in", [_scoped_key(author_id, channel)], now)
+                await _tombstone(g, "author_in", [scoped_key(author_id, channel)], now)
             await _tombstone(g, "message", [pid for _, pid in messages], now)
-            await _delete(g, rowids, ids)
+            await delete_nodes(g, rowids, ids)
             for touched in sorted({ch for _, _, ch, _ in episodes}):
                 await episode_index.recompute_contexts(g, touched)
             await g.db.execute("COMMIT")

@@ -27,11 +27,12 @@ import aiosqlite
 import numpy as np
 import structlog
 
-from bot.config import MemoryConfig
-from bot.errors import StoreError
-from bot.messages import Message, workspace_of
+from tierbot.config import MemoryConfig
+from tierbot.errors import StoreError
+from tierbot.keys import workspace_of
+from tierbot.messages import Message
 
-from . import background, episodes, forgetting, maintenance, recall, schema, writing
+from . import background, episodes, forgetting, maintenance, recall, schema, tombstones, writing
 from .embedders import Embedder, embedder_from_config
 from .text import TEXT_VERSION, fts_tags, tag, terms
 from .types import (
@@ -633,7 +634,7 @@ class MemoryGraph:
     ) -> bool:
         """True when the author (as seen from ``channel``), or any of the messages, was
         forgotten: skip the work."""
-        return await forgetting.is_forgotten(
+        return await tombstones.is_forgotten(
             self, author_id=author_id, platform_ids=platform_ids, channel=channel
         )
 

@@ -16,7 +16,7 @@ import numpy as np
 import structlog
 
 from . import edges, schema
-from .forgetting import _delete
+from .tombstones import delete_nodes
 from .types import MaintenanceReport
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ async def _prune(g: MemoryGraph, now: float) -> list[str]:
         return []
     try:
         await g.db.execute("BEGIN IMMEDIATE")
-        await _delete(g, [r for r, _ in rows], [i for _, i in rows])
+        await delete_nodes(g, [r for r, _ in rows], [i for _, i in rows])
         await g.db.execute("COMMIT")
     except BaseException:
         await schema.rollback(g.db)

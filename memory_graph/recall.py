@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bot.errors import ToolError
-from bot.messages import workspace_of
+from tierbot.errors import ToolError
+from tierbot.keys import workspace_of
 
 from . import background, edges
 from .answers import expected_answer

@@ -14,7 +14,7 @@ from typing import Any
 
 import aiosqlite
 
-from bot.errors import StoreError
+from tierbot.errors import StoreError
 
 SCHEMA_VERSION = 1
 

@@ -1,7 +1,7 @@
 """The memory_save and memory_recall tools as an LLM sees them, and recalled text for prompts.
 
 Raw model arguments are checked here, before they reach the graph: a wrong type
-or a missing argument becomes a :class:`~bot.errors.ToolError` naming it, which
+or a missing argument becomes a :class:`~tierbot.errors.ToolError` naming it, which
 the caller returns to the model as the tool's result.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from bot.errors import ToolError
-from bot.llm.base import ToolSpec
+from tierbot.errors import ToolError
+from tierbot.llm.base import ToolSpec
 
 from .text import escape
 from .types import (

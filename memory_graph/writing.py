@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bot.errors import ToolError
-from bot.messages import workspace_of
+from tierbot.errors import ToolError
+from tierbot.keys import workspace_of
 
-from . import forgetting, schema
+from . import schema, tombstones
 from .schema import fetch_all, marks
 from .text import content_hash, fts_tags, terms
 from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
@@ -112,7 +112,7 @@ async def _live_plans(
     g: MemoryGraph, items: Sequence[MemoryDraft], vecs: np.ndarray
 ) -> list[_Plan]:
     """Plans for the drafts, forgotten sources dropped; refuses drafts that were forgotten."""
-    stones = await forgetting.tombstoned(
+    stones = await tombstones.tombstoned(
         g, {d.author_id for d in items if d.author_id}, {s for d in items for s in d.sources}
     )
     plans = []
@@ -242,10 +242,25 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
         ws = workspace_of(d.channel)
         imp = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
         node_rows.append(
-            (p.rowid, p.id, d.memory_type, d.content, content_hash(d.content), imp, imp, now, now,
-             now, d.channel, ws, d.author_id, json.dumps(p.sources),
-             p.vector.astype(np.float32).tobytes(), g.embedder.identity)
-        )  # fmt: skip
+            (
+                p.rowid,
+                p.id,
+                d.memory_type,
+                d.content,
+                content_hash(d.content),
+                imp,
+                imp,
+                now,
+                now,
+                now,
+                d.channel,
+                ws,
+                d.author_id,
+                json.dumps(p.sources),
+                p.vector.astype(np.float32).tobytes(),
+                g.embedder.identity,
+            )
+        )
         fts_rows.append((p.rowid, *fts_tags(ws, d.channel, d.memory_type, d.content, "")))
         src_rows += [(p.rowid, d.channel, s, k) for k, s in enumerate(p.sources)]
         p.edges += [(p.rowid, ref_rows[r], "related_to", 1.0) for r in d.related_to]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.config import Config, validate_config
-from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
+from tierbot.config import Config, validate_config
+from tierbot.testing.scripted import ScriptedLLM
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

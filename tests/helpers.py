@@ -6,9 +6,9 @@ import asyncio
 import itertools
 from collections.abc import Sequence
 
-from bot.llm.base import ChatMessage
-from bot.messages import InboundMessage
 from bot.runtime import Runtime
+from tierbot.llm.base import ChatMessage
+from tierbot.messages import InboundMessage
 
 _seq = itertools.count()
 

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 from bot.adapters.base import Adapter, Delivery, Outbound
-from bot.messages import InboundMessage
+from tierbot.messages import InboundMessage
 
 
 class RecordingDispatcher:

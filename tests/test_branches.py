@@ -9,17 +9,17 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from bot.errors import ContextOverflowError
-from bot.llm.base import Completion, ToolCall
-from bot.llm.offline import OfflineProvider
-from bot.llm.quoting import unquote
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Message, Role, State
 from bot.runtime import Runtime
-from bot.tokens import get_counter
 from branches import request_tokens
 from channels import ChannelActor
 from tests.helpers import inbound, pairs_ok, wait_for
+from tierbot.errors import ContextOverflowError
+from tierbot.llm.base import Completion, ToolCall
+from tierbot.llm.offline import OfflineProvider
+from tierbot.llm.quoting import unquote
+from tierbot.messages import Message, Role, State
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.tokens import get_counter
 from workers.supervisor import read_runs
 from workers.task import CONTINUE_NOTE
 from workers.tools import builtin_tools
@@ -103,8 +103,9 @@ async def test_branch_over_a_full_channel_precompacts_its_copy_and_leaves_the_ch
             assert used < 0.60
             assert any(unquote(m.content).startswith("[Branch copy:") for m in first.messages)
             assert first.messages[-1].content == "what did we say about alpha?"  # the task
-            assert any(m.role == "user" and m.content.startswith("what did") for m in
-                       first.messages[:-1])  # fmt: skip
+            assert any(
+                m.role == "user" and m.content.startswith("what did") for m in first.messages[:-1]
+            )
             assert pairs_ok(first.messages)
             # The channel's history: every message still there, unchanged, in memory and stored.
             live = {m.id: m.text for m in actor.ctx.items}
@@ -112,15 +113,20 @@ async def test_branch_over_a_full_channel_precompacts_its_copy_and_leaves_the_ch
             stored = {m.id: m.text for m in await rt.store.load_live(CH)}
             assert all(stored.get(i) == t for i, t in stored_before.items())
             assert results(actor) == [
-                {"branch": "branch-1", "task": "what did we say about alpha?",
-                 "conclusion": "alpha, many times"}
-            ]  # fmt: skip
+                {
+                    "branch": "branch-1",
+                    "task": "what did we say about alpha?",
+                    "conclusion": "alpha, many times",
+                }
+            ]
     compacted = events(logs, "branch.compacted")
     assert len(compacted) == 1 and compacted[0]["usage_before"] >= 0.9
     assert compacted[0]["usage_after"] < 0.6
     assert [e["event"] for e in logs if e.get("branch") == "branch-1"] == [
-        "branch.started", "branch.compacted", "branch.concluded",
-    ]  # fmt: skip
+        "branch.started",
+        "branch.compacted",
+        "branch.concluded",
+    ]
 
 
 async def test_two_overflows_in_a_row_force_compact_twice_then_the_branch_concludes(
@@ -182,8 +188,13 @@ async def test_the_channel_answers_other_messages_while_a_slow_branch_runs(make_
     llm.gate["branch"] = gate
     async with Runtime(make_config(settings(respond="always")), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
-        llm.push("chat", branch_call("think hard"), Completion("on it"), Completion("hi bob"),
-                 Completion("here is what I found"))  # fmt: skip
+        llm.push(
+            "chat",
+            branch_call("think hard"),
+            Completion("on it"),
+            Completion("hi bob"),
+            Completion("here is what I found"),
+        )
         llm.push("branch", Completion(text="the deep thought"))
         await rt.submit(inbound(CH, "please think", pid="q1"))
         await wait_for(lambda: llm.count("branch") == 1 and len(rt.outbox.sent) == 1)
@@ -212,8 +223,11 @@ async def test_branch_limit_per_channel_and_timeout_hold(make_config) -> None:
         llm.push("chat", Completion(text="", tool_calls=three), Completion("started two"))
         await rt.submit(inbound(CH, "go", pid="q"))
         await wait_for(lambda: len(rt.outbox.sent) == 1)
-        started = [json.loads(m.text) for m in actor.ctx.items
-                   if m.role is Role.TOOL_RESULT and m.meta.get("tool") == "branch"]  # fmt: skip
+        started = [
+            json.loads(m.text)
+            for m in actor.ctx.items
+            if m.role is Role.TOOL_RESULT and m.meta.get("tool") == "branch"
+        ]
         assert started[:2] == [{"started": "branch-1"}, {"started": "branch-2"}]
         assert "max_concurrent_branches" in started[2]["error"]
         await wait_for(lambda: len(results(actor)) == 2, timeout=3.0)
@@ -250,10 +264,19 @@ async def test_offline_recall_branch_answers_from_a_long_archived_message(make_c
         counter = get_counter()
         said = "For the billing service we picked Postgres 16 on port 5433."
         old = [
-            Message(CH, f"old{i}", Role.USER, t, "bob", "bob", ts=1.0 + i,
-                    tokens=counter.count_message(t), state=State.ARCHIVED)
+            Message(
+                CH,
+                f"old{i}",
+                Role.USER,
+                t,
+                "bob",
+                "bob",
+                ts=1.0 + i,
+                tokens=counter.count_message(t),
+                state=State.ARCHIVED,
+            )
             for i, t in enumerate([said, "The office plants need water on Fridays."])
-        ]  # fmt: skip
+        ]
         await rt.store.append_many(old)
         await rt.submit(inbound(CH, "Which database did we pick for billing?", pid="q"))
         await wait_for(lambda: len(rt.outbox.sent) == 2)

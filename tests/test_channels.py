@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
 from tests.helpers import export_ids, inbound, wait_for
+from tierbot.testing.scripted import ScriptedLLM
 
 
 async def test_message_is_stored_before_the_reply(runtime: Runtime, llm: ScriptedLLM) -> None:
@@ -59,10 +59,14 @@ async def test_turns_keep_arrival_order(runtime: Runtime, llm: ScriptedLLM) -> N
 
 async def test_respond_modes(make_config, llm: ScriptedLLM) -> None:
     """`mention` answers only when addressed or in a DM; `listen` records and never answers."""
-    cfg = make_config({"channels": [
-        {"match": "mention:*", "respond": "mention"},
-        {"match": "listen:*", "respond": "listen"},
-    ]})  # fmt: skip
+    cfg = make_config(
+        {
+            "channels": [
+                {"match": "mention:*", "respond": "mention"},
+                {"match": "listen:*", "respond": "listen"},
+            ]
+        }
+    )
     async with Runtime(cfg, llm=llm) as rt:
         await rt.submit(inbound("mention:1", "chatter", addressed=False))
         await rt.drain()
@@ -115,7 +119,7 @@ async def test_llm_failure_gets_a_clear_reply_and_loses_nothing(
     runtime: Runtime, llm: ScriptedLLM
 ) -> None:
     """A provider failure is answered with an apology; the user's message stays stored."""
-    from bot.errors import FatalLLMError
+    from tierbot.errors import FatalLLMError
 
     llm.push("chat", FatalLLMError("bad key", provider="x"))
     await runtime.submit(inbound(text="hi", pid="h1"))

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from bot.cli import replay
-from bot.errors import TransientLLMError
-from bot.llm.base import Completion
-from bot.llm.quoting import unquote
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Role
 from bot.runtime import Runtime
 from channels import ChannelActor
-from compactor import Kind
 from tests.helpers import export_ids, inbound, wait_for
+from tierbot.errors import TransientLLMError
+from tierbot.llm.base import Completion
+from tierbot.llm.quoting import unquote
+from tierbot.messages import Role
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.vocab import CompactionKind
 
 CH = "test:1"
 WINDOW = 1000
@@ -56,8 +56,8 @@ async def fill(rt: Runtime, until: float, size: int = 50, prefix: str = "f") -> 
 
 def covered_tokens(messages: list[Any]) -> int:
     """Tokens of the messages a summary request covers (from its transcript)."""
-    from bot.llm.transcript import parse_transcript
-    from bot.tokens import get_counter
+    from tierbot.llm.transcript import parse_transcript
+    from tierbot.tokens import get_counter
 
     entries = parse_transcript(unquote(messages[-1].content))
     return sum(get_counter().count_message(e.text) for e in entries)
@@ -65,8 +65,8 @@ def covered_tokens(messages: list[Any]) -> int:
 
 def barely_smaller(messages: list[Any], free: int = 2) -> Completion:
     """A summary whose history entry is ``free`` tokens smaller than what it covers."""
-    from bot.llm.transcript import parse_transcript
-    from bot.tokens import get_counter
+    from tierbot.llm.transcript import parse_transcript
+    from tierbot.tokens import get_counter
 
     n_entries = len(parse_transcript(unquote(messages[-1].content)))
     goal = covered_tokens(messages) - free
@@ -112,7 +112,7 @@ async def test_background_fires_at_80_percent_and_not_below(make_config) -> None
         assert max(seen_below) < 0.80
         assert 0.80 <= actor.usage < 0.85
         plan = actor.compactor.running
-        assert plan.kind is Kind.BACKGROUND
+        assert plan.kind is CompactionKind.BACKGROUND
         assert len(plan.covered) == math.ceil(0.30 * n)
         assert [m.platform_id for m in plan.covered] == [f"f{i}" for i in range(len(plan.covered))]
         llm.gate["summary"].set()
@@ -131,7 +131,7 @@ async def test_aggressive_takes_half_at_85_percent(make_config) -> None:
         await rt.submit(inbound(CH, text(170), pid="big"))
         await wait_for(lambda: actor.compactor.running is not None)
         assert 0.85 <= actor.usage < 0.95
-        assert actor.compactor.running.kind is Kind.AGGRESSIVE
+        assert actor.compactor.running.kind is CompactionKind.AGGRESSIVE
         assert len(actor.compactor.running.covered) == math.ceil(0.5 * (live + 1))
         llm.gate["summary"].set()
         await rt.drain()
@@ -146,7 +146,7 @@ async def test_one_compaction_at_a_time_and_aggressive_is_remembered(make_config
     llm.push("summary", barely_smaller)
     async with Runtime(make_config(settings(parallel_compactions=1)), llm=llm) as rt:
         actor = await fill(rt, 0.80)
-        assert actor.compactor.running.kind is Kind.BACKGROUND
+        assert actor.compactor.running.kind is CompactionKind.BACKGROUND
         await fill(rt, 0.90, size=20, prefix="g")
         await asyncio.sleep(0.05)
         assert llm.count("summary") == 1
@@ -260,14 +260,17 @@ async def test_meta_summaries_keep_summaries_from_filling_the_context(make_confi
 
 async def test_tool_call_and_result_are_never_split(make_config) -> None:
     """A compaction never covers a tool call without its result (or the reverse)."""
-    from bot.llm.base import ToolCall
+    from tierbot.llm.base import ToolCall
 
     llm = ScriptedLLM()
     cfg = settings()
     cfg["defaults"]["respond"] = "always"
     for i in range(20):
-        llm.push("chat", Completion("", (ToolCall(f"c{i}", "lookup", {"q": "x" * 40}),)),
-                 Completion("alpha " * 20))  # fmt: skip
+        llm.push(
+            "chat",
+            Completion("", (ToolCall(f"c{i}", "lookup", {"q": "x" * 40}),)),
+            Completion("alpha " * 20),
+        )
     async with Runtime(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         for i in range(20):
@@ -374,7 +377,7 @@ def chat_lines(n: int, prefix: str = "r") -> tuple[list[str], int]:
     """``n`` replay lines of 20-40 words each, and their tokens in the history."""
     import random
 
-    from bot.tokens import get_counter
+    from tierbot.tokens import get_counter
 
     vocab = (
         "we decided to ship the release on friday after alice reviewed the migration and bob "

@@ -7,14 +7,14 @@ import asyncio
 import itertools
 from typing import Any
 
-from bot.errors import TransientLLMError
-from bot.llm.base import ChatMessage, Completion
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Message, Role
 from bot.runtime import Runtime
 from compactor.scheduler import rescue_chunk
 from tests.helpers import export_ids, inbound, wait_for
 from tests.test_compaction import CH, barely_smaller, covered_tokens, settings, summary_of, text
+from tierbot.errors import TransientLLMError
+from tierbot.llm.base import ChatMessage, Completion
+from tierbot.messages import Message, Role
+from tierbot.testing.scripted import ScriptedLLM
 
 FINISHED = ("background", "aggressive", "meta", "rescue", "failed")
 
@@ -159,12 +159,25 @@ async def test_emergency_set_aside_of_1500_messages_comes_back_as_ordered_chunks
             meta: dict[str, Any] = {}
             # The first chunk of 200 would end between the call at 199 and its result.
             if i == 199 or i % 200 == 149:
-                role, meta = Role.TOOL_CALL, {"calls": [{"id": f"c{i}", "name": "x",
-                                                          "arguments": {}}]}  # fmt: skip
+                role, meta = (
+                    Role.TOOL_CALL,
+                    {"calls": [{"id": f"c{i}", "name": "x", "arguments": {}}]},
+                )
             elif i == 200 or i % 200 == 150:
                 role, meta = Role.TOOL_RESULT, {"call_id": f"c{i - 1}"}
-            history.append(Message(CH, f"h{i}", role, "alpha " * 5, "alice", "alice",
-                                   ts=float(i), tokens=10, meta=meta))  # fmt: skip
+            history.append(
+                Message(
+                    CH,
+                    f"h{i}",
+                    role,
+                    "alpha " * 5,
+                    "alice",
+                    "alice",
+                    ts=float(i),
+                    tokens=10,
+                    meta=meta,
+                )
+            )
         await rt.store.append_many(history)
         actor = await rt.registry.actor(CH)
         await wait_for(lambda: any(m.role is Role.MARKER for m in actor.ctx.items))
@@ -221,14 +234,21 @@ async def test_memories_of_a_pass_are_saved_together_and_a_bad_one_gets_its_own_
 ) -> None:
     """A pass's memory_save calls are saved in one go; a call with a bad memory_type is
     answered with an error naming it, and the others are still saved."""
-    from bot.llm.base import ToolCall
+    from tierbot.llm.base import ToolCall
 
     def saves(msgs: list[ChatMessage]) -> Completion:
         calls = tuple(
-            ToolCall(f"s{i}", "memory_save", {"content": f"Dana owns release {i} of kestrel.",
-                                               "memory_type": kind, "source_ids": ["f0"]})
+            ToolCall(
+                f"s{i}",
+                "memory_save",
+                {
+                    "content": f"Dana owns release {i} of kestrel.",
+                    "memory_type": kind,
+                    "source_ids": ["f0"],
+                },
+            )
             for i, kind in enumerate(["fact", "bogus", "decision"])
-        )  # fmt: skip
+        )
         return Completion("", calls)
 
     llm = ScriptedLLM()
@@ -253,8 +273,8 @@ def test_a_fast_channel_starts_its_passes_early_by_what_arrives_during_one() -> 
     """Once a pass's duration is known, a channel filling fast starts the next pass that
     much below background_threshold (never more than a quarter below); a cold or slow
     channel starts at the threshold."""
-    from bot.config import CompactionConfig
     from compactor.scheduler import Pace, start_threshold
+    from tierbot.config import CompactionConfig
 
     cfg = CompactionConfig()
     pace = Pace()

@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from bot.llm.base import ChatMessage, Completion, Purpose, ToolSpec
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Role
 from bot.runtime import Runtime
 from channels import ChannelActor
-from compactor import Kind, Plan
+from compactor import Plan
 from tests.helpers import inbound, pairs_ok, wait_for
+from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolSpec
+from tierbot.messages import Role
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.vocab import CompactionKind
 
 CH = "test:1"
 WINDOW = 2000
@@ -91,7 +92,9 @@ async def test_turn_crossing_the_threshold_asks_the_model_before_planning_the_pa
         assert 0.80 <= usage < 0.85  # the request carried the crossing message...
         assert running is None  # ...and went out before the pass was planned
         plan = actor.compactor.running
-        assert plan is not None and plan.kind is Kind.BACKGROUND  # started during that turn
+        assert (
+            plan is not None and plan.kind is CompactionKind.BACKGROUND
+        )  # started during that turn
         llm.inner.gate["summary"].set()
         await rt.drain()
         assert actor.ctx.items[0].role is Role.SUMMARY

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import Config, load_config, validate_config
-from bot.errors import ConfigError
+from tierbot.config import Config, load_config, validate_config
+from tierbot.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.messages import Message, Role
 from channels.context import LiveContext
+from tierbot.messages import Message, Role
 
 
 def m(i: int, tokens: int = 10, role: Role = Role.USER) -> Message:

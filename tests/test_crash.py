@@ -68,8 +68,10 @@ def kill_after(cmd: list[str], db: Path, *, min_rows: int, extra: float) -> None
 def export(cfg: Path) -> list[str]:
     out = subprocess.run(
         tierbot("history", "export", "--channel", CHANNEL, "--config", str(cfg)),
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return [json.loads(line)["id"] for line in out.splitlines() if line.strip()]
 
 
@@ -98,8 +100,16 @@ def test_sigkill_mid_replay_then_rerun_keeps_every_message_once(tmp_path: Path) 
     """Killing a replay halfway and running it again ends with every message exactly once."""
     ids = write_replay(tmp_path / "in.jsonl", 3000)
     cfg = write_config(tmp_path, 200_000)
-    cmd = tierbot("replay", str(tmp_path / "in.jsonl"), "--channel", CHANNEL,
-                  "--config", str(cfg), "--listen-only", "--json")  # fmt: skip
+    cmd = tierbot(
+        "replay",
+        str(tmp_path / "in.jsonl"),
+        "--channel",
+        CHANNEL,
+        "--config",
+        str(cfg),
+        "--listen-only",
+        "--json",
+    )
     kill_after(cmd, tmp_path / "bot.db", min_rows=500, extra=0.0)
     partial = export(cfg)
     assert 0 < len(partial) < len(ids), "the kill should land mid-replay"
@@ -114,8 +124,16 @@ def test_sigkill_during_compactions_20_times_loses_nothing(tmp_path: Path) -> No
     ids = write_replay(tmp_path / "in.jsonl", 1500)
     cfg = write_config(tmp_path, 1500)
     db = tmp_path / "bot.db"
-    cmd = tierbot("replay", str(tmp_path / "in.jsonl"), "--channel", CHANNEL,
-                  "--config", str(cfg), "--listen-only", "--json")  # fmt: skip
+    cmd = tierbot(
+        "replay",
+        str(tmp_path / "in.jsonl"),
+        "--channel",
+        CHANNEL,
+        "--config",
+        str(cfg),
+        "--listen-only",
+        "--json",
+    )
     rng = random.Random(20)
     for _ in range(20):
         kill_after(cmd, db, min_rows=stored(db) + 60, extra=rng.uniform(0.0, 0.4))

@@ -12,10 +12,10 @@ import structlog
 
 from bot.adapters.base import Adapter, Outbound
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.fakes import FakeDiscord
-from bot.config import DiscordAdapterConfig
-from bot.errors import AdapterError
 from tests.recording import RecordingDispatcher
+from tierbot.config import DiscordAdapterConfig
+from tierbot.errors import AdapterError
+from tierbot.testing import FakeDiscord
 
 pytestmark = pytest.mark.slow
 

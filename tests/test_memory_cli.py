@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import load_config
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Message, Role
 from bot.runtime import Runtime
-from bot.store import Store
 from memory_graph import MemoryGraph
 from tests.helpers import inbound
+from tierbot.config import load_config
+from tierbot.messages import Message, Role
+from tierbot.store import Store
+from tierbot.testing.scripted import ScriptedLLM
 
 CHANNEL = "discord:1:2"
 
@@ -32,12 +32,22 @@ def memory_id(config_path: Path) -> str:
     async def fill() -> str:
         cfg = load_config(config_path)
         async with await MemoryGraph.open(cfg.storage_path(), cfg.memory) as graph:
-            await graph.add_episodes([
-                Message(channel=CHANNEL, platform_id="p1", role=Role.USER, author_id="u1",
-                        author_name="Ann", text="I planted tomatoes in the garden", ts=1e9),
-            ])  # fmt: skip
-            saved = await graph.save("Ann grows tomatoes", "fact", channel=CHANNEL,
-                                     author_id="u1", sources=["p1"])  # fmt: skip
+            await graph.add_episodes(
+                [
+                    Message(
+                        channel=CHANNEL,
+                        platform_id="p1",
+                        role=Role.USER,
+                        author_id="u1",
+                        author_name="Ann",
+                        text="I planted tomatoes in the garden",
+                        ts=1e9,
+                    ),
+                ]
+            )
+            saved = await graph.save(
+                "Ann grows tomatoes", "fact", channel=CHANNEL, author_id="u1", sources=["p1"]
+            )
             return saved.id
 
     return asyncio.run(fill())
@@ -47,8 +57,19 @@ def test_search_prints_the_recall_json_array(
     config_path: Path, memory_id: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`memory search QUERY` prints one JSON array of hits, best first."""
-    code = main(["memory", "search", "tomatoes", "--channel", CHANNEL, "--limit", "5",
-                 "--config", str(config_path)])  # fmt: skip
+    code = main(
+        [
+            "memory",
+            "search",
+            "tomatoes",
+            "--channel",
+            CHANNEL,
+            "--limit",
+            "5",
+            "--config",
+            str(config_path),
+        ]
+    )
     assert code == 0
     hits = json.loads(capsys.readouterr().out)
     assert {h["id"] for h in hits} >= {memory_id}
@@ -61,8 +82,18 @@ def test_search_queries_file_prints_one_line_per_query(
     """`memory search --queries FILE` answers every line with {id, results}, in order."""
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "a", "query": "tomatoes"}\n\n{"id": "b", "query": "garden"}\n')
-    code = main(["memory", "search", "--queries", str(queries), "--channel", CHANNEL,
-                 "--config", str(config_path)])  # fmt: skip
+    code = main(
+        [
+            "memory",
+            "search",
+            "--queries",
+            str(queries),
+            "--channel",
+            CHANNEL,
+            "--config",
+            str(config_path),
+        ]
+    )
     assert code == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["id"] for x in lines] == ["a", "b"]
@@ -129,15 +160,18 @@ def three_workspaces(tmp_path: Path) -> Path:
         cfg = load_config(path)
         async with Runtime(cfg, llm=ScriptedLLM()) as rt:
             for n, key in enumerate((GUILD_A, GUILD_B, DM)):
-                await rt.submit(inbound(key, f"u1 fact number {n}", pid=f"u1-{n}",
-                                        author="u1", addressed=False))  # fmt: skip
-            await rt.submit(inbound(GUILD_A, "u2 talks too", pid="u2-0", author="u2",
-                                    addressed=False))  # fmt: skip
+                await rt.submit(
+                    inbound(key, f"u1 fact number {n}", pid=f"u1-{n}", author="u1", addressed=False)
+                )
+            await rt.submit(
+                inbound(GUILD_A, "u2 talks too", pid="u2-0", author="u2", addressed=False)
+            )
             await rt.drain()
             await rt.memory.indexer.flush()
             for n, key in enumerate((GUILD_A, GUILD_B, DM)):
-                await rt.memory.graph.save(f"u1 knows fact {n}", "fact", channel=key,
-                                           author_id="u1", sources=[f"u1-{n}"])  # fmt: skip
+                await rt.memory.graph.save(
+                    f"u1 knows fact {n}", "fact", channel=key, author_id="u1", sources=[f"u1-{n}"]
+                )
 
     asyncio.run(fill())
     return path
@@ -147,8 +181,11 @@ def _stored(path: Path) -> list[tuple[str, str]]:
     async def read() -> list[tuple[str, str]]:
         cfg = load_config(path)
         async with await Store.open(cfg.storage_path()) as store:
-            return [(key, m.platform_id) for key in (GUILD_A, GUILD_B, DM)
-                    async for m in store.export(key)]  # fmt: skip
+            return [
+                (key, m.platform_id)
+                for key in (GUILD_A, GUILD_B, DM)
+                async for m in store.export(key)
+            ]
 
     return asyncio.run(read())
 

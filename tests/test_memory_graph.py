@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from bot.config import MemoryConfig
-from bot.errors import ToolError
-from bot.messages import Message, Role
 from memory_graph import HashingEmbedder, MemoryDraft, MemoryGraph
 from tests.helpers import wait_for
+from tierbot.config import MemoryConfig
+from tierbot.errors import ToolError
+from tierbot.messages import Message, Role
 
 GUILD_A = "discord:111:1"
 GUILD_A2 = "discord:111:2"
@@ -39,10 +39,24 @@ async def graph(db_path: Path) -> AsyncIterator[MemoryGraph]:
         yield g
 
 
-def msg(channel: str, pid: str, text: str, author: str = "u1", name: str = "Alice", ts: float = 1e9,
-        role: Role = Role.USER) -> Message:  # fmt: skip
-    return Message(channel=channel, platform_id=pid, role=role, text=text, author_id=author,
-                   author_name=name, ts=ts)  # fmt: skip
+def msg(
+    channel: str,
+    pid: str,
+    text: str,
+    author: str = "u1",
+    name: str = "Alice",
+    ts: float = 1e9,
+    role: Role = Role.USER,
+) -> Message:
+    return Message(
+        channel=channel,
+        platform_id=pid,
+        role=role,
+        text=text,
+        author_id=author,
+        author_name=name,
+        ts=ts,
+    )
 
 
 # --- validation ------------------------------------------------------------------
@@ -112,10 +126,15 @@ async def test_near_duplicate_merges_raising_importance_and_adding_sources(
     graph: MemoryGraph,
 ) -> None:
     """A near-duplicate in the same scope merges: same id, higher importance, sources joined."""
-    first = await graph.save("Alice prefers green tea in the morning", "preference",
-                             channel=GUILD_A, sources=["m1"])  # fmt: skip
-    again = await graph.save("alice prefers green tea in the morning!", "preference",
-                             channel=GUILD_A2, sources=["m2", "m1"])  # fmt: skip
+    first = await graph.save(
+        "Alice prefers green tea in the morning", "preference", channel=GUILD_A, sources=["m1"]
+    )
+    again = await graph.save(
+        "alice prefers green tea in the morning!",
+        "preference",
+        channel=GUILD_A2,
+        sources=["m2", "m1"],
+    )
     assert again.merged and again.id == first.id
     node = await graph.get(first.id)
     assert node is not None
@@ -130,9 +149,11 @@ async def test_duplicates_in_other_workspaces_and_batches_behave(graph: MemoryGr
     b = await graph.save("The deploy window is Friday", "decision", channel=GUILD_B)
     assert not b.merged and b.id != a.id
     results = await graph.save_many(
-        [MemoryDraft("Carol owns the cat Luna", "fact", GUILD_B, sources=["x1"]),
-         MemoryDraft("Carol owns the cat Luna.", "fact", GUILD_B, sources=["x2"])]
-    )  # fmt: skip
+        [
+            MemoryDraft("Carol owns the cat Luna", "fact", GUILD_B, sources=["x1"]),
+            MemoryDraft("Carol owns the cat Luna.", "fact", GUILD_B, sources=["x2"]),
+        ]
+    )
     assert results[1].merged and results[1].id == results[0].id
     node = await graph.get(results[0].id)
     assert node is not None and node["sources"] == ["x1", "x2"]
@@ -140,10 +161,12 @@ async def test_duplicates_in_other_workspaces_and_batches_behave(graph: MemoryGr
 
 async def test_superseded_memory_ranks_below_its_successor(graph: MemoryGraph) -> None:
     """supersedes links the new memory to the old with `updates`; the old ranks below."""
-    old = await graph.save("Bob lives in Paris in a flat near the river", "fact",
-                           channel=GUILD_A, importance=1.0)  # fmt: skip
-    new = await graph.save("Bob moved: he lives in Berlin", "fact", channel=GUILD_A,
-                           supersedes=old.id, importance=0.2)  # fmt: skip
+    old = await graph.save(
+        "Bob lives in Paris in a flat near the river", "fact", channel=GUILD_A, importance=1.0
+    )
+    new = await graph.save(
+        "Bob moved: he lives in Berlin", "fact", channel=GUILD_A, supersedes=old.id, importance=0.2
+    )
     hits = await graph.recall("where does Bob live? Paris flat river", channel=GUILD_A)
     ids = [h.id for h in hits]
     assert ids.index(new.id) < ids.index(old.id)
@@ -160,12 +183,16 @@ async def test_a_linked_memory_is_recalled_through_its_link_after_a_restart(
     """A memory linked to the best match comes back with it, also after a restart (links are
     read from the database, not from what the process saw)."""
     async with await MemoryGraph.open(db_path, config()) as g:
-        launch = await g.save("The Falcon launch is set for March third", "event",
-                              channel=GUILD_A, importance=1.0)  # fmt: skip
-        banners = await g.save("Kim orders blue banners and extra chairs", "todo",
-                               channel=GUILD_A, related_to=[launch.id])  # fmt: skip
-        lone = await g.save("Kim orders green banners and spare tables", "todo",
-                            channel=GUILD_A)  # fmt: skip
+        launch = await g.save(
+            "The Falcon launch is set for March third", "event", channel=GUILD_A, importance=1.0
+        )
+        banners = await g.save(
+            "Kim orders blue banners and extra chairs",
+            "todo",
+            channel=GUILD_A,
+            related_to=[launch.id],
+        )
+        lone = await g.save("Kim orders green banners and spare tables", "todo", channel=GUILD_A)
         before = [h.id for h in await g.recall("when is the Falcon launch?", channel=GUILD_A)]
     async with await MemoryGraph.open(db_path, config()) as g:
         after = [h.id for h in await g.recall("when is the Falcon launch?", channel=GUILD_A)]
@@ -212,13 +239,21 @@ async def test_channel_scope_restricts_to_the_channel(db_path: Path) -> None:
 
 async def test_recall_json_shape_scores_and_access_counts(graph: MemoryGraph) -> None:
     """Hits serialise to the tool's JSON shape, scores lie in 0..1, recall counts accesses."""
-    saved = await graph.save("Dana's birthday is on 3 March", "fact", channel=GUILD_A,
-                             sources=["p9", "p8"])  # fmt: skip
+    saved = await graph.save(
+        "Dana's birthday is on 3 March", "fact", channel=GUILD_A, sources=["p9", "p8"]
+    )
     hits = await graph.recall("when is Dana's birthday", channel=GUILD_A)
     assert len(hits) == 1
     obj = json.loads(json.dumps(hits[0].to_json()))
-    assert set(obj) == {"id", "type", "content", "score", "channel", "source_message_ids",
-                        "created_at"}  # fmt: skip
+    assert set(obj) == {
+        "id",
+        "type",
+        "content",
+        "score",
+        "channel",
+        "source_message_ids",
+        "created_at",
+    }
     assert obj["id"] == saved.id and obj["source_message_ids"] == ["p9", "p8"]
     assert 0.0 < obj["score"] <= 1.0 and obj["channel"] == GUILD_A
     await graph.recall("birthday", channel=GUILD_A)
@@ -242,12 +277,14 @@ async def test_recall_filters_by_type_since_and_limit(graph: MemoryGraph) -> Non
 async def test_episodes_answer_what_no_memory_covers(graph: MemoryGraph) -> None:
     """Archived raw messages are recalled as episodes citing their own platform id."""
     await graph.save("Alice prefers tea", "preference", channel=GUILD_A)
-    n = await graph.add_episodes([
-        msg(GUILD_A, "100", "what did you do this weekend?", "u2", "Bob"),
-        msg(GUILD_A, "101", "I repaired my grandfather's old sailboat"),
-        msg(GUILD_A, "102", "summary of old stuff", role=Role.SUMMARY),
-        msg(GUILD_A, "103", "system note", role=Role.SYSTEM),
-    ])  # fmt: skip
+    n = await graph.add_episodes(
+        [
+            msg(GUILD_A, "100", "what did you do this weekend?", "u2", "Bob"),
+            msg(GUILD_A, "101", "I repaired my grandfather's old sailboat"),
+            msg(GUILD_A, "102", "summary of old stuff", role=Role.SUMMARY),
+            msg(GUILD_A, "103", "system note", role=Role.SYSTEM),
+        ]
+    )
     assert n == 2
     hits = await graph.recall("Who repaired a sailboat?", channel=GUILD_A)
     assert hits[0].type == "episode" and hits[0].source_message_ids == ("101",)
@@ -257,11 +294,13 @@ async def test_episodes_answer_what_no_memory_covers(graph: MemoryGraph) -> None
 
 async def test_neighbouring_turns_lead_to_a_terse_answer(graph: MemoryGraph) -> None:
     """An episode is found through its neighbours' words ("yes, last week" answers a question)."""
-    await graph.add_episodes([
-        msg(GUILD_A, "1", "Did you finally visit the aquarium in Lisbon?", "u2", "Bob"),
-        msg(GUILD_A, "2", "Yes! Last week, it was wonderful."),
-        msg(GUILD_A, "3", "Anyway, how is work going?", "u2", "Bob"),
-    ])  # fmt: skip
+    await graph.add_episodes(
+        [
+            msg(GUILD_A, "1", "Did you finally visit the aquarium in Lisbon?", "u2", "Bob"),
+            msg(GUILD_A, "2", "Yes! Last week, it was wonderful."),
+            msg(GUILD_A, "3", "Anyway, how is work going?", "u2", "Bob"),
+        ]
+    )
     hits = await graph.recall("When did Alice go to the aquarium?", channel=GUILD_A, limit=2)
     assert "2" in {pid for h in hits for pid in h.source_message_ids}
 
@@ -273,8 +312,9 @@ async def test_forget_deletes_and_tombstones_refuse_the_memory_coming_back(
     graph: MemoryGraph,
 ) -> None:
     """forget removes the node; a queued save derived from the same messages is refused."""
-    saved = await graph.save("Eve's phone number is 555-0100", "fact", channel=GUILD_A,
-                             author_id="u5", sources=["m7"])  # fmt: skip
+    saved = await graph.save(
+        "Eve's phone number is 555-0100", "fact", channel=GUILD_A, author_id="u5", sources=["m7"]
+    )
     queued_check = await graph.is_forgotten(author_id="u5", platform_ids=["m7"])
     assert await graph.forget(saved.id)
     assert not await graph.forget(saved.id)
@@ -282,8 +322,13 @@ async def test_forget_deletes_and_tombstones_refuse_the_memory_coming_back(
     assert await graph.recall("Eve phone number", channel=GUILD_A) == []
     assert not queued_check and await graph.is_forgotten(platform_ids=["m7"])
     with pytest.raises(ToolError) as err:  # the worker's job, queued before the forget
-        await graph.save("Eve's phone number is 555-0100", "fact", channel=GUILD_A,
-                         author_id="u5", sources=["m7"])  # fmt: skip
+        await graph.save(
+            "Eve's phone number is 555-0100",
+            "fact",
+            channel=GUILD_A,
+            author_id="u5",
+            sources=["m7"],
+        )
     assert err.value.argument == "sources"
     kept = await graph.save("Eve likes jazz", "fact", channel=GUILD_A, sources=["m7", "m8"])
     node = await graph.get(kept.id)
@@ -302,16 +347,21 @@ async def test_forget_author_removes_everything_derived_from_their_messages(
     graph: MemoryGraph,
 ) -> None:
     """Episodes and memories of one author go; others stay; the report lists their messages."""
-    await graph.add_episodes([
-        msg(GUILD_A, "1", "I live at 12 Elm Street", "u1", "Alice"),
-        msg(GUILD_A, "2", "Nice! I live downtown", "u2", "Bob"),
-    ])  # fmt: skip
-    derived = await graph.save("Alice lives at 12 Elm Street", "fact", channel=GUILD_A,
-                               sources=["1"])  # fmt: skip
-    own = await graph.save("Alice is vegetarian", "identity", channel=GUILD_A, author_id="u1",
-                           sources=["9"])  # fmt: skip
-    bobs = await graph.save("Bob lives downtown", "fact", channel=GUILD_A, author_id="u2",
-                            sources=["2"])  # fmt: skip
+    await graph.add_episodes(
+        [
+            msg(GUILD_A, "1", "I live at 12 Elm Street", "u1", "Alice"),
+            msg(GUILD_A, "2", "Nice! I live downtown", "u2", "Bob"),
+        ]
+    )
+    derived = await graph.save(
+        "Alice lives at 12 Elm Street", "fact", channel=GUILD_A, sources=["1"]
+    )
+    own = await graph.save(
+        "Alice is vegetarian", "identity", channel=GUILD_A, author_id="u1", sources=["9"]
+    )
+    bobs = await graph.save(
+        "Bob lives downtown", "fact", channel=GUILD_A, author_id="u2", sources=["2"]
+    )
     report = await graph.forget_author("u1")
     assert (report.memories_deleted, report.episodes_deleted) == (2, 1)
     assert set(report.messages) == {(GUILD_A, "1"), (GUILD_A, "9")}
@@ -331,8 +381,12 @@ async def test_forget_author_removes_everything_derived_from_their_messages(
 async def test_scoped_forget_author_holds_in_its_workspace_only(graph: MemoryGraph) -> None:
     """A dry run deletes nothing; a forget scoped to guild A deletes and blocks the author
     there (guild A's other channels included) while guild B keeps and still indexes them."""
-    await graph.add_episodes([msg(GUILD_A, "1", "I live at 12 Elm Street"),
-                              msg(GUILD_B, "2", "I live at 12 Elm Street too")])  # fmt: skip
+    await graph.add_episodes(
+        [
+            msg(GUILD_A, "1", "I live at 12 Elm Street"),
+            msg(GUILD_B, "2", "I live at 12 Elm Street too"),
+        ]
+    )
     preview = await graph.forget_author("u1", channel=GUILD_A2, dry_run=True)
     assert (preview.episodes_deleted, preview.per_channel) == (1, ((GUILD_A, 0, 1, 1),))
     assert len(await graph.recall("Elm Street", channel=GUILD_A)) == 1
@@ -340,8 +394,10 @@ async def test_scoped_forget_author_holds_in_its_workspace_only(graph: MemoryGra
     assert (report.episodes_deleted, report.messages) == (1, ((GUILD_A, "1"),))
     assert await graph.recall("Elm Street", channel=GUILD_A) == []
     assert len(await graph.recall("Elm Street", channel=GUILD_B)) == 1
-    older = [msg(GUILD_A2, "3", "old words about Elm Street", ts=1.5e9),
-             msg(GUILD_B, "4", "old words about Elm Street", ts=1.5e9)]  # fmt: skip
+    older = [
+        msg(GUILD_A2, "3", "old words about Elm Street", ts=1.5e9),
+        msg(GUILD_B, "4", "old words about Elm Street", ts=1.5e9),
+    ]
     assert await graph.add_episodes(older) == 1
     assert await graph.is_forgotten(author_id="u1", channel=GUILD_A)
     assert not await graph.is_forgotten(author_id="u1", channel=GUILD_B)
@@ -419,11 +475,19 @@ async def test_a_bounded_vector_index_keeps_the_newest_and_still_recalls_the_old
 ) -> None:
     """With vector_index_limit, the in-RAM index stops growing at the limit (the newest
     memories), across restarts and a lowered limit, while older memories are still recalled."""
-    topics = ["sailing boats", "sourdough bread", "chess openings", "jazz piano",
-              "mountain trails", "tax forms"]  # fmt: skip
+    topics = [
+        "sailing boats",
+        "sourdough bread",
+        "chess openings",
+        "jazz piano",
+        "mountain trails",
+        "tax forms",
+    ]
     async with await MemoryGraph.open(db_path, config(vector_index_limit=3)) as g:
-        saved = [await g.save(f"Dana talks about {t} every week", "fact", channel=GUILD_A)
-                 for t in topics]  # fmt: skip
+        saved = [
+            await g.save(f"Dana talks about {t} every week", "fact", channel=GUILD_A)
+            for t in topics
+        ]
         assert g.vectors.live == 3 and len(g.vectors) == 3  # evicted slots were reused
         oldest = [h.id for h in await g.recall("sailing boats", channel=GUILD_A)]
     async with await MemoryGraph.open(db_path, config(vector_index_limit=3)) as g:
@@ -466,10 +530,14 @@ async def test_prune_removes_faded_memories_but_never_identity(graph: MemoryGrap
 
 async def test_maintenance_links_highly_similar_memories(graph: MemoryGraph) -> None:
     """Association adds a related_to edge between near-identical memories, once."""
-    a = await graph.save("The team meets every Monday at nine in room four", "fact",
-                         channel=GUILD_A)  # fmt: skip
-    b = await graph.save("The team meets every Monday at nine in room four, bring coffee",
-                         "decision", channel=GUILD_A)  # fmt: skip
+    a = await graph.save(
+        "The team meets every Monday at nine in room four", "fact", channel=GUILD_A
+    )
+    b = await graph.save(
+        "The team meets every Monday at nine in room four, bring coffee",
+        "decision",
+        channel=GUILD_A,
+    )
     first = await graph.maintenance()
     second = await graph.maintenance()
     assert first.associated == 1 and second.associated == 0
@@ -494,10 +562,12 @@ async def test_a_date_in_the_query_favours_that_days_messages(graph: MemoryGraph
     from datetime import datetime
 
     days = {"a": datetime(2023, 5, 1), "b": datetime(2023, 6, 3, 15), "c": datetime(2023, 7, 9)}
-    await graph.add_episodes([
-        msg(GUILD_A, pid, "I baked bread for the shelter", ts=day.timestamp())
-        for pid, day in days.items()
-    ])  # fmt: skip
+    await graph.add_episodes(
+        [
+            msg(GUILD_A, pid, "I baked bread for the shelter", ts=day.timestamp())
+            for pid, day in days.items()
+        ]
+    )
     hits = await graph.recall("What did Alice bake on 3 June, 2023?", channel=GUILD_A)
     assert hits[0].source_message_ids == ("b",)
     month = await graph.recall("What did Alice bake in July 2023?", channel=GUILD_A)
@@ -539,9 +609,11 @@ async def test_exclude_leaves_out_only_the_calling_channels_messages(graph: Memo
     hide another channel's message that happens to share its id."""
     here, there = "slack:T1:C1", "slack:T1:C2"
     await graph.add_episodes(
-        [msg(here, "1700.1", "the deploy key rotates on fridays"),
-         msg(there, "1700.1", "the deploy key lives in the vault")]
-    )  # fmt: skip
+        [
+            msg(here, "1700.1", "the deploy key rotates on fridays"),
+            msg(there, "1700.1", "the deploy key lives in the vault"),
+        ]
+    )
     hits = await graph.recall("deploy key", channel=here, limit=5, exclude={"1700.1"})
     assert [h.channel for h in hits] == [there]
 
@@ -568,10 +640,12 @@ async def test_a_young_index_still_knows_which_words_are_rare(db_path: Path) -> 
 async def test_an_informative_message_outranks_a_bare_question(graph: MemoryGraph) -> None:
     """ "what kind of yoga?" matches as well as the answer does, but the answer is what
     a question about yoga is after."""
-    await graph.add_episodes([
-        msg(GUILD_A, "1", "Yoga?", ts=1e9),
-        msg(GUILD_A, "2", "yoga, aerial classes at the studio near the harbour", ts=1e9 + DAY),
-    ])  # fmt: skip
+    await graph.add_episodes(
+        [
+            msg(GUILD_A, "1", "Yoga?", ts=1e9),
+            msg(GUILD_A, "2", "yoga, aerial classes at the studio near the harbour", ts=1e9 + DAY),
+        ]
+    )
     hits = await graph.recall("What kind of yoga does Alice do?", channel=GUILD_A, limit=2)
     assert [h.source_message_ids for h in hits] == [("2",), ("1",)]
 
@@ -580,10 +654,12 @@ async def test_a_when_question_favours_messages_that_place_things_in_time(
     graph: MemoryGraph,
 ) -> None:
     """ "When did ...?" ranks the message saying *when* above one that only mentions it."""
-    await graph.add_episodes([
-        msg(GUILD_A, "1", "camping with the kids by the lake is the best thing ever"),
-        msg(GUILD_A, "2", "went camping with the kids by the lake last weekend"),
-    ])  # fmt: skip
+    await graph.add_episodes(
+        [
+            msg(GUILD_A, "1", "camping with the kids by the lake is the best thing ever"),
+            msg(GUILD_A, "2", "went camping with the kids by the lake last weekend"),
+        ]
+    )
     what = await graph.recall("Where does Alice go camping with the kids?", channel=GUILD_A)
     when = await graph.recall("When did Alice go camping with the kids?", channel=GUILD_A)
     assert what[0].source_message_ids == ("1",)
@@ -592,9 +668,13 @@ async def test_a_when_question_favours_messages_that_place_things_in_time(
 
 @pytest.mark.parametrize(
     ("text", "asks"),
-    [("Yoga?", True), ("what is it? [image: a dog]", True), ("fine. [file: a.pdf]", False),
-     ("is it? no, it is not.", False)],
-)  # fmt: skip
+    [
+        ("Yoga?", True),
+        ("what is it? [image: a dog]", True),
+        ("fine. [file: a.pdf]", False),
+        ("is it? no, it is not.", False),
+    ],
+)
 def test_a_question_is_recognised_past_trailing_attachments(text: str, asks: bool) -> None:
     from memory_graph.recall import _asks
 

@@ -92,8 +92,8 @@ async def test_a_restarted_channel_indexes_what_it_had_not_indexed(make_config) 
 async def test_recall_in_a_turn_leaves_out_what_the_channel_has_live(make_config) -> None:
     """A turn's memory_recall does not hand the model back messages already in its context
     (such as the question being asked), while memory search still finds them."""
-    from bot.llm.base import Completion, ToolCall
-    from bot.llm.scripted import ScriptedLLM
+    from tierbot.llm.base import Completion, ToolCall
+    from tierbot.testing.scripted import ScriptedLLM
 
     llm = ScriptedLLM()
     cfg = make_config({"memory": {"enabled": True}})

@@ -14,15 +14,15 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.fakes import FakeDiscord
 from bot.cli import read_replay
-from bot.config import Config
-from bot.errors import TransientLLMError
-from bot.llm.base import Completion, ToolCall, Usage
-from bot.llm.scripted import ScriptedLLM, default_summary
 from bot.ops import OpsServer
 from bot.runtime import Runtime
 from tests.helpers import inbound, wait_for
+from tierbot.config import Config
+from tierbot.errors import TransientLLMError
+from tierbot.llm.base import Completion, ToolCall, Usage
+from tierbot.testing import FakeDiscord
+from tierbot.testing.scripted import ScriptedLLM, default_summary
 
 CH = "replay:1"
 GUILD, CHANNEL = "111", "1001"
@@ -69,13 +69,23 @@ async def test_health_follows_the_discord_fake_going_away_and_coming_back(
     """/health is 503 naming discord while its server is gone, 200 again once it returns."""
     async with FakeDiscord(heartbeat_ms=500) as fake:
         fake.add_guild(GUILD, "home", {CHANNEL: "general"})
-        cfg = make_config({"adapters": {"discord": {
-            "enabled": True, "api_base": fake.api_base, "gateway_url": fake.gateway_url,
-        }}})  # fmt: skip
+        cfg = make_config(
+            {
+                "adapters": {
+                    "discord": {
+                        "enabled": True,
+                        "api_base": fake.api_base,
+                        "gateway_url": fake.gateway_url,
+                    }
+                }
+            }
+        )
         adapter = DiscordAdapter(
-            cfg.adapters.discord, environ={"DISCORD_TOKEN": fake.token},
-            guild_ready_timeout=0.05, ready_timeout=5.0,
-        )  # fmt: skip
+            cfg.adapters.discord,
+            environ={"DISCORD_TOKEN": fake.token},
+            guild_ready_timeout=0.05,
+            ready_timeout=5.0,
+        )
         async with (
             Runtime(cfg, llm=llm) as rt,
             OpsServer(rt, port=0) as ops,
@@ -124,13 +134,18 @@ async def test_metrics_parse_and_their_counters_move_with_a_replay(
     """After replaying 30 messages through the runtime, /metrics (parsed by prometheus-client)
     shows them in, the replies out, turns, LLM calls and tokens, compactions and usage."""
     llm = ScriptedLLM()
-    llm.push("summary", *[
-        lambda msgs: Completion(default_summary(msgs).text, usage=Usage(400, 20))
-    ] * 20)  # fmt: skip
-    cfg = make_config({"defaults": {
-        "context_window": 1000, "system_prompt": "sys",
-        "compaction": {"min_messages_between": 0, "summary_share": 0.9},
-    }})  # fmt: skip
+    llm.push(
+        "summary", *[lambda msgs: Completion(default_summary(msgs).text, usage=Usage(400, 20))] * 20
+    )
+    cfg = make_config(
+        {
+            "defaults": {
+                "context_window": 1000,
+                "system_prompt": "sys",
+                "compaction": {"min_messages_between": 0, "summary_share": 0.9},
+            }
+        }
+    )
     async with (
         Runtime(cfg, llm=llm) as rt,
         OpsServer(rt, port=0) as ops,
@@ -156,11 +171,14 @@ async def test_metrics_parse_and_their_counters_move_with_a_replay(
     assert moved("tierbot_messages_out_total", adapter="replay") == turns
     chat = moved("tierbot_llm_calls_total", provider="scripted", purpose="chat", outcome="ok")
     assert chat == turns
-    summaries = moved("tierbot_llm_calls_total", provider="scripted", purpose="summary",
-                      outcome="ok")  # fmt: skip
+    summaries = moved(
+        "tierbot_llm_calls_total", provider="scripted", purpose="summary", outcome="ok"
+    )
     assert summaries >= 1
-    assert moved("tierbot_llm_tokens_total", provider="scripted", purpose="summary",
-                 direction="input") == 400 * summaries  # fmt: skip
+    assert (
+        moved("tierbot_llm_tokens_total", provider="scripted", purpose="summary", direction="input")
+        == 400 * summaries
+    )
     # Every summary call ended one LLM-backed compaction (emergencies call no LLM).
     ended = sum(
         moved("tierbot_compactions_total", tier=t, outcome=o)
@@ -186,10 +204,15 @@ async def test_llm_errors_and_emergencies_are_counted_and_listed_as_recent_failu
     llm = ScriptedLLM()
     llm.push("chat", TransientLLMError("upstream 503", provider="scripted"))
     llm.gate["summary"] = asyncio.Event()  # summaries never finish: usage climbs to emergency
-    cfg = make_config({"defaults": {
-        "context_window": 1000, "system_prompt": "sys",
-        "compaction": {"min_messages_between": 0, "summary_share": 0.9},
-    }})  # fmt: skip
+    cfg = make_config(
+        {
+            "defaults": {
+                "context_window": 1000,
+                "system_prompt": "sys",
+                "compaction": {"min_messages_between": 0, "summary_share": 0.9},
+            }
+        }
+    )
     async with (
         Runtime(cfg, llm=llm) as rt,
         OpsServer(rt, port=0) as ops,
@@ -205,8 +228,9 @@ async def test_llm_errors_and_emergencies_are_counted_and_listed_as_recent_failu
         page = samples((await get(http, f"{ops.url}/metrics"))[1])
         status = (await get(http, f"{ops.url}/status"))[1]
         llm.gate["summary"].set()
-    assert value(page, "tierbot_llm_errors_total", provider="scripted",
-                 kind="TransientLLMError") == 1  # fmt: skip
+    assert (
+        value(page, "tierbot_llm_errors_total", provider="scripted", kind="TransientLLMError") == 1
+    )
     assert value(page, "tierbot_emergency_truncations_total") >= 1
     assert value(page, "tierbot_emergency_messages_set_aside_total") >= 1
     events = [f["event"] for f in status["recent_failures"]]
@@ -218,10 +242,12 @@ async def test_usage_gauges_keep_cardinality_bounded_to_the_top_channels(
 ) -> None:
     """With metrics_top_channels = 3, only the three fullest of 8 channels get a series,
     while the aggregates cover all 8; /status lists channels fullest first."""
-    cfg = make_config({
-        "ops": {"metrics_top_channels": 3},
-        "defaults": {"context_window": 2000, "respond": "listen"},
-    })  # fmt: skip
+    cfg = make_config(
+        {
+            "ops": {"metrics_top_channels": 3},
+            "defaults": {"context_window": 2000, "respond": "listen"},
+        }
+    )
     async with (
         Runtime(cfg, llm=ScriptedLLM()) as rt,
         OpsServer(rt, port=0) as ops,

@@ -14,12 +14,12 @@ import pytest
 import structlog
 
 from bot.adapters.discord import DiscordAdapter
-from bot.config import load_config
-from bot.llm.scripted import ScriptedLLM
-from bot.logging import configure_logging, set_log_level
 from bot.reload import ConfigWatcher, changed_keys, is_live
 from bot.runtime import Runtime, install_signal_handlers
 from tests.helpers import export_ids, inbound, wait_for
+from tierbot.config import load_config
+from tierbot.logging import configure_logging, set_log_level
+from tierbot.testing.scripted import ScriptedLLM
 
 CH = "test:1"
 

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.slow
 # Runs in a fresh interpreter: the freeze is process-wide and happens once per process.
 SCRIPT = """
 import asyncio, gc, json, sys, weakref
-from bot.config import validate_config
-from bot.llm.scripted import ScriptedLLM
+from tierbot.config import validate_config
+from tierbot.testing.scripted import ScriptedLLM
 from bot.runtime import Runtime
 
 class Node:

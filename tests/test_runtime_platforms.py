@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
-from bot.config import DiscordAdapterConfig, SlackAdapterConfig
-from bot.errors import FatalAdapterError
-from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
+from tierbot.config import DiscordAdapterConfig, SlackAdapterConfig
+from tierbot.errors import FatalAdapterError
+from tierbot.testing import FakeDiscord, FakeSlack
+from tierbot.testing.scripted import ScriptedLLM
 
 pytestmark = pytest.mark.slow
 
@@ -19,14 +19,18 @@ GUILD, CHANNEL, TEAM, SLACK_CHANNEL, DM = "111", "1001", "T1", "C100", "D200"
 
 def discord(fake: FakeDiscord, token: str) -> DiscordAdapter:
     cfg = DiscordAdapterConfig(enabled=True, api_base=fake.api_base, gateway_url=fake.gateway_url)
-    return DiscordAdapter(cfg, environ={"DISCORD_TOKEN": token}, guild_ready_timeout=0.05,
-                          ready_timeout=5.0)  # fmt: skip
+    return DiscordAdapter(
+        cfg, environ={"DISCORD_TOKEN": token}, guild_ready_timeout=0.05, ready_timeout=5.0
+    )
 
 
 def slack(fake: FakeSlack) -> SlackAdapter:
     cfg = SlackAdapterConfig(enabled=True, api_base_url=fake.api_base_url)
-    env = {"SLACK_BOT_TOKEN": fake.bot_token, "SLACK_APP_TOKEN": fake.app_token,
-           "SLACK_SIGNING_SECRET": "s3cret"}  # fmt: skip
+    env = {
+        "SLACK_BOT_TOKEN": fake.bot_token,
+        "SLACK_APP_TOKEN": fake.app_token,
+        "SLACK_SIGNING_SECRET": "s3cret",
+    }
     return SlackAdapter(cfg, environ=env, ping_interval=1.0, connect_timeout=5.0)
 
 
@@ -42,8 +46,9 @@ async def test_one_process_answers_discord_and_slack_and_keeps_histories_apart(
         async with Runtime(make_config(), llm=llm) as rt:
             assert await rt.start_adapter(discord(fd, fd.token))
             assert await rt.start_adapter(slack(fs))
-            await fd.inject_message(CHANNEL, f"<@{fd.bot_id}> hi there", guild_id=GUILD,
-                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                CHANNEL, f"<@{fd.bot_id}> hi there", guild_id=GUILD, mentions=[fd.bot_user]
+            )
             await fs.send_event(fs.message(DM, "hi in private", channel_type="im"))
             await fd.wait_for(lambda: fd.posted(CHANNEL))
             await fs.wait_for(lambda: fs.posted(DM))

@@ -11,11 +11,11 @@ import pytest
 import structlog
 
 from bot.adapters.base import Adapter, Outbound
-from bot.adapters.fakes import FakeSlack, post_signed_event
 from bot.adapters.slack import SlackAdapter
-from bot.config import SlackAdapterConfig
-from bot.errors import AdapterError
 from tests.recording import RecordingDispatcher
+from tierbot.config import SlackAdapterConfig
+from tierbot.errors import AdapterError
+from tierbot.testing import FakeSlack, post_signed_event
 
 pytestmark = pytest.mark.slow
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import load_config
-from bot.llm.scripted import ScriptedLLM
-from bot.logging import configure_logging
 from bot.ops import OperatorSeat
 from bot.runtime import Runtime
 from tests.helpers import inbound, wait_for
+from tierbot.config import load_config
+from tierbot.logging import configure_logging
+from tierbot.testing.scripted import ScriptedLLM
 
 CH = "replay:1"
 
@@ -110,13 +110,21 @@ async def test_status_reports_a_rejected_edit_and_pending_restart_keys(
         async with OperatorSeat(rt, interval=0.02) as seat:
             assert seat.watcher is not None
             text = config_text
-            save(path, text.replace('path = "', 'path = "moved-').replace(
-                "[ops]", "[ops]\nmetrics_top_channels = 5"
-            ))  # fmt: skip
+            save(
+                path,
+                text.replace('path = "', 'path = "moved-').replace(
+                    "[ops]", "[ops]\nmetrics_top_channels = 5"
+                ),
+            )
             await wait_for(lambda: seat.watcher is not None and seat.watcher.last is not None)
             save(path, text.replace("summary_share = 0.9", "summary_share = 9"))
-            await wait_for(lambda: seat.watcher is not None and seat.watcher.last is not None
-                           and seat.watcher.last.outcome == "rejected")  # fmt: skip
+            await wait_for(
+                lambda: (
+                    seat.watcher is not None
+                    and seat.watcher.last is not None
+                    and seat.watcher.last.outcome == "rejected"
+                )
+            )
             code = await asyncio.to_thread(main, ["status", "--config", str(path)])
     out = capsys.readouterr().out
     assert code == 0
@@ -176,8 +184,17 @@ async def test_channel_show_lists_every_compaction_from_the_store_with_advice(
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["tier"] for r in records] == [r.tier for r in reversed(expected)]
     [first] = [r for r in records if r["tier"] == "emergency"]
-    assert set(first) >= {"time", "tier", "usage_before", "usage_after", "messages", "memories",
-                          "duration", "tokens_before", "tokens_after"}  # fmt: skip
+    assert set(first) >= {
+        "time",
+        "tier",
+        "usage_before",
+        "usage_after",
+        "messages",
+        "memories",
+        "duration",
+        "tokens_before",
+        "tokens_after",
+    }
     assert first["usage_before"] > first["usage_after"]
 
 

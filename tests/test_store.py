@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StoreError
-from bot.messages import Message, Role, State
-from bot.store import ChannelState, Store
+from tierbot.errors import StoreError
+from tierbot.messages import Message, Role, State
+from tierbot.store import ChannelState, Store
 
 
 def msg(pid: str, text: str = "hi", channel: str = "c", role: Role = Role.USER) -> Message:
@@ -66,9 +66,11 @@ async def test_failed_op_does_not_poison_the_batch(tmp_path: Path) -> None:
             await db.execute("INSERT INTO nope VALUES (1)")
 
         results = await asyncio.gather(
-            store.append(msg("a")), store.write(bad), store.append(msg("b")),
+            store.append(msg("a")),
+            store.write(bad),
+            store.append(msg("b")),
             return_exceptions=True,
-        )  # fmt: skip
+        )
         assert isinstance(results[1], Exception)
         assert [m.platform_id async for m in store.export("c")] == ["a", "b"]
 

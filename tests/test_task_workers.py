@@ -8,16 +8,16 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from bot.errors import ContextOverflowError, ToolError
-from bot.llm.base import ChatMessage, Completion, ToolCall
-from bot.llm.quoting import unquote
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Message, Role, State
 from bot.runtime import Runtime
-from bot.store import Store
-from bot.tokens import get_counter
 from branches import request_tokens
 from tests.helpers import inbound, pairs_ok, wait_for
+from tierbot.errors import ContextOverflowError, ToolError
+from tierbot.llm.base import ChatMessage, Completion, ToolCall
+from tierbot.llm.quoting import unquote
+from tierbot.messages import Message, Role, State
+from tierbot.store import Store
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.tokens import get_counter
 from workers.supervisor import TaskPool, read_runs, read_transcript
 from workers.tools import ToolRegistry, builtin_tools, evaluate
 
@@ -30,8 +30,14 @@ TASK = (
 
 
 def settings(**compaction: Any) -> dict[str, Any]:
-    return {"defaults": {"context_window": WINDOW, "system_prompt": "sys", "respond": "always",
-                         "compaction": compaction}}  # fmt: skip
+    return {
+        "defaults": {
+            "context_window": WINDOW,
+            "system_prompt": "sys",
+            "respond": "always",
+            "compaction": compaction,
+        }
+    }
 
 
 def spawn(task: str = TASK, cid: str = "s1") -> Completion:
@@ -48,9 +54,13 @@ def register_fetch(rt: Runtime) -> None:
 
     @pool.tools.tool(
         description="Fetch one page of the report.",
-        parameters={"type": "object", "properties": {"page": {"type": "integer"}},
-                    "required": ["page"], "additionalProperties": False},
-    )  # fmt: skip
+        parameters={
+            "type": "object",
+            "properties": {"page": {"type": "integer"}},
+            "required": ["page"],
+            "additionalProperties": False,
+        },
+    )
     async def fetch(page: int) -> str:
         return f"page {page}: " + "beta " * 62
 
@@ -66,8 +76,11 @@ async def test_worker_with_60_tool_calls_compacts_between_segments_and_keeps_its
         async with Runtime(make_config(settings()), llm=llm) as rt:
             register_fetch(rt)
             llm.push("chat", spawn(), Completion("started a worker"))
-            llm.push("worker", *[fetch_turn(i) for i in range(1, 61)],
-                     Completion(text="fetched 60 pages"))  # fmt: skip
+            llm.push(
+                "worker",
+                *[fetch_turn(i) for i in range(1, 61)],
+                Completion(text="fetched 60 pages"),
+            )
             await rt.submit(inbound(CH, "please fetch the report", pid="q"))
             await wait_for(lambda: len(rt.outbox.sent) == 2)
             await rt.drain()
@@ -120,8 +133,13 @@ async def test_worker_overflow_is_force_compacted_and_retried_at_most_twice(make
         llm.push(
             "chat", spawn("first"), Completion("one"), spawn("second", "s2"), Completion("two")
         )
-        llm.push("worker", *[fetch_turn(i) for i in range(1, 6)], overflow, overflow,
-                 Completion(text="done after retries"))  # fmt: skip
+        llm.push(
+            "worker",
+            *[fetch_turn(i) for i in range(1, 6)],
+            overflow,
+            overflow,
+            Completion(text="done after retries"),
+        )
         await rt.submit(inbound(CH, "go", pid="q1"))
         await wait_for(lambda: len(rt.outbox.sent) == 2)
         calls = [c for c in llm.calls if c.purpose == "worker"]
@@ -138,8 +156,9 @@ async def test_worker_overflow_is_force_compacted_and_retried_at_most_twice(make
         assert rt.outbox.sent[3].reply_to == "q2"
         runs = await read_runs(rt.store, CH)
         assert [(r["status"], r["stats"].get("retries")) for r in runs] == [
-            ("concluded", 2), ("failed", 2),
-        ]  # fmt: skip
+            ("concluded", 2),
+            ("failed", 2),
+        ]
 
 
 async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
@@ -151,10 +170,17 @@ async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
     gate = asyncio.Event()
     llm.gate["worker"] = gate
     async with Runtime(make_config(cfg), llm=llm) as rt:
-        two = (ToolCall("a", "spawn_worker", {"task": "one"}),
-               ToolCall("b", "spawn_worker", {"task": "two"}))  # fmt: skip
-        llm.push("chat", Completion(text="", tool_calls=two), Completion("ok a"),
-                 spawn("other"), Completion("ok b"))  # fmt: skip
+        two = (
+            ToolCall("a", "spawn_worker", {"task": "one"}),
+            ToolCall("b", "spawn_worker", {"task": "two"}),
+        )
+        llm.push(
+            "chat",
+            Completion(text="", tool_calls=two),
+            Completion("ok a"),
+            spawn("other"),
+            Completion("ok b"),
+        )
         await rt.submit(inbound("test:a", "go", pid="a"))
         await wait_for(lambda: len(rt.outbox.sent) == 1)
         a = await rt.registry.actor("test:a")
@@ -189,9 +215,15 @@ async def test_registry_turns_every_tool_failure_into_an_error_result() -> None:
     """Unknown tools, bad arguments, ToolErrors, crashes and timeouts come back as JSON errors."""
     reg = ToolRegistry()
 
-    @reg.tool(description="echo", parameters={
-        "type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"],
-        "additionalProperties": False})  # fmt: skip
+    @reg.tool(
+        description="echo",
+        parameters={
+            "type": "object",
+            "properties": {"x": {"type": "string"}},
+            "required": ["x"],
+            "additionalProperties": False,
+        },
+    )
     async def echo(x: str) -> dict[str, str]:
         if x == "bad":
             raise ToolError("x: must not be bad", tool="echo")
@@ -237,11 +269,21 @@ async def test_conversation_search_finds_archived_messages(tmp_path) -> None:
     """conversation_search returns archived messages verbatim, best match first."""
     counter = get_counter()
     async with await Store.open(tmp_path / "t.db", synchronous="normal") as store:
-        await store.append_many([
-            Message(CH, f"p{i}", Role.USER, t, "u1", "ann", tokens=counter.count_message(t),
-                    state=State.ARCHIVED if i == 0 else State.LIVE)
-            for i, t in enumerate(["the deploy key rotates on Mondays", "lunch is at noon"])
-        ])  # fmt: skip
+        await store.append_many(
+            [
+                Message(
+                    CH,
+                    f"p{i}",
+                    Role.USER,
+                    t,
+                    "u1",
+                    "ann",
+                    tokens=counter.count_message(t),
+                    state=State.ARCHIVED if i == 0 else State.LIVE,
+                )
+                for i, t in enumerate(["the deploy key rotates on Mondays", "lunch is at noon"])
+            ]
+        )
         tools = builtin_tools(CH, store=store)
         r = await tools.run(ToolCall("1", "conversation_search", {"query": "deploy key rotation"}))
         hits = json.loads(r.text)

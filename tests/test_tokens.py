@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import TokenizerError
-from bot.tokens import MESSAGE_OVERHEAD, TokenCounter, encoding_for_model, seed_encoding
+from tierbot.errors import TokenizerError
+from tierbot.tokens import MESSAGE_OVERHEAD, TokenCounter, encoding_for_model, seed_encoding
 
 
 def test_counts_are_tiktokens_not_estimates() -> None:

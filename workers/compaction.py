@@ -18,13 +18,13 @@ from typing import Any, Protocol
 
 import structlog
 
-from bot.errors import LLMError, ToolError
-from bot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
-from bot.llm.quoting import quote
-from bot.llm.text import Overlap
-from bot.llm.transcript import BOT_MARK, TranscriptEntry, format_transcript
-from bot.messages import Message, Role
-from bot.tokens import TokenCounter
+from tierbot.errors import LLMError, ToolError
+from tierbot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
+from tierbot.llm.quoting import quote
+from tierbot.llm.text import Overlap
+from tierbot.llm.transcript import BOT_MARK, TranscriptEntry, format_transcript
+from tierbot.messages import Message, Role
+from tierbot.tokens import TokenCounter
 
 log = structlog.get_logger("tierbot.workers.compaction")
 
@@ -59,7 +59,7 @@ class MemoryWriter(Protocol):
     ) -> str:
         """Validate and save one memory_save call; return the tool result text.
 
-        Raises :class:`~bot.errors.ToolError` for invalid arguments."""
+        Raises :class:`~tierbot.errors.ToolError` for invalid arguments."""
         ...
 
     async def save_many_from_tool(
@@ -154,11 +154,11 @@ class CompactionWorker:
         tokens = self.counter.count(summary)
         if tokens > job.max_summary_tokens * 1.25:
             return self._fail(
-                bound, started,
-                f"summary of {tokens} tokens exceeds max_summary_tokens "
-                f"({job.max_summary_tokens})",
+                bound,
+                started,
+                f"summary of {tokens} tokens exceeds max_summary_tokens ({job.max_summary_tokens})",
                 saved,
-            )  # fmt: skip
+            )
         if self.memory is not None and job.extract_memories:
             await self.memory.add_episodes(
                 [m for m in job.messages if minable(m) and m.role is not Role.SUMMARY]

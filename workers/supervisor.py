@@ -21,9 +21,9 @@ from typing import Any, Literal
 import aiosqlite
 import structlog
 
-from bot.errors import TierbotError
-from bot.llm.base import ChatMessage
-from bot.store import Store
+from tierbot.errors import TierbotError
+from tierbot.llm.base import ChatMessage
+from tierbot.store import Store
 from workers.tools import ToolRegistry
 
 log = structlog.get_logger("tierbot.workers.supervisor")
@@ -177,10 +177,19 @@ class Transcript:
         seqs = list(range(self._seq + 1, self._seq + 1 + len(messages)))
         self._seq += len(messages)
         rows = [
-            (self.row, s, segment, kind, m.role, m.content,
-             json.dumps([asdict(c) for c in m.tool_calls]), m.tool_call_id or "", time.time())
+            (
+                self.row,
+                s,
+                segment,
+                kind,
+                m.role,
+                m.content,
+                json.dumps([asdict(c) for c in m.tool_calls]),
+                m.tool_call_id or "",
+                time.time(),
+            )
             for s, m in zip(seqs, messages, strict=True)
-        ]  # fmt: skip
+        ]
 
         async def op(db: aiosqlite.Connection) -> None:
             await db.executemany(
@@ -222,9 +231,15 @@ async def finish_run(store: Store, row: int, outcome: TaskOutcome) -> None:
     async def op(db: aiosqlite.Connection) -> None:
         await db.execute(
             "UPDATE tasks SET status=?, finished=?, result=?, error=?, stats=? WHERE id=?",
-            (outcome.status, time.time(), outcome.result, outcome.error,
-             json.dumps(outcome.stats, default=str), row),
-        )  # fmt: skip
+            (
+                outcome.status,
+                time.time(),
+                outcome.result,
+                outcome.error,
+                json.dumps(outcome.stats, default=str),
+                row,
+            ),
+        )
 
     await store.write(op)
 
@@ -372,8 +387,9 @@ class Supervisor:
     def _outcome(self, h: TaskHandle, status: Status, result: str, error: str) -> TaskOutcome:
         duration = time.monotonic() - (h.started or h.created)
         h.status = status
-        return TaskOutcome(h.id, h.kind, h.task, status, result, error, h.origin,
-                           round(duration, 3), dict(h.stats))  # fmt: skip
+        return TaskOutcome(
+            h.id, h.kind, h.task, status, result, error, h.origin, round(duration, 3), dict(h.stats)
+        )
 
     async def _settle(self, h: TaskHandle, outcome: TaskOutcome, bound: Any) -> None:
         self.handles.pop(h.id, None)
@@ -381,9 +397,11 @@ class Supervisor:
         event = {"concluded": "concluded", "cancelled": "cancelled"}.get(outcome.status, "failed")
         level = "info" if outcome.status == "concluded" else "warning"
         getattr(bound, level)(
-            f"{h.kind}.{event}", duration=outcome.duration, error=outcome.error or None,
+            f"{h.kind}.{event}",
+            duration=outcome.duration,
+            error=outcome.error or None,
             **outcome.stats,
-        )  # fmt: skip
+        )
         try:
             await finish_run(self.store, h.row, outcome)
         except Exception as exc:  # the store may already be closing at shutdown
@@ -398,11 +416,20 @@ class Supervisor:
             t.cancel()
         ended = await asyncio.gather(*(t for _, t in pairs), return_exceptions=True)
         return [
-            e if isinstance(e, TaskOutcome) else
-            TaskOutcome(h.id, h.kind, h.task, "cancelled", "", "the channel stopped", h.origin,
-                        stats=dict(h.stats))
+            e
+            if isinstance(e, TaskOutcome)
+            else TaskOutcome(
+                h.id,
+                h.kind,
+                h.task,
+                "cancelled",
+                "",
+                "the channel stopped",
+                h.origin,
+                stats=dict(h.stats),
+            )
             for (h, _), e in zip(pairs, ended, strict=True)
-        ]  # fmt: skip
+        ]
 
 
 # -- the overflow retry, shared with branches -------------------------------------------------

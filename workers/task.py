@@ -27,10 +27,10 @@ from typing import Any, Literal
 
 import structlog
 
-from bot.errors import ContextOverflowError, LLMError
-from bot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
-from bot.llm.quoting import quote, quote_tool_result, unquote
-from bot.tokens import TokenCounter
+from tierbot.errors import ContextOverflowError, LLMError
+from tierbot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
+from tierbot.llm.quoting import quote, quote_tool_result, unquote
+from tierbot.tokens import TokenCounter
 from workers.supervisor import TaskFailed, TaskHandle, Transcript
 from workers.tools import ToolRegistry, ToolResult, message_tokens, specs_tokens, units
 
@@ -236,10 +236,14 @@ class TaskWorker:
         await self.transcript.dropped(dropped, self.compactions)
         await self.transcript.add(self.segment, [self._recap_message()], "recap")
         self.log.info(
-            "worker.compacted", segment=self.segment, forced=force, dropped=len(dropped),
-            tokens_before=before, tokens_after=self.tokens(),
+            "worker.compacted",
+            segment=self.segment,
+            forced=force,
+            dropped=len(dropped),
+            tokens_before=before,
+            tokens_after=self.tokens(),
             usage_after=round(self.usage(), 3),
-        )  # fmt: skip
+        )
         self.handle.stats["compactions"] = self.compactions
         return True
 
@@ -285,10 +289,14 @@ class TaskWorker:
 
     async def _complete(self, specs: Sequence[ToolSpec]) -> Completion:
         return await complete_with_overflow_retry(
-            self.llm, self.prompt, specs, purpose="worker",
+            self.llm,
+            self.prompt,
+            specs,
+            purpose="worker",
             max_tokens=self.limits.max_reply_tokens,
-            retries=self.limits.max_overflow_retries, compact=self._force,
-        )  # fmt: skip
+            retries=self.limits.max_overflow_retries,
+            compact=self._force,
+        )
 
     async def _turn(self, completion: Completion) -> None:
         calls = unique_call_ids(completion.tool_calls, self._ids, "call")

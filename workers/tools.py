@@ -9,7 +9,7 @@ tierbot ships a few safe tools that need no network, no shell and no file access
 included), ``calculate`` and ``current_time``.
 
 Invariant: :meth:`ToolRegistry.run` never raises for a tool's failure; bad
-arguments, a :class:`~bot.errors.ToolError`, a timeout or a crash all become a
+arguments, a :class:`~tierbot.errors.ToolError`, a timeout or a crash all become a
 JSON ``{"error": ...}`` result the model can read and react to.
 
 Also here: the structure of tool traffic in a ``ChatMessage`` list (a call and
@@ -33,12 +33,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from bot.errors import ToolError
-from bot.llm.base import ChatMessage, ToolCall, ToolSpec
-from bot.llm.text import Overlap
-from bot.messages import Role
-from bot.store import Store
-from bot.tokens import TokenCounter
+from tierbot.errors import ToolError
+from tierbot.llm.base import ChatMessage, ToolCall, ToolSpec
+from tierbot.llm.text import Overlap
+from tierbot.messages import Role
+from tierbot.store import Store
+from tierbot.tokens import TokenCounter
 from workers.compaction import MemoryWriter
 
 log = structlog.get_logger("tierbot.workers.tools")
@@ -111,9 +111,12 @@ class ToolRegistry:
 
         def wrap(fn: ToolFn) -> ToolFn:
             self.register(
-                name or fn.__name__, fn, description=description, parameters=parameters,
+                name or fn.__name__,
+                fn,
+                description=description,
+                parameters=parameters,
                 timeout=timeout,
-            )  # fmt: skip
+            )
             return fn
 
         return wrap
@@ -207,9 +210,16 @@ _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg,
 }
 _FUNCS: dict[str, Callable[..., Any]] = {
-    "abs": abs, "round": round, "min": min, "max": max, "sqrt": math.sqrt,
-    "log": math.log, "exp": math.exp, "floor": math.floor, "ceil": math.ceil,
-}  # fmt: skip
+    "abs": abs,
+    "round": round,
+    "min": min,
+    "max": max,
+    "sqrt": math.sqrt,
+    "log": math.log,
+    "exp": math.exp,
+    "floor": math.floor,
+    "ceil": math.ceil,
+}
 _CONSTS = {"pi": math.pi, "e": math.e}
 
 

@@ -1,6 +1,6 @@
 """The adapter seam: how a chat platform plugs into tierbot.
 
-An adapter turns platform payloads into :class:`~bot.messages.InboundMessage`
+An adapter turns platform payloads into :class:`~tierbot.messages.InboundMessage`
 at its edge and hands them to a :class:`Dispatcher`; the runtime answers
 through :meth:`Adapter.send`.  The core never sees a platform dict.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from bot.messages import InboundMessage
+from tierbot.messages import Delivery, InboundMessage, Outbound, ProgressHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,23 +22,6 @@ class Capabilities:
     typing_indicator: bool = False
     reactions: bool = False
     markdown: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Outbound:
-    """A reply to deliver: which channel, what text, and which message it answers."""
-
-    channel: str
-    text: str
-    reply_to: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """Whether the runtime accepted an inbound message, and why not."""
-
-    accepted: bool
-    reason: str = ""
 
 
 class Dispatcher(Protocol):
@@ -77,10 +60,6 @@ class Adapter(Protocol):
     async def progress(self, channel: str, message_id: str | None) -> ProgressHandle: ...
 
     def connected(self) -> bool: ...
-
-
-class ProgressHandle(Protocol):
-    async def done(self) -> None: ...
 
 
 async def route_inbound(

@@ -9,8 +9,8 @@ import time
 from typing import IO
 
 from bot.adapters.base import Capabilities, Dispatcher, Outbound
-from bot.config import ConsoleAdapterConfig
-from bot.messages import InboundMessage
+from tierbot.config import ConsoleAdapterConfig
+from tierbot.messages import InboundMessage
 
 
 class _NoProgress:

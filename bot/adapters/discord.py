@@ -29,9 +29,9 @@ from discord.http import Route
 
 from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
 from bot.adapters.split import split_message
-from bot.config import DiscordAdapterConfig
-from bot.errors import AdapterError, FatalAdapterError
-from bot.messages import InboundMessage
+from tierbot.config import DiscordAdapterConfig
+from tierbot.errors import AdapterError, FatalAdapterError
+from tierbot.messages import InboundMessage
 
 __all__ = ["INTENT_HELP", "DiscordAdapter"]
 

@@ -43,9 +43,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
 from bot.adapters.split import split_message
-from bot.config import SlackAdapterConfig
-from bot.errors import AdapterError, FatalAdapterError
-from bot.messages import InboundMessage
+from tierbot.config import SlackAdapterConfig
+from tierbot.errors import AdapterError, FatalAdapterError
+from tierbot.messages import InboundMessage
 
 __all__ = ["SlackAdapter"]
 

@@ -60,9 +60,13 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``tierbot ARGS``; a hang past ``timeout`` fails the test (TimeoutExpired)."""
     return subprocess.run(
-        tierbot(*args), capture_output=True, text=True, timeout=timeout, env=env(),
+        tierbot(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env(),
         preexec_fn=preexec_fn,
-    )  # fmt: skip
+    )
 
 
 def start(*args: str, **kw: Any) -> subprocess.Popen[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 
-from bot.adapters.fakes import FakeDiscord, FakeSlack
+from tierbot.testing import FakeDiscord, FakeSlack
 
 
 def free_port() -> int:
@@ -65,10 +65,20 @@ class Bot:
     async def start(self) -> Bot:
         with self.log_path.open("wb") as log:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot.cli", "run", "--config", str(self.cfg),
-                "--log-format", "json", stdin=asyncio.subprocess.DEVNULL,
-                stdout=log, stderr=log, env=self.env, cwd=self.cfg.parent,
-            )  # fmt: skip
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "run",
+                "--config",
+                str(self.cfg),
+                "--log-format",
+                "json",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=self.env,
+                cwd=self.cfg.parent,
+            )
         return self
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:

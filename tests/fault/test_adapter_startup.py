@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.fakes import FakeDiscord, FakeSlack
-from bot.errors import AdapterError
-from bot.retry import Backoff, retry_forever
 from tests.fault.running_bot import (
     Bot,
     discord_env,
@@ -22,6 +19,9 @@ from tests.fault.running_bot import (
     slack_section,
     write_config,
 )
+from tierbot.errors import AdapterError
+from tierbot.retry import Backoff, retry_forever
+from tierbot.testing import FakeDiscord, FakeSlack
 
 GUILD, CHANNEL, DM = "111", "1001", "D100"
 
@@ -85,8 +85,9 @@ async def test_discord_unreachable_at_startup_is_retried_and_connects_when_it_co
         assert bot.proc is not None and bot.proc.returncode is None
         await fake.start()
         await health_until(ops, lambda s, b: s == 200)
-        await fake.inject_message(CHANNEL, f"<@{fake.bot_id}> are you there?", guild_id=GUILD,
-                                  mentions=[fake.bot_user])  # fmt: skip
+        await fake.inject_message(
+            CHANNEL, f"<@{fake.bot_id}> are you there?", guild_id=GUILD, mentions=[fake.bot_user]
+        )
         await fake.wait_for(lambda: fake.posted(CHANNEL), within=30)
         bot.terminate()
         assert await bot.exit_code(within=30) == 0, bot.output

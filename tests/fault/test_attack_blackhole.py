@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.discord import DiscordAdapter
-from bot.config import DiscordAdapterConfig
-from bot.errors import AdapterError
+from tierbot.config import DiscordAdapterConfig
+from tierbot.errors import AdapterError
 
 from .procs import EXIT_BOUND, env, no_traceback, tierbot, wait_for_writer, write_config
 
@@ -83,9 +83,12 @@ def test_sigterm_while_discord_login_hangs_stops_the_bot(tmp_path: Path, black_h
         f'gateway_url = "ws://127.0.0.1:{black_hole}/"\ntoken_env = "TIERBOT_TEST_TOKEN"\n',
     )
     proc = subprocess.Popen(
-        tierbot("run", "--config", str(cfg)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env={**env(), "TIERBOT_TEST_TOKEN": "t0ken"},
-    )  # fmt: skip
+        tierbot("run", "--config", str(cfg)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env(), "TIERBOT_TEST_TOKEN": "t0ken"},
+    )
     wait_for_writer(proc, tmp_path / "bot.db.lock")
     time.sleep(0.5)  # let the login reach the black hole; the test holds either way
     proc.send_signal(signal.SIGTERM)

@@ -10,12 +10,12 @@ import pytest
 
 from bot.adapters.console import ConsoleAdapter
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.fakes import FakeDiscord
-from bot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Role
 from bot.runtime import Runtime
 from tests.helpers import wait_for
+from tierbot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig
+from tierbot.messages import Role
+from tierbot.testing import FakeDiscord
+from tierbot.testing.scripted import ScriptedLLM
 
 REPLY = "model reply"
 ODD_ARGS = ("²", "9" * 5000, "١٢", "0")
@@ -28,8 +28,9 @@ async def test_history_with_odd_number_does_not_stop_the_console(
     the recent history, and the line typed after them is stored and answered."""
     out = io.StringIO()
     typed = "first words\n" + "".join(f"/history {a}\n" for a in ODD_ARGS) + "still here\n"
-    console = ConsoleAdapter(ConsoleAdapterConfig(), channel="console:local",
-                             stdin=io.StringIO(typed), stdout=out)  # fmt: skip
+    console = ConsoleAdapter(
+        ConsoleAdapterConfig(), channel="console:local", stdin=io.StringIO(typed), stdout=out
+    )
     async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
         assert await rt.start_adapter(console)
         await wait_for(lambda: console.finished.is_set())
@@ -49,13 +50,14 @@ async def test_history_with_odd_number_on_discord_is_answered(
     """ "@bot /history ²" on Discord gets an answer in the channel, not silence."""
     async with FakeDiscord() as fd:
         fd.add_guild("111", "home", {"1001": "general"})
-        cfg = DiscordAdapterConfig(enabled=True, api_base=fd.api_base,
-                                   gateway_url=fd.gateway_url)  # fmt: skip
-        adapter = DiscordAdapter(cfg, environ={"DISCORD_TOKEN": fd.token},
-                                 guild_ready_timeout=0.05, ready_timeout=5.0)  # fmt: skip
+        cfg = DiscordAdapterConfig(enabled=True, api_base=fd.api_base, gateway_url=fd.gateway_url)
+        adapter = DiscordAdapter(
+            cfg, environ={"DISCORD_TOKEN": fd.token}, guild_ready_timeout=0.05, ready_timeout=5.0
+        )
         async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(adapter)
-            await fd.inject_message("1001", f"<@{fd.bot_id}> /history ²", guild_id="111",
-                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                "1001", f"<@{fd.bot_id}> /history ²", guild_id="111", mentions=[fd.bot_user]
+            )
             await fd.wait_for(lambda: fd.posted("1001"))
             assert fd.posted("1001") == ["(no messages yet)"]

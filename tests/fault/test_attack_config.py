@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.config import load_config
+from tierbot.config import load_config
 
 
 def test_relative_index_dir_is_beside_config_not_in_working_directory(
@@ -39,8 +39,21 @@ def test_relative_index_dir_is_beside_config_not_in_working_directory(
     service_cwd.mkdir()
     shell_cwd.mkdir()
     monkeypatch.chdir(service_cwd)
-    assert main(["replay", str(feed), "--channel", "z:1", "--listen-only", "--json",
-                 "--config", str(cfg)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "replay",
+                str(feed),
+                "--channel",
+                "z:1",
+                "--listen-only",
+                "--json",
+                "--config",
+                str(cfg),
+            ]
+        )
+        == 0
+    )
     assert (home / "idx" / "vectors.hnsw").is_file()
     assert list(service_cwd.iterdir()) == []
     capsys.readouterr()
@@ -91,7 +104,8 @@ def test_memory_queries_file_not_utf8_is_one_line_error(
     queries = tmp_path / "q.jsonl"
     queries.write_bytes(b'{"query": "caf\xe9"}\n')
     capsys.readouterr()
-    code = main(["memory", "search", "--queries", str(queries), "--channel", "q:1",
-                 "--config", str(cfg)])  # fmt: skip
+    code = main(
+        ["memory", "search", "--queries", str(queries), "--channel", "q:1", "--config", str(cfg)]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.endswith(f"{queries}: not UTF-8 (byte 15 of the file)"), err

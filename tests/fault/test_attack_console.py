@@ -16,10 +16,18 @@ def test_chat_with_closed_stdout_exits_1_with_one_line(tmp_path: Path) -> None:
     with one line saying the console stopped and why (no traceback, no hang); what it read
     before is stored."""
     cfg = write_config(tmp_path)
-    cfg.write_text(cfg.read_text().replace("[adapters.console]\nenabled = false",
-                                           "[adapters.console]\nenabled = true"))  # fmt: skip
-    proc = subprocess.Popen(tierbot("chat", "--config", str(cfg)), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())  # fmt: skip
+    cfg.write_text(
+        cfg.read_text().replace(
+            "[adapters.console]\nenabled = false", "[adapters.console]\nenabled = true"
+        )
+    )
+    proc = subprocess.Popen(
+        tierbot("chat", "--config", str(cfg)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
     assert proc.stdout is not None and proc.stdin is not None
     proc.stdout.readline()  # the banner: the console is running
     proc.stdout.close()  # like `| head -1`

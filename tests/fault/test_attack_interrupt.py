@@ -28,8 +28,9 @@ def test_replay_interrupted_by_ctrl_c_exits_non_zero(tmp_path: Path) -> None:
     cfg = write_config(tmp_path)
     fifo = tmp_path / "feed.fifo"
     os.mkfifo(fifo)
-    proc = start("replay", str(fifo), "--channel", "i:1", "--listen-only", "--json",
-                 "--config", str(cfg))  # fmt: skip
+    proc = start(
+        "replay", str(fifo), "--channel", "i:1", "--listen-only", "--json", "--config", str(cfg)
+    )
     writer = os.open(fifo, os.O_WRONLY)  # blocks until the replay opened the FIFO
     try:
         os.write(writer, "".join(json.dumps(m) + "\n" for m in messages(5, "i")).encode())

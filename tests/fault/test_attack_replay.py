@@ -23,8 +23,9 @@ def test_bom_at_start_of_replay_file_does_not_reject_first_line(
         b'{"id": "second", "author": "ann", "text": "again", "ts": 1700000001}\r\n'
     )
     cfg = str(write_config(tmp_path))
-    code = main(["replay", str(feed), "--channel", "b:1", "--listen-only", "--json",
-                 "--config", cfg])  # fmt: skip
+    code = main(
+        ["replay", str(feed), "--channel", "b:1", "--listen-only", "--json", "--config", cfg]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["rejected"] == [] and report["messages_in"] == 2
     assert main(["history", "export", "--channel", "b:1", "--config", cfg]) == 0

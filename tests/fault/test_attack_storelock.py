@@ -35,8 +35,9 @@ def test_replay_through_symlink_to_a_running_bots_store_is_refused(tmp_path: Pat
     try:
         wait_for_writer(bot, tmp_path / "bot.db.lock")
         feed = write_lines(tmp_path / "feed.jsonl", messages(5, "x"))
-        proc = run("replay", str(feed), "--channel", "alias:1", "--listen-only",
-                   "--config", str(cfg2))  # fmt: skip
+        proc = run(
+            "replay", str(feed), "--channel", "alias:1", "--listen-only", "--config", str(cfg2)
+        )
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert no_traceback(proc.stderr)
         assert f"in use by pid {bot.pid}" in last_line(proc.stderr), proc.stderr

@@ -9,13 +9,13 @@ from collections.abc import Callable
 import pytest
 
 from bot.adapters.console import ConsoleAdapter
-from bot.adapters.fakes import FakeSlack
 from bot.adapters.slack import SlackAdapter
-from bot.config import Config, ConsoleAdapterConfig, SlackAdapterConfig
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Role
 from bot.runtime import Runtime
 from tests.helpers import wait_for
+from tierbot.config import Config, ConsoleAdapterConfig, SlackAdapterConfig
+from tierbot.messages import Role
+from tierbot.testing import FakeSlack
+from tierbot.testing.scripted import ScriptedLLM
 
 REPLY = "model reply"
 
@@ -31,8 +31,12 @@ async def test_console_line_with_undecodable_bytes_is_stored_and_chat_goes_on(
     answered, and the line after it is stored and answered too."""
     latin1 = b"caf\xe9 au lait\n".decode("utf-8", "surrogateescape")
     out = io.StringIO()
-    console = ConsoleAdapter(ConsoleAdapterConfig(), channel="console:local",
-                             stdin=io.StringIO(latin1 + "after\n"), stdout=out)  # fmt: skip
+    console = ConsoleAdapter(
+        ConsoleAdapterConfig(),
+        channel="console:local",
+        stdin=io.StringIO(latin1 + "after\n"),
+        stdout=out,
+    )
     async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
         assert await rt.start_adapter(console)
         await wait_for(lambda: console.finished.is_set())
@@ -51,8 +55,11 @@ async def test_slack_message_with_lone_surrogate_is_stored(
     async with FakeSlack(team_id="T1") as fs:
         fs.users.update({"U100": "al\ud800ice"})
         cfg = SlackAdapterConfig(enabled=True, api_base_url=fs.api_base_url)
-        env = {"SLACK_BOT_TOKEN": fs.bot_token, "SLACK_APP_TOKEN": fs.app_token,
-               "SLACK_SIGNING_SECRET": "s3cret"}  # fmt: skip
+        env = {
+            "SLACK_BOT_TOKEN": fs.bot_token,
+            "SLACK_APP_TOKEN": fs.app_token,
+            "SLACK_SIGNING_SECRET": "s3cret",
+        }
         adapter = SlackAdapter(cfg, environ=env, ping_interval=1.0, connect_timeout=5.0)
         async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(adapter)

@@ -13,17 +13,17 @@ import pytest
 
 from bot.adapters.console import ConsoleAdapter
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
 from bot.cli_ops import record_json, render_history
-from bot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig, SlackAdapterConfig
-from bot.errors import ToolError, TransientLLMError
-from bot.llm.base import Completion, ToolCall
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Role
 from bot.ops import OpsServer
 from bot.runtime import Runtime
 from tests.helpers import inbound, wait_for
+from tierbot.config import Config, ConsoleAdapterConfig, DiscordAdapterConfig, SlackAdapterConfig
+from tierbot.errors import ToolError, TransientLLMError
+from tierbot.llm.base import Completion, ToolCall
+from tierbot.messages import Role
+from tierbot.testing import FakeDiscord, FakeSlack
+from tierbot.testing.scripted import ScriptedLLM
 
 GUILD, CHANNEL, TEAM, SLACK_CHANNEL = "111", "1001", "T1", "C100"
 ALICE_DISCORD, ALICE_SLACK = "100", "U100"
@@ -39,16 +39,21 @@ REPLY = "model reply"
 
 
 def _discord(fake: FakeDiscord) -> DiscordAdapter:
-    cfg = DiscordAdapterConfig(enabled=True, api_base=fake.api_base,
-                               gateway_url=fake.gateway_url, admins=[ALICE_DISCORD])  # fmt: skip
-    return DiscordAdapter(cfg, environ={"DISCORD_TOKEN": fake.token}, guild_ready_timeout=0.05,
-                          ready_timeout=5.0)  # fmt: skip
+    cfg = DiscordAdapterConfig(
+        enabled=True, api_base=fake.api_base, gateway_url=fake.gateway_url, admins=[ALICE_DISCORD]
+    )
+    return DiscordAdapter(
+        cfg, environ={"DISCORD_TOKEN": fake.token}, guild_ready_timeout=0.05, ready_timeout=5.0
+    )
 
 
 def _slack(fake: FakeSlack) -> SlackAdapter:
     cfg = SlackAdapterConfig(enabled=True, api_base_url=fake.api_base_url, admins=[ALICE_SLACK])
-    env = {"SLACK_BOT_TOKEN": fake.bot_token, "SLACK_APP_TOKEN": fake.app_token,
-           "SLACK_SIGNING_SECRET": "s3cret"}  # fmt: skip
+    env = {
+        "SLACK_BOT_TOKEN": fake.bot_token,
+        "SLACK_APP_TOKEN": fake.app_token,
+        "SLACK_SIGNING_SECRET": "s3cret",
+    }
     return SlackAdapter(cfg, environ=env, ping_interval=1.0, connect_timeout=5.0)
 
 
@@ -69,11 +74,13 @@ async def test_slash_text_on_discord_is_stored_not_answered_as_a_command(
             assert await rt.start_adapter(_discord(fd))
             for text in SLASH_TEXTS:
                 await fd.inject_message(CHANNEL, text, guild_id=GUILD)
-            await fd.inject_message(CHANNEL, f"<@{fd.bot_id}> /status", guild_id=GUILD,
-                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                CHANNEL, f"<@{fd.bot_id}> /status", guild_id=GUILD, mentions=[fd.bot_user]
+            )
             await fd.wait_for(lambda: fd.posted(CHANNEL))
-            await fd.inject_message(CHANNEL, f"<@{fd.bot_id}> /shrug", guild_id=GUILD,
-                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                CHANNEL, f"<@{fd.bot_id}> /shrug", guild_id=GUILD, mentions=[fd.bot_user]
+            )
             await fd.wait_for(lambda: len(fd.posted(CHANNEL)) == 2)
             await rt.drain()
             key = f"discord:{GUILD}:{CHANNEL}"
@@ -114,9 +121,12 @@ async def test_console_still_answers_help_and_keeps_slash_text_as_conversation(
     """In the console /help is answered (not stored) and "/r/python" is stored and answered
     by the model."""
     out = io.StringIO()
-    console = ConsoleAdapter(ConsoleAdapterConfig(), channel="console:local",
-                             stdin=io.StringIO("/help\n/r/python is busy today\n"),
-                             stdout=out)  # fmt: skip
+    console = ConsoleAdapter(
+        ConsoleAdapterConfig(),
+        channel="console:local",
+        stdin=io.StringIO("/help\n/r/python is busy today\n"),
+        stdout=out,
+    )
     async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
         assert await rt.start_adapter(console)
         await wait_for(lambda: console.finished.is_set())
@@ -149,13 +159,26 @@ async def test_dns_rebinding_host_header_is_refused_by_the_ops_endpoint(
     ):
         port = ops.port
         for path in ("/status", "/health", "/metrics"):
-            for host in (f"evil.example:{port}", "evil.example", f"localhost.evil.example:{port}",
-                         f"127.0.0.1.nip.io:{port}", "localhost:80x", "[::1"):  # fmt: skip
+            for host in (
+                f"evil.example:{port}",
+                "evil.example",
+                f"localhost.evil.example:{port}",
+                f"127.0.0.1.nip.io:{port}",
+                "localhost:80x",
+                "[::1",
+            ):
                 status, body = await _get(http, f"{ops.url}{path}", host)
                 assert status == 403, (path, host, status)
                 assert "allowed_hosts" in body and "channels" not in body
-        for host in (f"localhost:{port}", "localhost", f"127.0.0.1:{port}", "127.0.0.1",
-                     f"[::1]:{port}", "[::1]", f"LOCALHOST:{port}"):  # fmt: skip
+        for host in (
+            f"localhost:{port}",
+            "localhost",
+            f"127.0.0.1:{port}",
+            "127.0.0.1",
+            f"[::1]:{port}",
+            "[::1]",
+            f"LOCALHOST:{port}",
+        ):
             status, body = await _get(http, f"{ops.url}/status", host)
             assert status == 200 and '"channels"' in body, (host, status)
 
@@ -252,14 +275,16 @@ async def test_compact_that_fails_silently_now_tells_the_channel_how_it_ended(
                 await fd.inject_message(CHANNEL, f"note {i}: " + "alpha " * 45, guild_id=GUILD)
             await wait_for(lambda: rt.registry.messages_in == 6)
             mention = f"<@{fd.bot_id}> "
-            await fd.inject_message(CHANNEL, mention + "/compact", guild_id=GUILD,
-                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                CHANNEL, mention + "/compact", guild_id=GUILD, mentions=[fd.bot_user]
+            )
             await fd.wait_for(lambda: len(fd.posted(CHANNEL)) == 2)
             started, note = fd.posted(CHANNEL)
             assert started.startswith("Compacting the oldest 2 messages")
             assert note.startswith(told), note
-            await fd.inject_message(CHANNEL, mention + "/status", guild_id=GUILD,
-                                    mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                CHANNEL, mention + "/status", guild_id=GUILD, mentions=[fd.bot_user]
+            )
             await fd.wait_for(lambda: len(fd.posted(CHANNEL)) == 3)
             status = fd.posted(CHANNEL)[2]
             records = await rt.store.compactions(key)
@@ -323,8 +348,12 @@ async def test_forget_author_in_one_guild_reaches_other_guilds_and_dms(
                     fact, "fact", channel=key, author_id=BOB, sources=[pids[key]]
                 )
                 memories[key] = saved.id
-            await fd.inject_message(CHANNEL, f"<@{fd.bot_id}> /forget --author {BOB}",
-                                    guild_id=GUILD, mentions=[fd.bot_user])  # fmt: skip
+            await fd.inject_message(
+                CHANNEL,
+                f"<@{fd.bot_id}> /forget --author {BOB}",
+                guild_id=GUILD,
+                mentions=[fd.bot_user],
+            )
             await fd.wait_for(lambda: fd.posted(CHANNEL))
             [reply] = fd.posted(CHANNEL)
             assert reply.startswith("Forgot 1 memories and 1 indexed messages"), reply

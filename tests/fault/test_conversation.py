@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 
 from bot.cli import replay
-from bot.config import Config
-from bot.llm.base import Completion, ToolCall
-from bot.llm.offline import OfflineProvider
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Message, Role, State
 from bot.runtime import Runtime
-from bot.store import Store
-from bot.tokens import get_counter
 from channels import ChannelActor
 from tests.helpers import inbound, pairs_ok, wait_for
+from tierbot.config import Config
+from tierbot.llm.base import Completion, ToolCall
+from tierbot.llm.offline import OfflineProvider
+from tierbot.messages import Message, Role, State
+from tierbot.store import Store
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.tokens import get_counter
 
 CH = "conv:1"
 
@@ -45,8 +45,9 @@ QUESTIONS = [
 
 def archived(channel: str, pid: str, author: str, text: str) -> Message:
     tokens = get_counter().count_message(text)
-    return Message(channel, pid, Role.USER, text, author, author, ts=1.0, tokens=tokens,
-                   state=State.ARCHIVED)  # fmt: skip
+    return Message(
+        channel, pid, Role.USER, text, author, author, ts=1.0, tokens=tokens, state=State.ARCHIVED
+    )
 
 
 def assert_each_answered_once(replies: Sequence[Message]) -> None:
@@ -96,10 +97,14 @@ async def test_regression_replay_of_a_burst_answers_every_question_once(
     cfg = make_config({"defaults": {"respond": "always"}})
     async with Runtime(cfg) as rt:  # the archived fact, from an earlier life of the channel
         await rt.store.append_many([archived(CH, *ARCHIVED)])
-    lines = [{"id": p, "author": a, "text": t, "ts": 1_700_000_000 + i}
-             for i, (p, a, t) in enumerate(FACTS)]  # fmt: skip
-    lines += [{"id": p, "author": "erin", "text": q, "ts": 1_700_000_100 + i}
-              for i, (p, q, _) in enumerate(QUESTIONS)]  # fmt: skip
+    lines = [
+        {"id": p, "author": a, "text": t, "ts": 1_700_000_000 + i}
+        for i, (p, a, t) in enumerate(FACTS)
+    ]
+    lines += [
+        {"id": p, "author": "erin", "text": q, "ts": 1_700_000_100 + i}
+        for i, (p, q, _) in enumerate(QUESTIONS)
+    ]
     path = tmp_path / "burst.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     report = await replay(cfg, path, CH, listen_only=False)
@@ -215,9 +220,14 @@ async def test_regression_a_small_window_never_splits_a_tool_call_from_its_resul
     its call, nor a call without its result."""
     llm = ScriptedLLM(chat_reply="ok")
     cfg = make_config(
-        {"defaults": {"context_window": 2048, "respond": "mention",
-                      "compaction": {"min_messages_between": 0}}}
-    )  # fmt: skip
+        {
+            "defaults": {
+                "context_window": 2048,
+                "respond": "mention",
+                "compaction": {"min_messages_between": 0},
+            }
+        }
+    )
     filler = "lorem ipsum dolor sit amet " * 8
     async with Runtime(cfg, llm=llm) as rt:
         actor = await rt.registry.actor(CH)
@@ -258,14 +268,19 @@ async def test_regression_a_model_cannot_save_the_bots_quote_of_a_user_as_its_me
     (the user's own line is the memory); what the bot itself promised is saved."""
     llm = ScriptedLLM()
     cfg = make_config(
-        {"memory": {"enabled": True},
-         "defaults": {"respond": "always", "compaction": {"background_fraction": 0.9}}}
-    )  # fmt: skip
+        {
+            "memory": {"enabled": True},
+            "defaults": {"respond": "always", "compaction": {"background_fraction": 0.9}},
+        }
+    )
     said = "The staging server is called kestrel-03 and runs Debian."
     async with Runtime(cfg, llm=llm) as rt:
         actor = await rt.registry.actor(CH)
-        llm.push("chat", Completion(f"Earlier, dave said: «{said}»"),
-                 Completion("I will rotate the kestrel-03 keys on Monday."))  # fmt: skip
+        llm.push(
+            "chat",
+            Completion(f"Earlier, dave said: «{said}»"),
+            Completion("I will rotate the kestrel-03 keys on Monday."),
+        )
         await rt.submit(inbound(CH, said, pid="u1", author="dave", addressed=False))
         await rt.submit(inbound(CH, "what is the staging server?", pid="u2"))
         await rt.drain()
@@ -273,8 +288,9 @@ async def test_regression_a_model_cannot_save_the_bots_quote_of_a_user_as_its_me
         await rt.drain()
         await rt.submit(inbound(CH, "thanks", pid="u4"))
         await rt.drain()
-        quote_id, promise_id = [m.platform_id for m in actor.ctx.items
-                                if m.role is Role.ASSISTANT][:2]  # fmt: skip
+        quote_id, promise_id = [m.platform_id for m in actor.ctx.items if m.role is Role.ASSISTANT][
+            :2
+        ]
 
         def save(content: str, source: str, cid: str) -> ToolCall:
             args = {"content": content, "memory_type": "fact", "source_ids": [source]}
@@ -288,7 +304,10 @@ async def test_regression_a_model_cannot_save_the_bots_quote_of_a_user_as_its_me
         assert "Compacting" in await actor.call(lambda a: a.force_compaction())
         await wait_for(lambda: actor.compactor.counters["background"] == 1, timeout=15)
         await rt.drain()
-        contents = [n["content"] async for n in rt.memory.graph.export()
-                    if n["kind"] == "node" and n["type"] != "episode"]  # fmt: skip
+        contents = [
+            n["content"]
+            async for n in rt.memory.graph.export()
+            if n["kind"] == "node" and n["type"] != "episode"
+        ]
         assert promise in contents
         assert copied not in contents

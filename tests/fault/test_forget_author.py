@@ -46,15 +46,24 @@ def test_keep_messages_on_forget_false_skips_messages_not_indexed_yet(tmp_path: 
     ]
     feed = write_lines(tmp_path / "feed.jsonl", rows)
     cfg = config(tmp_path, live=False)  # the indexer does not catch up on its own
-    stored = run("replay", str(feed), "--channel", CHANNEL, "--listen-only", "--config",
-                 str(cfg), timeout=120)  # fmt: skip
+    stored = run(
+        "replay",
+        str(feed),
+        "--channel",
+        CHANNEL,
+        "--listen-only",
+        "--config",
+        str(cfg),
+        timeout=120,
+    )
     assert stored.returncode == 0, stored.stderr
     assert stored_ids(tmp_path / "bot.db", CHANNEL) == ["a1", "b1", "a2"]
 
     preview = run("memory", "forget", "--author", "alice", "--config", str(cfg), timeout=120)
     assert preview.returncode == 2 and "2 raw messages would be deleted" in preview.stderr
-    forgot = run("memory", "forget", "--author", "alice", "--yes", "--config", str(cfg),
-                 timeout=120)  # fmt: skip
+    forgot = run(
+        "memory", "forget", "--author", "alice", "--yes", "--config", str(cfg), timeout=120
+    )
     assert forgot.returncode == 0, forgot.stderr
     assert json.loads(forgot.stdout)["messages_deleted"] == 2
     assert stored_ids(tmp_path / "bot.db", CHANNEL) == ["b1"]
@@ -62,8 +71,16 @@ def test_keep_messages_on_forget_false_skips_messages_not_indexed_yet(tmp_path: 
     # A start with live indexing on indexes everything still stored.
     cfg = config(tmp_path, live=True)
     empty = write_lines(tmp_path / "empty.jsonl", [])
-    again = run("replay", str(empty), "--channel", "fa:other", "--listen-only", "--config",
-                str(cfg), timeout=180)  # fmt: skip
+    again = run(
+        "replay",
+        str(empty),
+        "--channel",
+        "fa:other",
+        "--listen-only",
+        "--config",
+        str(cfg),
+        timeout=180,
+    )
     assert again.returncode == 0, again.stderr
     assert [h["source_message_ids"] for h in search(cfg, OTHER)] == [["b1"]]
     assert search(cfg, SECRET) == []
@@ -87,18 +104,35 @@ def test_forgotten_author_messages_not_indexed_yet_are_indexed_after_restart(
     ]
     feed = write_lines(tmp_path / "feed.jsonl", rows)
     cfg = config(tmp_path, live=False, keep=True)
-    stored = run("replay", str(feed), "--channel", CHANNEL, "--listen-only", "--config",
-                 str(cfg), timeout=120)  # fmt: skip
+    stored = run(
+        "replay",
+        str(feed),
+        "--channel",
+        CHANNEL,
+        "--listen-only",
+        "--config",
+        str(cfg),
+        timeout=120,
+    )
     assert stored.returncode == 0, stored.stderr
-    forgot = run("memory", "forget", "--author", "alice", "--yes", "--config", str(cfg),
-                 timeout=120)  # fmt: skip
+    forgot = run(
+        "memory", "forget", "--author", "alice", "--yes", "--config", str(cfg), timeout=120
+    )
     assert forgot.returncode == 0, forgot.stderr
     assert json.loads(forgot.stdout)["messages_deleted"] == 0
 
     cfg = config(tmp_path, live=True, keep=True)
     empty = write_lines(tmp_path / "empty.jsonl", [])
-    again = run("replay", str(empty), "--channel", "fa:other", "--listen-only", "--config",
-                str(cfg), timeout=180)  # fmt: skip
+    again = run(
+        "replay",
+        str(empty),
+        "--channel",
+        "fa:other",
+        "--listen-only",
+        "--config",
+        str(cfg),
+        timeout=180,
+    )
     assert again.returncode == 0, again.stderr
     assert [h["source_message_ids"] for h in search(cfg, OTHER)] == [["b1"]]
     assert search(cfg, SECRET) == []

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.fakes import FakeSlack
-from bot.store import Store
 from tests.fault.procs import run
 from tests.fault.running_bot import (
     Bot,
@@ -20,6 +18,8 @@ from tests.fault.running_bot import (
     until,
     write_config,
 )
+from tierbot.store import Store
+from tierbot.testing import FakeSlack
 
 DM = "D100"
 
@@ -50,8 +50,9 @@ async def test_kept_reply_double_posts_after_a_crash_between_post_and_delete(
         fake.release_posts()  # Slack did take that post: a second one would be a duplicate
         await fake.wait_for(lambda: fake.posted(DM), within=15)
 
-        again = await run_until_event(cfg, slack_env(fake), "replies.redelivered",
-                                      "the kept replies to be handled")  # fmt: skip
+        again = await run_until_event(
+            cfg, slack_env(fake), "replies.redelivered", "the kept replies to be handled"
+        )
         texts = Counter(p["text"] for p in fake.posted(DM))
         assert texts == {"the first answer": 1, "the second answer": 1}, texts
         uncertain = again.events("reply.delivery_uncertain")

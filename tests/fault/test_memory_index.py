@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from bot.config import Config
 from bot.runtime import Runtime
 from tests.helpers import inbound
+from tierbot.config import Config
 
 CHANNEL = "idx:1"
 
@@ -74,10 +74,14 @@ def unindexed(db: Path) -> int:
 
 def search(cfg: Path, text: str, channel: str = CHANNEL) -> list[str]:
     out = subprocess.run(
-        tierbot("memory", "search", text, "--channel", channel, "--limit", "3",
-                "--config", str(cfg)),
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
+        tierbot(
+            "memory", "search", text, "--channel", channel, "--limit", "3", "--config", str(cfg)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     return [pid for hit in json.loads(out) for pid in hit["source_message_ids"]]
 
 
@@ -90,8 +94,9 @@ def test_search_gap_after_shutdown_killed_process_is_indexed_after_restart(tmp_p
     write_replay(data, n)
     cfg = write_config(tmp_path)
     db = tmp_path / "bot.db"
-    replay = tierbot("replay", str(data), "--channel", CHANNEL, "--listen-only",
-                     "--config", str(cfg))  # fmt: skip
+    replay = tierbot(
+        "replay", str(data), "--channel", CHANNEL, "--listen-only", "--config", str(cfg)
+    )
     proc = subprocess.Popen(replay, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -109,10 +114,13 @@ def test_search_gap_after_shutdown_killed_process_is_indexed_after_restart(tmp_p
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     done = subprocess.run(
-        tierbot("replay", str(empty), "--channel", "idx:other", "--listen-only",
-                "--config", str(cfg)),
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        tierbot(
+            "replay", str(empty), "--channel", "idx:other", "--listen-only", "--config", str(cfg)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     assert unindexed(db) == 0
     pids = [f"n{i}" for i in range(stored)]
@@ -145,9 +153,10 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
     left = [e for e in logs if e["event"] == "memory.index_backlog_at_shutdown"]
     assert len(left) == 1 and left[0]["log_level"] == "warning"
     assert left[0]["unindexed"] == query(
-        db, f"SELECT COUNT(*) FROM messages WHERE role IN ('user', 'assistant') "
-        f"AND id > {left[0]['indexed_upto']}"
-    )  # fmt: skip
+        db,
+        f"SELECT COUNT(*) FROM messages WHERE role IN ('user', 'assistant') "
+        f"AND id > {left[0]['indexed_upto']}",
+    )
     assert left[0]["unindexed"] > 0
 
     async with Runtime(make_config({"memory": {"enabled": True}})) as rt:
@@ -185,16 +194,20 @@ def test_corrupt_vector_index_is_rebuilt_not_a_segfault(tmp_path: Path) -> None:
     cfg = write_config(tmp_path, window=1500)
     first = subprocess.run(
         tierbot("replay", str(data), "--channel", CHANNEL, "--listen-only", "--config", str(cfg)),
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert first.returncode == 0, first.stderr
     index = tmp_path / "bot.db.memory-index" / "vectors.hnsw"
     corrupt_near_end(index)
 
     search_run = subprocess.run(
         tierbot("memory", "search", code(n - 3), "--channel", CHANNEL, "--config", str(cfg)),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert search_run.returncode == 0, search_run.stderr
     assert f"n{n - 3}" in [
         p for h in json.loads(search_run.stdout) for p in h["source_message_ids"]
@@ -209,8 +222,10 @@ def test_corrupt_vector_index_is_rebuilt_not_a_segfault(tmp_path: Path) -> None:
     )
     again = subprocess.run(
         tierbot("replay", str(more), "--channel", CHANNEL, "--listen-only", "--config", str(cfg)),
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stderr
     assert "memory.vector_rebuild" in again.stderr and "corrupt" in again.stderr
     assert "late" in search(cfg, "pager rotation zqlatex")

@@ -6,14 +6,21 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from bot.config import MemoryConfig
-from bot.messages import Message, Role
 from memory_graph import MemoryGraph
+from tierbot.config import MemoryConfig
+from tierbot.messages import Message, Role
 
 
 def _msg(pid: str, text: str) -> Message:
-    return Message(channel="c:1", platform_id=pid, role=Role.USER, text=text, author_id="u1",
-                   author_name="Alice", ts=1e9)  # fmt: skip
+    return Message(
+        channel="c:1",
+        platform_id=pid,
+        role=Role.USER,
+        text=text,
+        author_id="u1",
+        author_name="Alice",
+        ts=1e9,
+    )
 
 
 async def test_regression_a_write_cancelled_while_waiting_for_the_file_lock_leaves_no_transaction(

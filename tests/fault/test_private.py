@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.fakes import FakeDiscord, FakeSlack
 from bot.adapters.slack import SlackAdapter
-from bot.config import Config, DiscordAdapterConfig, MemoryConfig, SlackAdapterConfig
-from bot.messages import InboundMessage, Message, Role
 from bot.runtime import Runtime
 from memory_graph import MemoryGraph
+from tierbot.config import Config, DiscordAdapterConfig, MemoryConfig, SlackAdapterConfig
+from tierbot.messages import InboundMessage, Message, Role
+from tierbot.testing import FakeDiscord, FakeSlack
 
 pytestmark = pytest.mark.slow
 

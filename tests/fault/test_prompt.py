@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 import pytest
 
-from bot.config import Config
-from bot.llm.base import ToolCall
-from bot.llm.fake_server import FakeLLMServer, RecordedRequest, Reply
-from bot.llm.quoting import blocks
-from bot.messages import Message, Role
 from bot.runtime import Runtime
 from channels.prompt import build_prompt
 from tests.helpers import inbound, wait_for
+from tierbot.config import Config
+from tierbot.llm.base import ToolCall
+from tierbot.llm.quoting import blocks
+from tierbot.messages import Message, Role
+from tierbot.testing.llm_server import FakeLLMServer, RecordedRequest, Reply
 
 CH = "inject:1"
 KEY_ENV = "TIERBOT_TEST_LLM_KEY"
@@ -160,9 +160,14 @@ def test_a_branch_conclusion_and_a_marker_are_quoted_and_cannot_close_their_tags
         _stored(Role.MARKER, "[3 earlier messages were set aside]", "mk"),
         _stored(Role.USER, "what happened?", "u1"),
         _stored(Role.TOOL_CALL, "branch_result(b-1)", "tc", calls=[call]),
-        _stored(Role.TOOL_RESULT, f'{{"conclusion": "{INJECTED}"}}', "tr", call_id="b-1",
-                tool="branch_result"),
-    ]  # fmt: skip
+        _stored(
+            Role.TOOL_RESULT,
+            f'{{"conclusion": "{INJECTED}"}}',
+            "tr",
+            call_id="b-1",
+            tool="branch_result",
+        ),
+    ]
     prompt = build_prompt(OPERATOR, items)
     assert [m.role for m in prompt] == ["system", "user", "user", "assistant", "tool"]
     assert prompt[0].content == OPERATOR

@@ -48,8 +48,9 @@ def test_bad_replay_line_is_skipped_named_and_good_lines_stored(
     feed = tmp_path / "feed.jsonl"
     feed.write_bytes(GOOD_1 + bad + b"\n" + GOOD_3)
     cfg = str(write_config(tmp_path))
-    code = main(["replay", str(feed), "--channel", "r:1", "--listen-only", "--json",
-                 "--config", cfg])  # fmt: skip
+    code = main(
+        ["replay", str(feed), "--channel", "r:1", "--listen-only", "--json", "--config", cfg]
+    )
     out, err = capsys.readouterr()
     assert code == 2
     skipped = [line for line in err.splitlines() if line.startswith("tierbot: ")]
@@ -79,8 +80,10 @@ def test_good_lines_of_a_chunk_with_bad_lines_are_all_stored(
             want.append(m["id"])
     feed = write_lines(tmp_path / "mixed.jsonl", rows)
     cfg = str(write_config(tmp_path))
-    assert main(["replay", str(feed), "--channel", "m:1", "--listen-only", "--json",
-                 "--config", cfg]) == 2  # fmt: skip
+    assert (
+        main(["replay", str(feed), "--channel", "m:1", "--listen-only", "--json", "--config", cfg])
+        == 2
+    )
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert report["rejected_total"] == 150 and len(report["rejected"]) == 100
@@ -96,8 +99,10 @@ def test_clean_replay_exits_0_with_nothing_rejected(
     """A file of good lines exits 0 and reports no rejections."""
     feed = write_lines(tmp_path / "ok.jsonl", messages(10))
     cfg = str(write_config(tmp_path))
-    assert main(["replay", str(feed), "--channel", "o:1", "--listen-only", "--json",
-                 "--config", cfg]) == 0  # fmt: skip
+    assert (
+        main(["replay", str(feed), "--channel", "o:1", "--listen-only", "--json", "--config", cfg])
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["rejected"] == [] and report["rejected_total"] == 0
     assert report["messages_in"] == 10
@@ -115,8 +120,17 @@ def test_replay_process_with_every_kind_of_bad_line_exits_2(tmp_path: Path) -> N
     feed.write_bytes(body + GOOD_3.replace(b'"g3"', b'"last"'))
     n = len(BAD_LINES)
     cfg = write_config(tmp_path)
-    proc = run("replay", str(feed), "--channel", "p:1", "--listen-only", "--json",
-               "--config", str(cfg), timeout=60)  # fmt: skip
+    proc = run(
+        "replay",
+        str(feed),
+        "--channel",
+        "p:1",
+        "--listen-only",
+        "--json",
+        "--config",
+        str(cfg),
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     skipped = [line for line in proc.stderr.splitlines() if line.endswith("(skipped)")]

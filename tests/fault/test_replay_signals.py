@@ -53,8 +53,9 @@ def test_sigterm_during_replay_exits_143_without_a_word(
     rows = messages(150, "s")
     fifo = tmp_path / "feed.fifo"
     os.mkfifo(fifo)
-    proc = start("replay", str(fifo), "--channel", "s:1", "--listen-only", "--json",
-                 "--config", str(cfg))  # fmt: skip
+    proc = start(
+        "replay", str(fifo), "--channel", "s:1", "--listen-only", "--json", "--config", str(cfg)
+    )
     writer = os.open(fifo, os.O_WRONLY)
     try:
         # More than one batch, then the feed stays open: the replay waits for line 151.
@@ -85,10 +86,25 @@ def test_sigterm_during_replay_exits_143_without_a_word(
     feed = tmp_path / "feed.jsonl"
     feed.write_text("".join(json.dumps(m) + "\n" for m in rows))
     rest = subprocess.run(
-        f"tail -n +{n + 1} {feed} | " + " ".join(tierbot("replay", "/dev/stdin", "--channel",
-        "s:1", "--listen-only", "--json", "--config", str(cfg))),
-        shell=True, capture_output=True, text=True, timeout=120, env=env(),
-    )  # fmt: skip
+        f"tail -n +{n + 1} {feed} | "
+        + " ".join(
+            tierbot(
+                "replay",
+                "/dev/stdin",
+                "--channel",
+                "s:1",
+                "--listen-only",
+                "--json",
+                "--config",
+                str(cfg),
+            )
+        ),
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(),
+    )
     assert rest.returncode == 0, rest.stderr
     assert json.loads(rest.stdout)["interrupted"] is False
     assert stored_ids(db, "s:1") == [m["id"] for m in rows]

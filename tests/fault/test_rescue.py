@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
-from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
 from tests.fault.running_bot import until
 from tests.helpers import inbound
+from tierbot.config import load_config
+from tierbot.testing.scripted import ScriptedLLM
 
 CH = "rescue:1"
 

@@ -7,11 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.fakes import FakeSlack
 from bot.adapters.slack import SlackAdapter
-from bot.config import load_config
-from bot.llm.fake_server import FakeLLMServer, Reply
-from bot.llm.scripted import ScriptedLLM
 from bot.runtime import Runtime
 from tests.fault.running_bot import (
     Bot,
@@ -22,6 +18,10 @@ from tests.fault.running_bot import (
     write_config,
 )
 from tests.helpers import inbound
+from tierbot.config import load_config
+from tierbot.testing import FakeSlack
+from tierbot.testing.llm_server import FakeLLMServer, Reply
+from tierbot.testing.scripted import ScriptedLLM
 
 DM = "D100"
 ANSWER = "forty-two, after some thought"
@@ -41,8 +41,9 @@ async def ask_and_wait_for_the_model(fake: FakeSlack, srv: FakeLLMServer) -> str
 async def test_sigterm_during_a_turn_posts_the_reply_then_exits_0(tmp_path: Path) -> None:
     """SIGTERM while the model is answering: the reply still reaches Slack, and the exit is 0."""
     async with FakeSlack() as fake, FakeLLMServer(default=Reply(ANSWER, delay=3.0)) as srv:
-        cfg = write_config(tmp_path, slack_section(fake.api_base_url),
-                           llm_base_url=srv.openai_base_url)  # fmt: skip
+        cfg = write_config(
+            tmp_path, slack_section(fake.api_base_url), llm_base_url=srv.openai_base_url
+        )
         bot = await Bot(cfg, slack_env(fake)).start()
         try:
             asked = await ask_and_wait_for_the_model(fake, srv)
@@ -65,8 +66,9 @@ async def test_reply_the_platform_could_not_take_at_shutdown_is_posted_once_afte
     and message named, counted at shutdown) and posted once by the next run, never re-asked."""
     async with FakeLLMServer(default=Reply(ANSWER, delay=3.0)) as srv:
         async with FakeSlack() as down:
-            cfg = write_config(tmp_path, slack_section(down.api_base_url),
-                               llm_base_url=srv.openai_base_url)  # fmt: skip
+            cfg = write_config(
+                tmp_path, slack_section(down.api_base_url), llm_base_url=srv.openai_base_url
+            )
             first = await Bot(cfg, slack_env(down)).start()
             try:
                 asked = await ask_and_wait_for_the_model(down, srv)
@@ -84,10 +86,12 @@ async def test_reply_the_platform_could_not_take_at_shutdown_is_posted_once_afte
         assert first.events("runtime.stopped")[-1]["undelivered"] == 1
 
         async with FakeSlack() as back:
-            cfg = write_config(tmp_path, slack_section(back.api_base_url),
-                               llm_base_url=srv.openai_base_url)  # fmt: skip
-            second = await run_until_event(cfg, slack_env(back), "replies.redelivered",
-                                           "the kept reply to be posted")  # fmt: skip
+            cfg = write_config(
+                tmp_path, slack_section(back.api_base_url), llm_base_url=srv.openai_base_url
+            )
+            second = await run_until_event(
+                cfg, slack_env(back), "replies.redelivered", "the kept reply to be posted"
+            )
             assert [p["text"] for p in back.posted(DM)] == [ANSWER]
         assert second.events("runtime.stopped")[-1]["undelivered"] == 0
         assert len(srv.requests) == 1  # answered once: the restart posted, it did not re-ask

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import structlog
 
-from bot.adapters.fakes import FakeSlack, post_signed_event
 from bot.adapters.slack import SlackAdapter
-from bot.config import Config, SlackAdapterConfig
-from bot.llm.scripted import ScriptedLLM
-from bot.messages import Message, Role
 from bot.runtime import Runtime
 from tests.helpers import wait_for
+from tierbot.config import Config, SlackAdapterConfig
+from tierbot.messages import Message, Role
+from tierbot.testing import FakeSlack, post_signed_event
+from tierbot.testing.scripted import ScriptedLLM
 
 pytestmark = pytest.mark.slow
 

@@ -20,9 +20,12 @@ def _run_bounded(args: list[str], extra_env: dict[str, str] | None = None) -> tu
     """Run ``tierbot ARGS``; fail the test if it is still alive after EXIT_BOUND seconds."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", *args], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env={**env(), **(extra_env or {})},
-    )  # fmt: skip
+        [sys.executable, "-m", "bot.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env(), **(extra_env or {})},
+    )
     try:
         _, err = proc.communicate(timeout=EXIT_BOUND)
     except subprocess.TimeoutExpired:
@@ -64,8 +67,9 @@ def test_fatal_startup_error_exits_within_seconds(tmp_path: Path, case: str, com
     assert line.startswith("tierbot: ") and named in line, err
     assert no_traceback(err)
     # Nothing stays locked behind it: the next writer is not told the store is in use.
-    code, err = _run_bounded(["replay", str(feed), "--channel", "s:1", "--config", str(cfg)],
-                             extra_env)  # fmt: skip
+    code, err = _run_bounded(
+        ["replay", str(feed), "--channel", "s:1", "--config", str(cfg)], extra_env
+    )
     assert "in use by" not in err
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StoreError
-from bot.messages import Message, Role
-from bot.store import _MIGRATIONS, Store
+from tierbot.errors import StoreError
+from tierbot.messages import Message, Role
+from tierbot.store import _MIGRATIONS, Store
 
 from .procs import (
     EXIT_BOUND,
@@ -144,10 +144,18 @@ def test_four_parallel_replays_one_writes_the_others_are_refused(tmp_path: Path)
     n = 2000
     feeds = [write_lines(tmp_path / f"f{k}.jsonl", messages(n, f"k{k}-")) for k in range(4)]
     procs = [
-        start("replay", str(f), "--channel", f"par:{k}", "--listen-only", "--json",
-              "--config", str(cfg))
+        start(
+            "replay",
+            str(f),
+            "--channel",
+            f"par:{k}",
+            "--listen-only",
+            "--json",
+            "--config",
+            str(cfg),
+        )
         for k, f in enumerate(feeds)
-    ]  # fmt: skip
+    ]
     results = [p.communicate(timeout=180) for p in procs]
     codes = [p.returncode for p in procs]
     # Usually one holds the lock while the others start; on a loaded machine a replay may
@@ -175,8 +183,9 @@ def running_bot(tmp_path: Path):
     """A real `tierbot chat` on the store (stdin kept open), after a replay filled r:1."""
     cfg = write_config(tmp_path, memory=True)
     feed = write_lines(tmp_path / "seed.jsonl", messages(40, "s"))
-    seed = run("replay", str(feed), "--channel", "r:1", "--listen-only", "--config", str(cfg),
-               timeout=120)  # fmt: skip
+    seed = run(
+        "replay", str(feed), "--channel", "r:1", "--listen-only", "--config", str(cfg), timeout=120
+    )
     assert seed.returncode == 0, seed.stderr
     bot = start("chat", "--config", str(cfg), stdin=subprocess.PIPE)
     wait_for_writer(bot, tmp_path / "bot.db.lock")
@@ -311,8 +320,17 @@ def test_replay_on_a_full_disk_exits_nonzero_naming_the_error(tmp_path: Path) ->
     for r in rows:
         r["text"] += " " + "z" * 200
     feed = write_lines(tmp_path / "big.jsonl", rows)
-    proc = run("replay", str(feed), "--channel", "d:1", "--listen-only", "--config", str(cfg),
-               timeout=120, preexec_fn=_file_size_limit(2_000_000))  # fmt: skip
+    proc = run(
+        "replay",
+        str(feed),
+        "--channel",
+        "d:1",
+        "--listen-only",
+        "--config",
+        str(cfg),
+        timeout=120,
+        preexec_fn=_file_size_limit(2_000_000),
+    )
     assert proc.returncode == 1
     line = last_line(proc.stderr)
     assert line.startswith("tierbot: cannot write to the store")
@@ -374,8 +392,9 @@ def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("good")
     cfg = write_config(tmp, "[defaults]\ncontext_window = 2048\n", memory=True)
     feed = write_lines(tmp / "seed.jsonl", messages(300, "g"))
-    proc = run("replay", str(feed), "--channel", "c:1", "--listen-only", "--config", str(cfg),
-               timeout=120)  # fmt: skip
+    proc = run(
+        "replay", str(feed), "--channel", "c:1", "--listen-only", "--config", str(cfg), timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return tmp / "bot.db"
 

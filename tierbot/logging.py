@@ -19,8 +19,12 @@ from typing import IO, Any, TextIO, cast
 
 import structlog
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-           "error": logging.ERROR}  # fmt: skip
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 _METHOD_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -122,6 +126,7 @@ def configure_logging(
         logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, stream)),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(level=max(_LEVELS.get(level, logging.INFO), logging.WARNING),
-                        stream=stream, force=True)  # fmt: skip
+    logging.basicConfig(
+        level=max(_LEVELS.get(level, logging.INFO), logging.WARNING), stream=stream, force=True
+    )
     set_log_level(level)

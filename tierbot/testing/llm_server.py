@@ -29,7 +29,7 @@ from typing import Any, Literal, assert_never
 
 from aiohttp import web
 
-from bot.llm.base import ToolCall
+from tierbot.llm.base import ToolCall
 
 Api = Literal["openai", "anthropic"]
 

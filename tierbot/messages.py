@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 class Role(StrEnum):
@@ -87,18 +87,24 @@ class Message:
         return bool(self.meta.get("pinned"))
 
 
-def workspace_of(channel_key: str) -> str:
-    """The workspace a channel belongs to, for memory scoping.
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A reply to deliver: which channel, what text, and which message it answers."""
 
-    ``discord:<guild>:<channel>`` -> ``discord:<guild>``; ``slack:<team>:...`` ->
-    ``slack:<team>``; a DM (``discord:dm:<user>``) is its own workspace; any other
-    key (console, replay) is its own workspace too.  Slack DM channel ids start
-    with ``D``: such a channel is private too.
-    """
-    parts = channel_key.split(":")
-    if len(parts) >= 3 and parts[0] in ("discord", "slack"):
-        if parts[1] == "dm" or (parts[0] == "slack" and parts[2].startswith("D")):
-            # A direct message is private to its user: never one workspace with others.
-            return ":".join(parts[:3])
-        return ":".join(parts[:2])
-    return channel_key
+    channel: str
+    text: str
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """Whether the runtime accepted an inbound message, and why not."""
+
+    accepted: bool
+    reason: str = ""
+
+
+class ProgressHandle(Protocol):
+    """A platform's "the bot is working" indicator; ``done`` takes it away."""
+
+    async def done(self) -> None: ...

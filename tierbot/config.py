@@ -2,7 +2,7 @@
 
 ``load_config(path)`` reads the file with :mod:`tomllib`, applies
 ``TIERBOT__SECTION__KEY`` environment overrides, validates everything into
-pydantic models and raises :class:`~bot.errors.ConfigError` naming the file and
+pydantic models and raises :class:`~tierbot.errors.ConfigError` naming the file and
 the full key path of every problem.  ``Config.for_channel(key)`` resolves the
 ``[[channels]]`` overrides for one channel (most specific pattern wins) and
 caches the result, so a reload costs one resolution per channel, not one per
@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from bot.errors import ConfigError, ConfigProblem
+from tierbot.errors import ConfigError, ConfigProblem
 
 RespondMode = Literal["always", "mention", "listen"]
 ENV_PREFIX = "TIERBOT__"

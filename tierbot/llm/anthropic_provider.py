@@ -6,7 +6,7 @@ message anywhere else is sent as quoted user text (never promoted), tool calls
 and results become ``tool_use`` / ``tool_result`` content blocks, and
 consecutive same-role turns are merged (the API wants user and assistant turns
 to alternate).
-The SDK's own retries are off; :func:`bot.retry.retry_call` retries rate limits,
+The SDK's own retries are off; :func:`tierbot.retry.retry_call` retries rate limits,
 overloads and transient failures so every provider backs off the same way.
 """
 
@@ -28,18 +28,18 @@ from anthropic.types import (
 )
 from anthropic.types import Usage as AnthropicUsage
 
-from bot.config import LLMConfig
-from bot.errors import (
+from tierbot.config import LLMConfig
+from tierbot.errors import (
     ContextOverflowError,
     FatalLLMError,
     LLMError,
     RateLimitedError,
     TransientLLMError,
 )
-from bot.llm._http import api_key_from_env, clip, retry_after_seconds
-from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
-from bot.llm.quoting import demote_system
-from bot.retry import Backoff, retry_call
+from tierbot.llm._http import api_key_from_env, clip, retry_after_seconds
+from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from tierbot.llm.quoting import demote_system
+from tierbot.retry import Backoff, retry_call
 
 __all__ = ["AnthropicProvider"]
 
@@ -53,11 +53,11 @@ _Block = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
 
 
 class AnthropicProvider:
-    """An :class:`~bot.llm.base.LLMProvider` for Anthropic's Messages API.
+    """An :class:`~tierbot.llm.base.LLMProvider` for Anthropic's Messages API.
 
-    ``complete`` raises only :class:`~bot.errors.LLMError` subclasses, after
+    ``complete`` raises only :class:`~tierbot.errors.LLMError` subclasses, after
     retrying rate limits, 529 overloads and transient failures ``[llm]
-    max_retries`` times.  The constructor raises :class:`~bot.errors.FatalLLMError`
+    max_retries`` times.  The constructor raises :class:`~tierbot.errors.FatalLLMError`
     when the API key variable named by ``[llm] api_key_env`` is unset or
     ``[llm] model`` is empty.
     """

@@ -2,7 +2,7 @@
 
 One class serves OpenAI itself, OpenRouter, Ollama, vLLM and llama.cpp's server:
 only ``[llm] base_url``, ``model`` and ``api_key_env`` differ.  The SDK's own
-retries are off; :func:`bot.retry.retry_call` retries rate limits and transient
+retries are off; :func:`tierbot.retry.retry_call` retries rate limits and transient
 failures so every provider backs off the same way.
 """
 
@@ -22,18 +22,18 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
-from bot.config import LLMConfig
-from bot.errors import (
+from tierbot.config import LLMConfig
+from tierbot.errors import (
     ContextOverflowError,
     FatalLLMError,
     LLMError,
     RateLimitedError,
     TransientLLMError,
 )
-from bot.llm._http import api_key_from_env, clip, retry_after_seconds
-from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
-from bot.llm.quoting import demote_system
-from bot.retry import Backoff, retry_call
+from tierbot.llm._http import api_key_from_env, clip, retry_after_seconds
+from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from tierbot.llm.quoting import demote_system
+from tierbot.retry import Backoff, retry_call
 
 __all__ = ["OpenAIProvider"]
 
@@ -55,11 +55,11 @@ _OVERFLOW_MARKERS = (
 
 
 class OpenAIProvider:
-    """An :class:`~bot.llm.base.LLMProvider` for OpenAI-compatible chat-completions APIs.
+    """An :class:`~tierbot.llm.base.LLMProvider` for OpenAI-compatible chat-completions APIs.
 
-    ``complete`` raises only :class:`~bot.errors.LLMError` subclasses, after
+    ``complete`` raises only :class:`~tierbot.errors.LLMError` subclasses, after
     retrying rate limits and transient failures ``[llm] max_retries`` times.
-    The constructor raises :class:`~bot.errors.FatalLLMError` when the API key
+    The constructor raises :class:`~tierbot.errors.FatalLLMError` when the API key
     variable named by ``[llm] api_key_env`` is unset or ``[llm] model`` is empty.
     """
 

@@ -2,7 +2,7 @@
 
 Providers translate :class:`ChatMessage` lists and :class:`ToolSpec` lists to
 their wire format, normalise tool calls back to :class:`ToolCall`, and map
-failures onto the typed errors of :mod:`bot.errors` (context overflow, rate
+failures onto the typed errors of :mod:`tierbot.errors` (context overflow, rate
 limited, transient, fatal).
 """
 
@@ -70,7 +70,7 @@ class Completion:
 class LLMProvider(Protocol):
     """What the core needs from a model.
 
-    ``complete`` raises only :class:`~bot.errors.LLMError` subclasses.  ``purpose``
+    ``complete`` raises only :class:`~tierbot.errors.LLMError` subclasses.  ``purpose``
     lets a provider pick a model per job (``[llm] summary_model``) and lets the
     offline provider choose its behaviour; real providers may ignore it.
     """

@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from bot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
-from bot.llm.quoting import blocks, is_quoted, unquote
-from bot.llm.text import Overlap, sentences, stems, words
-from bot.llm.transcript import BOT_MARK, TranscriptEntry, parse_transcript
-from bot.tokens import TokenCounter, get_counter
+from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
+from tierbot.llm.quoting import blocks, is_quoted, unquote
+from tierbot.llm.text import Overlap, sentences, stems, words
+from tierbot.llm.transcript import BOT_MARK, TranscriptEntry, parse_transcript
+from tierbot.tokens import TokenCounter, get_counter
 
 _QUESTION_START = re.compile(
     r"^(what|when|where|who|whom|whose|why|how|which|do|does|did|is|are|was|were|can|could|"
@@ -351,16 +351,18 @@ class OfflineProvider:
                 continue
             best, score = self._best(task, self._candidates(messages[:at], results))
             tried = {
-                c.name for c in asked.values()
+                c.name
+                for c in asked.values()
                 if task in (c.arguments.get("task"), c.arguments.get("query"))
-            }  # fmt: skip
+            }
             if score < 0.34 and "branch" in tools and "branch" not in tried:
                 calls.append(ToolCall(f"branch-{since}-{len(calls)}", "branch", {"task": task}))
             elif score < 0.34 and task in started:
                 waiting.append(task)
             elif score < 0.34 and "memory_recall" in tools and "memory_recall" not in tried:
-                call = ToolCall(f"recall-{since}-{len(calls)}", "memory_recall",
-                                {"query": task, "limit": 5})  # fmt: skip
+                call = ToolCall(
+                    f"recall-{since}-{len(calls)}", "memory_recall", {"query": task, "limit": 5}
+                )
                 calls.append(call)
             elif best is None or score < 0.2:
                 answers.append(

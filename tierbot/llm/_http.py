@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from bot.config import LLMConfig
-from bot.errors import FatalLLMError
+from tierbot.config import LLMConfig
+from tierbot.errors import FatalLLMError
 
 # Local servers (Ollama, llama.cpp, vLLM without --api-key) ignore the key, but the SDKs
 # refuse to start without one.

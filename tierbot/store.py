@@ -8,11 +8,11 @@ Invariants:
 * ``append`` returns only after the row is committed, so an adapter may
   acknowledge a platform message once it returns; a crash afterwards loses
   nothing.  Only a redelivered ``(channel, platform_id)`` is a duplicate (and
-  ignored); every other failure raises :class:`~bot.errors.StoreError`.
+  ignored); every other failure raises :class:`~tierbot.errors.StoreError`.
 * Message ids come from SQLite (AUTOINCREMENT): they only grow, even after
   forgetting deletes the newest rows, because channels compare ids with their
   ``handled_upto``.
-* One process writes a store at a time (:mod:`bot.storelock`); any number of
+* One process writes a store at a time (:mod:`tierbot.storelock`); any number of
   read-only opens (``read_only=True``: no migration, no writer, no lock) may run
   beside it.
 * One writer task owns every write and commits them in batches (group commit):
@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 import aiosqlite
 import structlog
 
-from bot.errors import StoreError
-from bot.messages import Message, Role, State
-from bot.storelock import WriterLock
+from tierbot.errors import StoreError
+from tierbot.messages import Message, Role, State
+from tierbot.storelock import WriterLock
 
 T = TypeVar("T")
 log = structlog.get_logger("tierbot.store")
@@ -202,9 +202,18 @@ def _statements(script: str) -> list[str]:
 
 def _insert_args(m: Message) -> tuple[Any, ...]:
     return (
-        m.channel, m.platform_id, m.role.value, m.author_id, m.author_name, m.text, m.ts,
-        m.tokens, m.state.value, m.pos, json.dumps(m.meta) if m.meta else "{}",
-    )  # fmt: skip
+        m.channel,
+        m.platform_id,
+        m.role.value,
+        m.author_id,
+        m.author_name,
+        m.text,
+        m.ts,
+        m.tokens,
+        m.state.value,
+        m.pos,
+        json.dumps(m.meta) if m.meta else "{}",
+    )
 
 
 async def _insert(
@@ -335,9 +344,12 @@ class Store:
         ``read_only``: no lock, no migration, no writer task; the file must exist.
         """
         store = cls(
-            path, synchronous=synchronous, commit_batch=commit_batch,
-            busy_timeout=busy_timeout, read_only=read_only,
-        )  # fmt: skip
+            path,
+            synchronous=synchronous,
+            commit_batch=commit_batch,
+            busy_timeout=busy_timeout,
+            read_only=read_only,
+        )
         await store._open()
         return store
 
@@ -878,7 +890,17 @@ async def _insert_record(db: aiosqlite.Connection, r: CompactionRecord) -> None:
         "usage_after, covered, tokens_before, tokens_after, memories, reason) "
         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (
-            r.channel, r.tier, r.outcome, r.started, r.duration, r.usage_before,
-            r.usage_after, r.covered, r.tokens_before, r.tokens_after, r.memories, r.reason,
+            r.channel,
+            r.tier,
+            r.outcome,
+            r.started,
+            r.duration,
+            r.usage_before,
+            r.usage_after,
+            r.covered,
+            r.tokens_before,
+            r.tokens_after,
+            r.memories,
+            r.reason,
         ),
-    )  # fmt: skip
+    )

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from bot.errors import StoreError, StoreLockedError
+from tierbot.errors import StoreError, StoreLockedError
 
 __all__ = ["WriterLock", "describe_holder", "lock_path"]
 
@@ -58,7 +58,7 @@ def describe_holder(holder: dict[str, Any]) -> str:
 class WriterLock:
     """An exclusive, non-blocking writer lock on a database; a context manager.
 
-    ``acquire`` raises :class:`~bot.errors.StoreLockedError` naming the holder when
+    ``acquire`` raises :class:`~tierbot.errors.StoreLockedError` naming the holder when
     another process has it.  Safe to ``release`` twice.  The lock is per open file,
     so a second ``WriterLock`` on the same database in the same process is refused too.
     """

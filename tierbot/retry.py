@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import structlog
 
-from bot.errors import RateLimitedError, TransientLLMError
+from tierbot.errors import RateLimitedError, TransientLLMError
 
 T = TypeVar("T")
 log = structlog.get_logger("tierbot.retry")
@@ -90,8 +90,13 @@ async def retry_forever(
         except Exception as exc:
             wait = backoff.delay(attempt)
             attempt += 1
-            log.warning("retry.reconnect", what=what, attempt=attempt, wait=round(wait, 2),
-                        error=str(exc) or repr(exc))  # fmt: skip
+            log.warning(
+                "retry.reconnect",
+                what=what,
+                attempt=attempt,
+                wait=round(wait, 2),
+                error=str(exc) or repr(exc),
+            )
             if on_failure is not None:
                 on_failure(attempt, wait, exc)
         await sleep(wait)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.llm.base import ChatMessage
+from tierbot.llm.base import ChatMessage
 
 __all__ = [
     "Block",

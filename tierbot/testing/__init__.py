@@ -5,7 +5,7 @@ Slack Web API and Socket Mode, and ``post_signed_event`` plays Slack's Events
 API against an adapter in HTTP mode.  Both record every request they receive.
 """
 
-from bot.adapters.fakes.discord_server import FakeDiscord, RecordedRequest
-from bot.adapters.fakes.slack_server import ApiCall, FakeSlack, post_signed_event, sign
+from tierbot.testing.discord_server import FakeDiscord, RecordedRequest
+from tierbot.testing.slack_server import ApiCall, FakeSlack, post_signed_event, sign
 
 __all__ = ["ApiCall", "FakeDiscord", "FakeSlack", "RecordedRequest", "post_signed_event", "sign"]

@@ -40,7 +40,7 @@ from compactor.scheduler import (
     uncovered,
 )
 from tierbot.config import CompactionConfig
-from tierbot.messages import Message, Role
+from tierbot.messages import Message, Role, SetAside
 from tierbot.vocab import COUNTER_KEYS, CompactionKind, Outcome
 
 _RANGE_KINDS = frozenset({CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE})
@@ -223,11 +223,11 @@ class Compactor:
         The worker picks the chunk (it needs the store); ids a range in flight
         already covers are left to that range.
         """
-        marker = next((m for m in items if m.role is Role.MARKER and m.meta.get("set_aside")), None)
+        marker = next((m for m in items if SetAside.of(m)), None)
         if marker is None or frozenset({marker.id}) in self.failed_sets:
             return None
         busy = in_flight_ids(p.covered for p in self.ranges)
-        if all(int(i) in busy for i in marker.meta.get("set_aside", [])):
+        if all(i in busy for i in SetAside.of(marker).ids):
             return None
         room = config.aggressive_threshold - summary_budget(config, window) / window
         if self.in_flight and usage >= room:

@@ -347,7 +347,7 @@ async def test_compaction_that_frees_nothing_is_not_retried_on_the_same_messages
         assert (await rt.store.compactions(CH))[0].outcome == "noop"
         calls = llm.count("summary")
         actor.compactor.since_last = 100
-        await actor.call(lambda a: a._check())
+        await actor.call(lambda a: a.compaction.check())
         await rt.drain()
         assert llm.count("summary") == calls
 

@@ -307,7 +307,7 @@ async def test_a_later_range_that_finishes_first_waits_and_summaries_land_in_ord
         assert not {m.id for m in first.covered} & {m.id for m in second.covered}
         assert max(m.pos for m in first.covered) < min(m.pos for m in second.covered)
         # The second summary is back, but it is not swapped in before the first.
-        await wait_for(lambda: bool(actor._held))
+        await wait_for(lambda: bool(actor.compaction.held))
         assert not actor.ctx.summaries()
         assert actor.compactor.counters["emergency"] == 0
         llm.hold[0].set()

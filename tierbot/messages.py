@@ -7,6 +7,7 @@ a channel's history as the store keeps it.  Both are frozen values.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
@@ -85,6 +86,40 @@ class Message:
     @property
     def pinned(self) -> bool:
         return bool(self.meta.get("pinned"))
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """What an emergency marker stands for: the archived messages it set aside.
+
+    A truncation replaces the oldest live messages by one ``Role.MARKER`` entry whose
+    ``meta["set_aside"]`` lists their ids in history order; rescues summarize them
+    chunk by chunk and shrink the list.  This is the one place that reads or writes
+    that meta key, so the on-disk JSON stays the same while code handles a value.
+    """
+
+    ids: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, msg: Message) -> SetAside:
+        """The ids ``msg`` set aside: none unless it is a marker with some left."""
+        if msg.role is not Role.MARKER:
+            return cls()
+        return cls(tuple(int(i) for i in msg.meta.get("set_aside", [])))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def without(self, ids: Collection[int]) -> SetAside:
+        """The ids still set aside once ``ids`` were summarized or found gone."""
+        return SetAside(tuple(i for i in self.ids if i not in ids))
+
+    def meta(self) -> dict[str, Any]:
+        """The marker's stored meta for these ids."""
+        return {"set_aside": list(self.ids)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,59 @@
+"""What a channel actor is given: the runtime's shared services, and the memory it may use."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tierbot.config import Config, RespondMode
+from tierbot.events import Bus
+from tierbot.llm.base import LLMProvider, ToolSpec
+from tierbot.messages import Outbound, ProgressHandle
+from tierbot.store import Store
+from tierbot.tokens import TokenCounter
+from workers import CompactionWorker, WorkerPool
+from workers.supervisor import TaskPool
+
+__all__ = ["ChannelDeps", "MemoryAccess"]
+
+
+class MemoryAccess(Protocol):
+    """What a channel needs from the memory graph to answer from memory."""
+
+    def recall_tool(self) -> ToolSpec: ...
+
+    async def recall_from_tool(
+        self, arguments: dict[str, Any], *, channel: str, exclude: Collection[str] = ()
+    ) -> str:
+        """Run memory_recall; ``exclude`` names platform ids the channel already has live."""
+        ...
+
+    def index_wake(self) -> None:
+        """New messages are stored: the background indexer reads them from the store soon;
+        never waits."""
+        ...
+
+    async def count(self, channel: str) -> int: ...
+
+
+@dataclass
+class ChannelDeps:
+    """Everything a channel actor uses, shared by all channels of a runtime.
+
+    ``events`` is the runtime's bus: the actor publishes what it does there (turns,
+    compactions, emergencies, overflows) for metrics, ``/status`` and the ops page.
+    """
+
+    config: Callable[[], Config]
+    store: Store
+    llm: LLMProvider
+    counter: TokenCounter
+    pool: WorkerPool
+    worker: CompactionWorker
+    deliver: Callable[[Outbound], Awaitable[None]]
+    respond_mode: Callable[[str], RespondMode]
+    memory: MemoryAccess | None = None
+    progress: Callable[[str, str | None], Awaitable[ProgressHandle | None]] | None = None
+    tasks: TaskPool = field(default_factory=TaskPool)  # process-wide branch/worker slots, tools
+    events: Bus = field(default_factory=Bus)

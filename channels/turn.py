@@ -1,0 +1,245 @@
+"""A channel's turn: the part of the actor that answers, uses tools and delegates.
+
+A turn builds the prompt from the live history, calls the model (tool rounds
+included), stores and delivers the reply.  Branches and task workers it starts
+come back later as mailbox items; :meth:`Turns.record_outcome` puts their
+results into the history and :meth:`Turns.wake` answers when nobody is talking.
+
+Only the channel's actor calls this, from inside its own task: every entry goes
+through the actor's ``enter`` (which also lets the compactor look), so the actor
+stays the only writer of its history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from branches import Delegation
+from channels.compaction import ChannelCompaction
+from channels.deps import ChannelDeps
+from channels.history import History
+from channels.prompt import build_prompt
+from tierbot.errors import ContextOverflowError, LLMError, ToolError
+from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
+from tierbot.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
+from tierbot.messages import Message, Outbound, Role
+from workers.supervisor import TaskOutcome
+
+__all__ = ["MAX_TOOL_ROUNDS", "Turns"]
+
+MAX_TOOL_ROUNDS = 4
+
+
+class Turns:
+    """Answers one channel's turns and records what its branches and workers bring back."""
+
+    def __init__(
+        self,
+        key: str,
+        deps: ChannelDeps,
+        history: History,
+        compaction: ChannelCompaction,
+        enter: Callable[[Message], Awaitable[None]],
+        on_delegated: Callable[[TaskOutcome], None],
+        log: Any,
+    ) -> None:
+        self.key = key
+        self.deps = deps
+        self.history = history
+        self.compaction = compaction
+        self.log = log
+        self.in_turn = False
+        self._enter = enter
+        self.delegation = Delegation(
+            key,
+            config=deps.config,
+            llm=deps.llm,
+            counter=deps.counter,
+            store=deps.store,
+            pool=deps.tasks,
+            recall=deps.memory,
+            writer=deps.worker.memory,
+            on_done=on_delegated,
+        )
+
+    def tools(self) -> list[ToolSpec]:
+        memory = [self.deps.memory.recall_tool()] if self.deps.memory is not None else []
+        # A listen-only channel never calls its model: it could not delegate anything.
+        listening = self.deps.respond_mode(self.key) == "listen"
+        return memory + ([] if listening else self.delegation.tools())
+
+    def build_prompt(self) -> list[ChatMessage]:
+        """The provider-neutral request for the current live context (see channels.prompt)."""
+        return build_prompt(self.history.settings.system_prompt, self.history.ctx.items)
+
+    async def append(self, msg: Message) -> Message:
+        """Store one of the bot's entries and enter it into the history."""
+        stored = await self.history.store(msg)
+        await self._enter(stored)
+        return stored
+
+    async def answer(self, users: list[Message]) -> None:
+        """One turn answering ``users`` (the newest is replied to)."""
+        self.in_turn = True
+        try:
+            await self._turn(users)
+        finally:
+            self.in_turn = False
+
+    async def _turn(self, users: list[Message]) -> None:
+        last = users[-1]
+        started = time.monotonic()
+        handle = None
+        if self.deps.progress is not None:
+            handle = await self.deps.progress(self.key, last.platform_id)
+        try:
+            awaiting = self.history.awaiting
+            waiting = set(awaiting)
+            text = await self._complete()
+            # A reply written while a branch it started still runs is a progress note: the
+            # answer comes later, so it is never mined for memories nor indexed.
+            note = {"progress": True} if awaiting - waiting else {}
+            reply = await self.append(
+                self.history.new(Role.ASSISTANT, text, reply_to=last.platform_id, **note)
+            )
+            await self.deps.deliver(Outbound(self.key, reply.text, reply_to=last.platform_id))
+            duration = time.monotonic() - started
+            self.log.info(
+                "turn.completed",
+                messages=len(users),
+                duration=round(duration, 4),
+                usage=round(self.history.usage, 4),
+            )
+            self.deps.events.publish(TurnCompleted(self.key, duration))
+        finally:
+            if handle is not None:
+                await handle.done()
+
+    async def _complete(self) -> str:
+        s = self.history.settings
+        overflowed = False
+        for _ in range(MAX_TOOL_ROUNDS + 1):
+            try:
+                completion = await self._call_model(s.max_reply_tokens)
+            except ContextOverflowError:
+                if overflowed:
+                    return "Sorry, this conversation is too long for the model right now."
+                overflowed = True
+                self.log.warning("channel.context_overflow", usage=round(self.history.usage, 3))
+                self.deps.events.publish(ContextOverflow(self.key, "channel"))
+                await self.compaction.overflowed()
+                continue
+            except LLMError as exc:
+                self.log.error("channel.llm_failed", error=str(exc), kind=type(exc).__name__)
+                self.deps.events.publish(TurnFailed(self.key, f"{type(exc).__name__}: {exc}"))
+                return f"Sorry, I could not reach the model ({type(exc).__name__})."
+            if completion.usage is not None and completion.usage.input_tokens:
+                self.history.ctx.report_input_tokens(completion.usage.input_tokens)
+            if not completion.tool_calls:
+                return completion.text or "…"
+            await self._run_tools(completion.text, completion.tool_calls)
+        return "Sorry, I got lost using my tools."
+
+    async def _call_model(self, max_tokens: int) -> Completion:
+        """One chat request for the current context; a check left due by the messages this
+        turn answers runs while the request is in flight.
+
+        That check is never an emergency (those run at once, before the prompt is built),
+        so it leaves the live context as it is: planning a background pass (a cut over
+        the whole history) overlaps the model call instead of delaying it.
+        """
+        request = self.deps.llm.complete(self.build_prompt(), self.tools(), max_tokens=max_tokens)
+        if not self.compaction.check_due:
+            return await request
+        call = asyncio.ensure_future(request)
+        try:
+            await asyncio.sleep(0)  # the request gets under way first
+            await self.compaction.check()
+        except Exception:
+            self.log.exception("channel.item_failed")
+        except BaseException:
+            call.cancel()
+            raise
+        return await call
+
+    async def _run_tools(self, text: str, calls: Sequence[ToolCall]) -> None:
+        payload = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+        shown = text or "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls)
+        await self.append(self.history.new(Role.TOOL_CALL, shown, calls=payload))
+        for c in calls:
+            result = await self._tool(c)
+            if c.name == "branch" and result.startswith('{"started"'):
+                self.history.awaiting.add(json.loads(result)["started"])
+            await self.append(self.history.new(Role.TOOL_RESULT, result, call_id=c.id, tool=c.name))
+
+    async def _tool(self, call: ToolCall) -> str:
+        items = self.history.ctx.items
+        if self.delegation.handles(call.name):
+            origin = next((m for m in reversed(items) if m.role is Role.USER), None)
+            return await self.delegation.start(
+                call, self.build_prompt(), origin=origin.platform_id if origin else None
+            )
+        memory = self.deps.memory
+        if call.name == "memory_recall" and memory is not None:
+            try:
+                # What is in the live context is already in front of the model.
+                live = {m.platform_id for m in items}
+                return await memory.recall_from_tool(call.arguments, channel=self.key, exclude=live)
+            except ToolError as exc:
+                return json.dumps({"error": str(exc)})
+        return json.dumps({"error": f"unknown tool {call.name!r}"})
+
+    # -- branches and workers -----------------------------------------------------------------
+
+    async def record_outcome(self, outcome: TaskOutcome, *, live: bool) -> bool:
+        """Put a finished branch or worker into the history; True if a turn should follow.
+
+        A branch's conclusion (or failure) enters as a tool call/result pair the
+        model reads in its next turn; a worker's result is posted to the channel.
+        ``live=False`` (the actor has stopped) writes to the store only.
+        """
+        new = self.history.new
+        if outcome.kind == "branch":
+            call = {"id": outcome.id, "name": "branch_result", "arguments": {"id": outcome.id}}
+            entries = [
+                new(Role.TOOL_CALL, f"branch_result({outcome.id})", calls=[call]),
+                new(
+                    Role.TOOL_RESULT,
+                    outcome.as_tool_result(),
+                    call_id=outcome.id,
+                    tool="branch_result",
+                ),
+            ]
+        else:
+            entries = [
+                new(
+                    Role.ASSISTANT,
+                    outcome.report(),
+                    reply_to=outcome.origin,
+                    worker=outcome.id,
+                    status=outcome.status,
+                )
+            ]
+        for entry in entries:
+            if live:
+                await self.append(entry)
+            else:
+                await self.deps.store.append(entry)
+        self.history.awaiting.discard(outcome.id)  # only now may a cut take the whole exchange
+        if outcome.kind == "worker" and live:
+            await self.deps.deliver(Outbound(self.key, outcome.report(), reply_to=outcome.origin))
+        return live and outcome.kind == "branch" and outcome.status != "cancelled"
+
+    async def wake(self, origin: str | None) -> None:
+        """A branch came back while nobody was talking: answer the message that started it."""
+        if self.deps.respond_mode(self.key) == "listen":
+            return
+        users = [m for m in self.history.ctx.items if m.role is Role.USER]
+        asked = next((m for m in reversed(users) if m.platform_id == origin), None)
+        if asked is None and not users:
+            return
+        await self.answer([asked or users[-1]])

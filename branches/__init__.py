@@ -11,7 +11,10 @@ Public surface::
 A branch compacts its own copy before its first call when it is at or above
 ``branch_preflight_threshold`` and force-compacts (at most
 ``max_overflow_retries`` times) on a context-overflow error; task workers are
-:mod:`workers.task`'s.  Imports bot infrastructure and workers, never channels.
+:mod:`workers.task`'s.
+
+This floor owns forks of a channel's context and the delegation tools. It may import
+workers, compactor, memory_graph and the kernel (tierbot); never channels or bot.
 """
 
 from branches.branch import BRANCH_PROMPT, BranchLimits, run_branch

@@ -1,4 +1,14 @@
-"""The compactor: a programmatic monitor of each channel's context usage (no LLM)."""
+"""The compactor: a programmatic monitor of each channel's context usage (no LLM).
+
+This floor owns the compaction *policy*: which tier a usage reaches
+(:mod:`compactor.policy`), where a cut may fall without splitting a turn
+(:mod:`compactor.cuts`), the per-channel monitor that plans passes and counts
+them (:mod:`compactor.compactor`) and the scheduling arithmetic shared by
+channels and branches (:mod:`compactor.scheduler`).  It never changes a history:
+the channel actor applies its plans.
+
+It may import only the kernel (tierbot); never workers, branches, channels or bot.
+"""
 
 from compactor.compactor import (
     Compactor,

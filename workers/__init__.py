@@ -1,4 +1,15 @@
-"""Background workers: compaction workers, task workers, their supervision and the pools."""
+"""Background workers: compaction workers, task workers, their supervision and the pools.
+
+This floor owns work done off a channel's turn: summarizing a compaction plan and
+saving its memories (:mod:`workers.compaction`), the per-process pool that runs
+those jobs (:mod:`workers.pool`), task workers that run long tool loops in
+segments (:mod:`workers.task`, :mod:`workers.tools`) and the supervisor that
+bounds, times and records them (:mod:`workers.supervisor`).
+
+It may import memory_graph and the kernel (tierbot); never the compactor, branches,
+channels or the application.  Today it needs only the kernel: the memory it writes
+into is the ``MemoryWriter`` protocol, implemented above it.
+"""
 
 from workers.compaction import (
     CompactionJob,

@@ -298,8 +298,8 @@ async def test_regression_tool_schemas_of_slots_dataclasses_are_counted(make_con
         talking = await rt.registry.actor(CH)
         quiet = await rt.registry.actor("quiet:1")
         counter = get_counter()
-        assert [t.name for t in talking._tools()] == ["branch", "spawn_worker"]
+        assert [t.name for t in talking.turns.tools()] == ["branch", "spawn_worker"]
         assert talking.ctx.fixed_tokens == counter.count_message("sys") + request_tokens(
-            counter, [], talking._tools()
+            counter, [], talking.turns.tools()
         )
-        assert quiet._tools() == [] and quiet.ctx.fixed_tokens == counter.count_message("sys")
+        assert quiet.turns.tools() == [] and quiet.ctx.fixed_tokens == counter.count_message("sys")

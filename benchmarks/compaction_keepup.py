@@ -172,7 +172,7 @@ async def trial(
         cfg = make_config(Path(tmp), window, parallel, predictive=parallel > 1)
         await prefill(cfg, counter, window)
         started = time.perf_counter()
-        async with Runtime(cfg, llm=make_llm(latency)) as rt:
+        async with Runtime.open(cfg, llm=make_llm(latency)) as rt:
             actor = await rt.registry.actor(CHANNEL)
             loop = asyncio.get_running_loop()
             # Warm-up at half the rate until one pass has landed: a running channel knows

@@ -320,7 +320,7 @@ async def measure(
         chat_reply=CHAT_REPLY, latency={"summary": SUMMARY_SECONDS, "chat": CHAT_SECONDS}
     )
     llm = fake if mode == "async" else InlineCompactionLLM(fake)
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         if isinstance(llm, InlineCompactionLLM):
             llm.pool = rt.pool
         ch = Channel(rt, fake)

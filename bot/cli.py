@@ -66,7 +66,7 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
 
     stop = asyncio.Event()
     # The seat watches config.toml (SIGHUP reloads it too) and serves [ops] when enabled.
-    async with Runtime(cfg) as rt, OperatorSeat(rt, serve=not console_only) as seat:
+    async with Runtime.open(cfg) as rt, OperatorSeat(rt, serve=not console_only) as seat:
         install_signal_handlers(stop, reload=seat.request_reload)
         # Everything loaded at startup lives as long as the process: keep it out of the
         # collector's full passes, which otherwise stall a turn now and then.
@@ -355,7 +355,7 @@ async def replay(
         duplicates += sum(1 for d in deliveries if not d.accepted)
 
     with _StopSignals() as stop:
-        async with Runtime(cfg, respond_override="listen" if listen_only else None) as rt:
+        async with Runtime.open(cfg, respond_override="listen" if listen_only else None) as rt:
             # Backpressure: nobody waits for a reply during an import, so each chunk waits
             # until the channel's compaction has room for it (ChannelActor.make_room).
             settings = cfg.for_channel(channel)

@@ -2,15 +2,14 @@
 
 Three feeds, none of which makes a turn wait:
 
-* **events**: a structlog sink (:func:`tierbot.logging.add_event_sink`) counts what
-  this runtime's channels log: ``turn.completed``, ``compaction.triggered``,
-  ``compaction.completed``, ``compaction.failed``, ``compaction.emergency``,
-  ``channel.context_overflow``, ``channel.llm_failed`` and ``reply.delivery_failed``.
-  An event belongs to this runtime when its bound ``channel`` is one of its actors.
-  It also counts branches and task workers (``branch.concluded``, ``worker.failed``
-  ...) and context overflows they meet.
+* **events**: typed events on the runtime's :class:`~tierbot.events.Bus`, one
+  handler per event class: turns, compactions, emergency truncations, context
+  overflows, branches and task workers, messages in and out, replies that
+  could not be delivered.  The bus is the runtime's own, so two runtimes in one
+  process never count each other's events, and no log setting (a level, a test
+  capturing logs) changes what is counted.
 * **wrappers** (:mod:`bot.metered`): every LLM call is timed and counted, memory
-  recalls are counted; the runtime counts messages in and out.
+  recalls are counted.
 * **scrape time**: gauges read from the channel registry, the worker pools and
   the adapters while ``/metrics`` is served, on the event loop (no locking).
 
@@ -24,10 +23,9 @@ metric.
 from __future__ import annotations
 
 import heapq
-import sys
 import time
 from collections import deque
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -35,7 +33,24 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from tierbot.logging import add_event_sink, remove_event_sink
+from tierbot.events import (
+    Bus,
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    ContextOverflow,
+    DeliveryFailed,
+    EmergencyTruncation,
+    Event,
+    MessageReceived,
+    ReplySent,
+    TaskCrashed,
+    TaskFinished,
+    TurnCompleted,
+    TurnFailed,
+)
+from tierbot.keys import ChannelKey
+from tierbot.vocab import TIERS, CompactionKind, Outcome
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
@@ -44,8 +59,6 @@ log = structlog.get_logger("tierbot.metrics")
 
 TURN_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 COMPACTION_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
-TIERS = ("background", "aggressive", "emergency")
-TASK_KINDS = ("branch", "worker")
 RECENT_FAILURES = 50
 
 
@@ -63,15 +76,18 @@ class PoolLike(Protocol):
 
 
 def adapter_of(channel: str) -> str:
-    """The adapter label of a channel key: its prefix (``discord:1:2`` -> ``discord``)."""
-    return channel.split(":", 1)[0] or "unknown"
+    """The adapter label of a channel key: its platform (``discord:1:2`` -> ``discord``)."""
+    return ChannelKey.parse(channel).platform or "unknown"
 
 
 class Metrics:
-    """Every metric of one runtime, plus the recent failures /status shows."""
+    """Every metric of one runtime, plus the recent failures /status shows.
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    Built with the runtime's bus, which it subscribes to at once; :meth:`watch`
+    adds the gauges read from the runtime itself when ``/metrics`` is scraped.
+    """
+
+    def __init__(self, events: Bus) -> None:
         self.registry = CollectorRegistry()
         self.pools: dict[str, PoolLike] = {}
         self.recent_failures: deque[dict[str, Any]] = deque(maxlen=RECENT_FAILURES)
@@ -206,57 +222,49 @@ class Metrics:
             "When a config change last applied",
             registry=r,
         )
-        self._handlers = {
-            "turn.completed": self._on_turn,
-            "compaction.triggered": self._on_triggered,
-            "compaction.completed": self._on_completed,
-            "compaction.failed": self._on_failed,
-            "compaction.emergency": self._on_emergency,
-            "channel.context_overflow": self._on_overflow,
-            "channel.llm_failed": self._on_problem,
-            "channel.turn_failed": self._on_problem,
-            "reply.delivery_failed": self._on_delivery_failed,
+        handlers: dict[type[Event], Callable[[Any], None]] = {
+            MessageReceived: self._on_message_in,
+            ReplySent: self._on_message_out,
+            DeliveryFailed: self._on_delivery_failed,
+            TurnCompleted: self._on_turn,
+            TurnFailed: self._on_turn_failed,
+            ContextOverflow: self._on_overflow,
+            CompactionStarted: self._on_started,
+            CompactionFinished: self._on_finished,
+            CompactionFailed: self._on_failed,
+            EmergencyTruncation: self._on_emergency,
+            TaskFinished: self._on_task,
+            TaskCrashed: self._on_task_crashed,
         }
-        for kind in TASK_KINDS:
-            for outcome in ("concluded", "failed", "cancelled"):
-                self._handlers[f"{kind}.{outcome}"] = self._on_task
-            self._handlers[f"{kind}.crashed"] = self._on_problem
-            self._handlers[f"{kind}.overflow"] = self._on_task_overflow
-        r.register(_ScrapeCollector(self))
-        self._attached = False
+        self._unsubscribe = [events.subscribe(kind, h) for kind, h in handlers.items()]
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def attach(self) -> None:
-        """Start counting this runtime's log events. Safe to call twice."""
-        if not self._attached:
-            add_event_sink(self.observe)
-            self._attached = True
+    def watch(self, runtime: Runtime) -> None:
+        """Serve the gauges read from ``runtime`` (channels, pools, adapters) at scrape time."""
+        self.registry.register(_ScrapeCollector(self, runtime))
 
-    def detach(self) -> None:
-        """Stop counting log events. Safe to call twice."""
-        remove_event_sink(self.observe)
-        self._attached = False
+    def close(self) -> None:
+        """Stop counting events (the runtime closed). Safe to call twice."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
 
     def watch_pool(self, name: str, pool: PoolLike) -> None:
         """Report ``pool``'s running, queued and slot counts under ``pool=name``."""
         self.pools[name] = pool
 
-    def pool_counts(self) -> dict[str, dict[str, int]]:
+    def pool_counts(self, runtime: Runtime) -> dict[str, dict[str, int]]:
         """Running, queued and slots of every pool: watched ones, branches and task workers."""
         out = {
             name: {"running": p.running, "queued": p.queued, "concurrency": p.concurrency}
             for name, p in self.pools.items()
         }
-        registry = getattr(self.runtime, "registry", None)
-        if registry is None:
-            return out
-        workers = self.runtime.config.workers
+        workers = runtime.config.workers
         tasks = {
             "branch": {"running": 0, "queued": 0, "concurrency": workers.branch_concurrency},
             "worker": {"running": 0, "queued": 0, "concurrency": workers.task_worker_concurrency},
         }
-        for actor in registry.actors.values():
+        for actor in runtime.registry.actors.values():
             if not actor.delegation.running:
                 continue
             for handle in actor.delegation.status():
@@ -266,110 +274,98 @@ class Metrics:
         out.update(tasks)
         return out
 
-    # -- direct feeds ------------------------------------------------------------------
+    # -- event handlers, one per event class ---------------------------------------------
 
-    def message_in(self, channel: str) -> None:
-        self.messages_in.labels(adapter_of(channel)).inc()
-
-    def message_out(self, channel: str) -> None:
-        self.messages_out.labels(adapter_of(channel)).inc()
-
-    # -- the event sink ------------------------------------------------------------------
-
-    def observe(self, method: str, event: MutableMapping[str, Any]) -> None:
-        """The structlog sink: count ``event`` if it is one of ours."""
-        handler = self._handlers.get(event.get("event", ""))
-        if handler is None:
-            return
-        registry = getattr(self.runtime, "registry", None)
-        if registry is None or event.get("channel") not in registry.actors:
-            return
-        handler(event)
-
-    def _failure(self, event: MutableMapping[str, Any], **fields: Any) -> None:
+    def _failure(self, event: str, channel: str, **fields: Any) -> None:
+        """Remember a failure for /status: its time, what happened, where, and why."""
         self.recent_failures.append(
-            {
-                "time": time.time(),
-                "event": event.get("event"),
-                "channel": event.get("channel"),
-                **fields,
-            }
+            {"time": time.time(), "event": event, "channel": channel, **fields}
         )
 
-    def _on_turn(self, ev: MutableMapping[str, Any]) -> None:
-        self.turn_seconds.observe(float(ev.get("duration", 0.0)))
+    def _on_message_in(self, ev: MessageReceived) -> None:
+        self.messages_in.labels(adapter_of(ev.channel)).inc()
 
-    def _on_triggered(self, ev: MutableMapping[str, Any]) -> None:
-        self.compactions_started.labels(str(ev.get("tier"))).inc()
+    def _on_message_out(self, ev: ReplySent) -> None:
+        self.messages_out.labels(adapter_of(ev.channel)).inc()
 
-    def _on_completed(self, ev: MutableMapping[str, Any]) -> None:
-        tier = str(ev.get("tier"))
-        self.compactions.labels(tier, "ok").inc()
-        self.compaction_seconds.labels(tier).observe(float(ev.get("duration", 0.0)))
-        freed = int(ev.get("tokens_before", 0)) - int(ev.get("tokens_after", 0))
+    def _on_delivery_failed(self, ev: DeliveryFailed) -> None:
+        self.delivery_failures.labels(adapter_of(ev.channel)).inc()
+        self._failure("reply.delivery_failed", ev.channel, reason=ev.error)
+
+    def _on_turn(self, ev: TurnCompleted) -> None:
+        self.turn_seconds.observe(ev.duration)
+
+    def _on_turn_failed(self, ev: TurnFailed) -> None:
+        what = "channel.llm_failed" if ev.by_model else "channel.turn_failed"
+        self._failure(what, ev.channel, reason=ev.reason)
+
+    def _on_overflow(self, ev: ContextOverflow) -> None:
+        self.context_overflows.labels(ev.source).inc()
+        if ev.source == "channel":
+            self._failure(
+                "channel.context_overflow",
+                ev.channel,
+                reason="the provider reported a context overflow",
+            )
+
+    def _on_started(self, ev: CompactionStarted) -> None:
+        self.compactions_started.labels(ev.kind.value).inc()
+
+    def _on_finished(self, ev: CompactionFinished) -> None:
+        tier = ev.kind.value
+        self.compactions.labels(tier, Outcome.OK.value).inc()
+        self.compaction_seconds.labels(tier).observe(ev.duration)
+        freed = ev.tokens_before - ev.tokens_after
         if freed > 0:
             self.tokens_freed.labels(tier).inc(freed)
-        memories = int(ev.get("memories", 0) or 0)
-        if memories > 0:
-            self.memories_saved.inc(memories)
+        if ev.memories > 0:
+            self.memories_saved.inc(ev.memories)
 
-    def _on_failed(self, ev: MutableMapping[str, Any]) -> None:
-        outcome = str(ev.get("outcome") or "failed")
-        self.compactions.labels(str(ev.get("tier")), outcome).inc()
-        self._failure(ev, tier=ev.get("tier"), outcome=outcome, reason=ev.get("reason", ""))
-
-    def _on_emergency(self, ev: MutableMapping[str, Any]) -> None:
-        self.compactions.labels("emergency", "ok").inc()
-        self.emergencies.inc()
-        self.set_aside.inc(int(ev.get("set_aside", 0) or 0))
+    def _on_failed(self, ev: CompactionFailed) -> None:
+        self.compactions.labels(ev.kind.value, ev.outcome.value).inc()
         self._failure(
-            ev,
-            tier="emergency",
-            reason=f"usage {float(ev.get('usage_before', 0)):.0%} -> "
-            f"{float(ev.get('usage_after', 0)):.0%}, {ev.get('set_aside', 0)} messages set aside",
+            "compaction.failed",
+            ev.channel,
+            tier=ev.kind.value,
+            outcome=ev.outcome.value,
+            reason=ev.reason,
         )
 
-    def _on_overflow(self, ev: MutableMapping[str, Any]) -> None:
-        self.context_overflows.labels("channel").inc()
-        self._failure(ev, reason="the provider reported a context overflow")
+    def _on_emergency(self, ev: EmergencyTruncation) -> None:
+        self.compactions.labels(CompactionKind.EMERGENCY.value, Outcome.OK.value).inc()
+        self.emergencies.inc()
+        self.set_aside.inc(ev.set_aside)
+        self._failure(
+            "compaction.emergency",
+            ev.channel,
+            tier=CompactionKind.EMERGENCY.value,
+            reason=f"usage {ev.usage_before:.0%} -> {ev.usage_after:.0%}, "
+            f"{ev.set_aside} messages set aside",
+        )
 
-    def _on_task_overflow(self, ev: MutableMapping[str, Any]) -> None:
-        self.context_overflows.labels(str(ev.get("event", ".")).split(".")[0]).inc()
+    def _on_task(self, ev: TaskFinished) -> None:
+        self.tasks.labels(ev.kind, ev.outcome).inc()
+        self.task_seconds.labels(ev.kind).observe(ev.duration)
+        if ev.outcome == "failed":
+            self._failure(f"{ev.kind}.failed", ev.channel, tier=ev.kind, reason=ev.error)
 
-    def _on_task(self, ev: MutableMapping[str, Any]) -> None:
-        kind, _, outcome = str(ev.get("event")).partition(".")
-        self.tasks.labels(kind, outcome).inc()
-        self.task_seconds.labels(kind).observe(float(ev.get("duration", 0.0) or 0.0))
-        if outcome == "failed":
-            self._failure(ev, tier=kind, reason=str(ev.get("error") or ""))
-
-    def _on_problem(self, ev: MutableMapping[str, Any]) -> None:
-        reason = ev.get("error") or ev.get("kind")
-        if not reason and ev.get("exc_info"):
-            # log.exception runs inside the except block: name the exception itself.
-            exc = sys.exc_info()[1]
-            reason = f"{type(exc).__name__}: {exc}" if exc is not None else "exception"
-        self._failure(ev, reason=str(reason or ""))
-
-    def _on_delivery_failed(self, ev: MutableMapping[str, Any]) -> None:
-        self.delivery_failures.labels(adapter_of(str(ev.get("channel")))).inc()
-        self._failure(ev, reason=str(ev.get("error", "")))
+    def _on_task_crashed(self, ev: TaskCrashed) -> None:
+        self._failure(f"{ev.kind}.crashed", ev.channel, reason=ev.reason)
 
 
 class _ScrapeCollector(Collector):
     """Gauges computed when /metrics is scraped, from the runtime's live state."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, runtime: Runtime) -> None:
         self.m = metrics
+        self.rt = runtime
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        rt = self.m.runtime
-        registry = getattr(rt, "registry", None)
-        if registry is None:
-            return
+        rt = self.rt
+        registry = rt.registry
         actors = list(registry.actors.values())
         usages = [(a.usage, a.key) for a in actors]
         yield GaugeMetricFamily(
@@ -432,7 +428,7 @@ class _ScrapeCollector(Collector):
         dup = CounterMetricFamily("tierbot_messages_duplicate", "Inbound duplicates ignored")
         dup.add_metric([], registry.duplicates)
         yield dup
-        memory = getattr(rt, "memory", None)
+        memory = rt.memory
         if memory is not None:
             yield GaugeMetricFamily(
                 "tierbot_memory_index_backlog",
@@ -458,7 +454,7 @@ class _ScrapeCollector(Collector):
                 "tierbot_pool_slots", "Concurrency limit, by pool", labels=["pool"]
             ),
         }
-        for name, counts in self.m.pool_counts().items():
+        for name, counts in self.m.pool_counts(self.rt).items():
             for attr, family in families.items():
                 family.add_metric([name], float(counts[attr]))
         yield from families.values()

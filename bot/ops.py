@@ -134,7 +134,7 @@ def status_snapshot(
         "channels_live": len(actors),
         "channels": channels,
         "compactions_running": running,
-        "pools": rt.metrics.pool_counts(),
+        "pools": rt.metrics.pool_counts(rt),
         "adapters": {
             **{name: {"connected": False, "problem": p} for name, p in rt.adapter_problems.items()},
             **{name: {"connected": a.connected()} for name, a in rt.adapters.items()},

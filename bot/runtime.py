@@ -1,7 +1,13 @@
 """The runtime: wires config, store, tokens, LLM, worker pool, channels and adapters.
 
-It is the :class:`~bot.adapters.base.Dispatcher` every adapter talks to, and an
-async context manager that shuts down in order: no new turns start (messages
+It is the :class:`~bot.adapters.base.Dispatcher` every adapter talks to.
+:meth:`Runtime.open` builds it whole (store, provider, memory graph, worker
+pool, channels), closing what it opened if a step fails, and returns it ready::
+
+    async with Runtime.open(config) as rt:   # or: rt = await Runtime.open(config)
+        ...
+
+It shuts down (``aclose``, or leaving the ``async with``) in order: no new turns start (messages
 that still arrive are stored and answered after the restart), channels finish
 their turns and deliver the replies while the adapters are still connected
 (for at most ``[runtime] drain_seconds``), then the adapters disconnect,
@@ -20,7 +26,7 @@ import contextlib
 import gc
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -32,15 +38,17 @@ from bot.commands import run_command
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
 from channels import ChannelDeps, ChannelRegistry, to_message
+from channels.memory import MemoryService
 from tierbot.config import Config, RespondMode
 from tierbot.errors import FatalAdapterError
+from tierbot.events import Bus, DeliveryFailed, MessageReceived, ReplySent
 from tierbot.llm.base import LLMProvider
 from tierbot.llm.factory import make_provider
 from tierbot.messages import InboundMessage
 from tierbot.retry import Backoff, retry_forever
 from tierbot.store import Store, UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
-from workers import CompactionWorker, WorkerPool
+from workers import CompactionWorker, TaskPool, WorkerPool
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -60,28 +68,58 @@ class Outbox:
 
 
 class Runtime(Dispatcher):
-    """One bot process: every channel, adapter and background worker."""
+    """One bot process: every channel, adapter and background worker.
+
+    Build it with :meth:`open`; ``__init__`` only wires parts that are already open.
+    """
 
     def __init__(
         self,
         config: Config,
         *,
-        llm: LLMProvider | None = None,
-        environ: Mapping[str, str] | None = None,
+        events: Bus,
+        metrics: Metrics,
+        store: Store,
+        counter: TokenCounter,
+        llm: MeteredProvider,
+        memory: MemoryService | None,
         respond_override: RespondMode | None = None,
     ) -> None:
         self._config = config
-        self._environ = os.environ if environ is None else environ
-        self._llm = llm
         self.respond_override = respond_override
+        #: The runtime's event bus: channels, workers and adapters publish, metrics subscribe.
+        self.events = events
+        self.metrics = metrics
+        self.store = store
+        self.counter = counter
+        self.llm = llm
+        self.memory = memory
         self.adapters: dict[str, Adapter] = {}
         self.outbox = Outbox()
-        self.store: Store
-        self.counter: TokenCounter
-        self.pool: WorkerPool
-        self.registry: ChannelRegistry
-        self.memory: Any = None
-        self.metrics = Metrics(self)
+        self.pool = WorkerPool(config.workers.compaction_concurrency)
+        worker = CompactionWorker(
+            llm,
+            counter,
+            memory.writer() if memory is not None else None,
+            timeout=config.workers.compaction_timeout_seconds,
+        )
+        deps = ChannelDeps(
+            config=lambda: self._config,
+            store=store,
+            llm=llm,
+            counter=counter,
+            pool=self.pool,
+            worker=worker,
+            deliver=self.deliver,
+            respond_mode=self.respond_mode,
+            memory=MeteredMemory(memory.access(), metrics) if memory is not None else None,
+            progress=self._progress,
+            tasks=TaskPool(events=events),
+            events=events,
+        )
+        self.registry = ChannelRegistry(deps)
+        metrics.watch_pool("compaction", self.pool)
+        metrics.watch(self)
         self._closed = False
         self._draining = False
         #: Adapters that are not connected yet, and why (``/health`` shows it).
@@ -96,7 +134,84 @@ class Runtime(Dispatcher):
         self._redelivering: dict[str, asyncio.Lock] = {}
         self._uncertain_reported: set[int] = set()
 
-    # -- lifecycle -------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        config: Config,
+        *,
+        llm: LLMProvider | None = None,
+        environ: Mapping[str, str] | None = None,
+        respond_override: RespondMode | None = None,
+    ) -> Opening:
+        """Open everything ``config`` names and return the running runtime.
+
+        ``llm`` replaces the configured provider (tests, benchmarks); ``environ``
+        is where API keys are read (default ``os.environ``).  Await it, or use it
+        in ``async with`` to close the runtime on the way out.  When a step fails,
+        what the earlier steps opened is closed and the error raised: aiosqlite's
+        threads would otherwise keep a process that cannot run alive forever
+        instead of letting it exit with its reason.
+        """
+        return Opening(
+            cls._build(
+                config,
+                llm=llm,
+                environ=os.environ if environ is None else environ,
+                respond_override=respond_override,
+            )
+        )
+
+    @classmethod
+    async def _build(
+        cls,
+        config: Config,
+        *,
+        llm: LLMProvider | None,
+        environ: Mapping[str, str],
+        respond_override: RespondMode | None,
+    ) -> Runtime:
+        cfg = config
+        events = Bus()
+        metrics = Metrics(events)
+        async with contextlib.AsyncExitStack() as opened:
+            opened.callback(metrics.close)
+            encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
+            counter = get_counter(encoding)
+            store = await Store.open(
+                cfg.storage_path(),
+                synchronous=cfg.storage.synchronous,
+                commit_batch=cfg.storage.commit_batch,
+                busy_timeout=cfg.storage.busy_timeout_seconds,
+            )
+            opened.push_async_callback(store.aclose)
+            provider = MeteredProvider(
+                llm if llm is not None else make_provider(cfg.llm, counter, environ), metrics
+            )
+            opened.push_async_callback(provider.aclose)
+            memory: MemoryService | None = None
+            if cfg.memory.enabled:
+                memory = await MemoryService.open(
+                    cfg, store, live_indexing=lambda: rt.config.memory.index_live_messages
+                )
+                opened.push_async_callback(memory.aclose)
+            rt = cls(
+                cfg,
+                events=events,
+                metrics=metrics,
+                store=store,
+                counter=counter,
+                llm=provider,
+                memory=memory,
+                respond_override=respond_override,
+            )
+            rt.pool.start()
+            opened.push_async_callback(rt.pool.aclose)
+            rt.registry.start_sweeper()
+            opened.push_async_callback(rt.registry.aclose)
+            opened.pop_all()  # from here on aclose() owns them
+        _freeze_startup_heap()
+        log.info("runtime.started", provider=provider.name, store=str(cfg.storage_path()))
+        return rt
 
     @property
     def config(self) -> Config:
@@ -122,76 +237,8 @@ class Runtime(Dispatcher):
                 adapter.config = section  # type: ignore[attr-defined]
 
     async def __aenter__(self) -> Runtime:
-        """Open everything; when a step fails, close what the earlier steps opened and raise.
-
-        Nothing may stay open on failure: aiosqlite's threads would keep a process that
-        cannot run alive forever instead of letting it exit with its reason.
-        """
-        cfg = self._config
-        async with contextlib.AsyncExitStack() as opened:
-            encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
-            self.counter = get_counter(encoding)
-            self.store = await Store.open(
-                cfg.storage_path(),
-                synchronous=cfg.storage.synchronous,
-                commit_batch=cfg.storage.commit_batch,
-                busy_timeout=cfg.storage.busy_timeout_seconds,
-            )
-            opened.push_async_callback(self.store.aclose)
-            if self._llm is None:
-                self._llm = make_provider(cfg.llm, self.counter, self._environ)
-            self._llm = MeteredProvider(self._llm, self.metrics)
-            opened.push_async_callback(self._llm.aclose)
-            self.memory = await self._open_memory()
-            if self.memory is not None:
-                opened.push_async_callback(self.memory.aclose)
-            self.pool = WorkerPool(cfg.workers.compaction_concurrency)
-            self.pool.start()
-            opened.push_async_callback(self.pool.aclose)
-            worker = CompactionWorker(
-                self._llm,
-                self.counter,
-                self.memory.writer() if self.memory is not None else None,
-                timeout=cfg.workers.compaction_timeout_seconds,
-            )
-            deps = ChannelDeps(
-                config=lambda: self._config,
-                store=self.store,
-                llm=self._llm,
-                counter=self.counter,
-                pool=self.pool,
-                worker=worker,
-                deliver=self.deliver,
-                respond_mode=self.respond_mode,
-                memory=MeteredMemory(self.memory.access(), self.metrics)
-                if self.memory is not None
-                else None,
-                progress=self._progress,
-            )
-            self.registry = ChannelRegistry(deps)
-            self.registry.start_sweeper()
-            opened.push_async_callback(self.registry.aclose)
-            self.metrics.watch_pool("compaction", self.pool)
-            self.metrics.attach()
-            opened.callback(self.metrics.detach)
-            opened.pop_all()  # from here on aclose() owns them
-        _freeze_startup_heap()
-        log.info("runtime.started", provider=self._llm.name, store=str(cfg.storage_path()))
+        """The runtime is already open: ``async with await Runtime.open(...)`` works too."""
         return self
-
-    async def _open_memory(self) -> Any:
-        """The memory graph, when enabled (imported lazily: it loads indexes)."""
-        if not self._config.memory.enabled:
-            return None
-        try:
-            from channels.memory import MemoryService
-        except ImportError:
-            return None
-        return await MemoryService.open(
-            self._config,
-            self.store,
-            live_indexing=lambda: self._config.memory.index_live_messages,
-        )
 
     async def __aexit__(
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
@@ -251,15 +298,14 @@ class Runtime(Dispatcher):
         closers: list[tuple[str, Callable[[], Awaitable[None]]]] = [("workers", self.pool.aclose)]
         if self.memory is not None:
             closers.append(("memory", self.memory.aclose))
-        if self._llm is not None:
-            closers.append(("llm", self._llm.aclose))
+        closers.append(("llm", self.llm.aclose))
         closers.append(("store", self.store.aclose))
         for name, close in closers:
             try:
                 await close()
             except Exception as exc:
                 log.error("runtime.close_failed", part=name, error=str(exc))
-        self.metrics.detach()
+        self.metrics.close()
         log.info(
             "runtime.stopped",
             drained=drained,
@@ -382,7 +428,7 @@ class Runtime(Dispatcher):
                     left += await self._still_undelivered(reply.id, reply.attempts, out, exc)
                     continue
                 await self.store.mark_delivered(reply.id)
-                self.metrics.message_out(reply.channel)
+                self.events.publish(ReplySent(reply.channel))
                 log.info(
                     "reply.delivered_late",
                     channel=reply.channel,
@@ -472,14 +518,14 @@ class Runtime(Dispatcher):
                 await self._keep(out, platform, f"the {platform} adapter is not connected")
                 return
             self.outbox.sent.append(out)
-            self.metrics.message_out(out.channel)
+            self.events.publish(ReplySent(out.channel))
             return
         try:
             await adapter.send(out)
         except Exception as exc:
             await self._keep(out, platform, _why(exc))
             return
-        self.metrics.message_out(out.channel)
+        self.events.publish(ReplySent(out.channel))
 
     async def _keep(self, out: Outbound, platform: str, error: str) -> None:
         try:
@@ -503,6 +549,7 @@ class Runtime(Dispatcher):
             kept=True,
             hint="posted when the adapter is connected again (at the latest after a restart)",
         )
+        self.events.publish(DeliveryFailed(out.channel, error))
         adapter = self.adapters.get(platform)
         if adapter is not None and not self._draining:
             self._spawn(f"retry:{platform}", self._redeliver_later(adapter))
@@ -532,7 +579,7 @@ class Runtime(Dispatcher):
             return await self._park(message)
         delivery = await self.registry.submit(message)
         if delivery.accepted:
-            self.metrics.message_in(message.channel)
+            self.events.publish(MessageReceived(message.channel))
         return delivery
 
     async def _park(self, message: InboundMessage) -> Delivery:
@@ -547,7 +594,7 @@ class Runtime(Dispatcher):
         if stored[0] is None:
             return Delivery(False, "duplicate")
         self.parked += 1
-        self.metrics.message_in(message.channel)
+        self.events.publish(MessageReceived(message.channel))
         log.info(
             "message.parked",
             channel=message.channel,
@@ -569,6 +616,29 @@ class Runtime(Dispatcher):
 
     async def drain(self) -> None:
         await self.registry.drain()
+
+
+class Opening:
+    """What :meth:`Runtime.open` returns: await it for the runtime, or use it in
+    ``async with`` to have the runtime closed on the way out (as aiosqlite's
+    ``connect`` does for a connection)."""
+
+    def __init__(self, building: Awaitable[Runtime]) -> None:
+        self._building = building
+        self._runtime: Runtime | None = None
+
+    def __await__(self) -> Generator[Any, None, Runtime]:
+        return self._building.__await__()
+
+    async def __aenter__(self) -> Runtime:
+        self._runtime = await self._building
+        return self._runtime
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._runtime is not None:
+            await self._runtime.aclose()
 
 
 class _QuietProgress:

@@ -82,6 +82,7 @@ async def run_branch(
     async def force(attempt: int) -> bool:
         usage = ctx.usage(window)
         bound.warning("branch.overflow", attempt=attempt, usage=round(usage, 3))
+        handle.overflowed()
         if not ctx.force():
             return False
         handle.stats["retries"] = attempt

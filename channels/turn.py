@@ -135,7 +135,9 @@ class Turns:
                 continue
             except LLMError as exc:
                 self.log.error("channel.llm_failed", error=str(exc), kind=type(exc).__name__)
-                self.deps.events.publish(TurnFailed(self.key, f"{type(exc).__name__}: {exc}"))
+                self.deps.events.publish(
+                    TurnFailed(self.key, f"{type(exc).__name__}: {exc}", by_model=True)
+                )
                 return f"Sorry, I could not reach the model ({type(exc).__name__})."
             if completion.usage is not None and completion.usage.input_tokens:
                 self.history.ctx.report_input_tokens(completion.usage.input_tokens)

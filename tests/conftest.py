@@ -48,7 +48,7 @@ def llm() -> ScriptedLLM:
 @pytest.fixture
 async def runtime(make_config: Callable[..., Config], llm: ScriptedLLM) -> AsyncIterator[Runtime]:
     """A runtime on the default test config, answering with the scripted LLM."""
-    async with Runtime(make_config(), llm=llm) as rt:
+    async with Runtime.open(make_config(), llm=llm) as rt:
         yield rt
 
 

@@ -85,7 +85,7 @@ async def test_branch_over_a_full_channel_precompacts_its_copy_and_leaves_the_ch
     the channel's history is unchanged."""
     llm = ScriptedLLM()
     with capture_logs() as logs:
-        async with Runtime(make_config(settings()), llm=llm) as rt:
+        async with Runtime.open(make_config(settings()), llm=llm) as rt:
             actor = await fill(rt, 0.90)
             assert actor.usage >= 0.90
             before = {m.id: m.text for m in actor.ctx.items}
@@ -135,7 +135,7 @@ async def test_two_overflows_in_a_row_force_compact_twice_then_the_branch_conclu
     """Two context-overflow errors: the branch force-compacts and retries twice, then concludes."""
     llm = ScriptedLLM()
     with capture_logs() as logs:
-        async with Runtime(make_config(settings()), llm=llm) as rt:
+        async with Runtime.open(make_config(settings()), llm=llm) as rt:
             actor = await fill(rt, 0.30)
             llm.push("chat", branch_call("find it"), Completion("looking"))
             overflow = ContextOverflowError("too long", provider="scripted", status=400)
@@ -161,7 +161,7 @@ async def test_three_overflows_in_a_row_fail_cleanly_and_the_channel_is_told(mak
     """A third overflow is not retried: the branch fails, the failure enters the channel's
     history and the channel answers with it in view."""
     llm = ScriptedLLM(chat_reply="sorry, I could not look that up")
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await fill(rt, 0.30)
         llm.push("chat", branch_call("find it"), Completion("looking"))
         overflow = ContextOverflowError("too long", provider="scripted", status=400)
@@ -186,7 +186,7 @@ async def test_the_channel_answers_other_messages_while_a_slow_branch_runs(make_
     llm = ScriptedLLM()
     gate = asyncio.Event()
     llm.gate["branch"] = gate
-    async with Runtime(make_config(settings(respond="always")), llm=llm) as rt:
+    async with Runtime.open(make_config(settings(respond="always")), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         llm.push(
             "chat",
@@ -217,7 +217,7 @@ async def test_branch_limit_per_channel_and_timeout_hold(make_config) -> None:
     and the channel is told."""
     cfg = settings(max_concurrent_branches=2, branch_timeout_seconds=0.3)
     llm = ScriptedLLM(latency={"branch": 5.0})
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         three = tuple(ToolCall(f"c{i}", "branch", {"task": f"task {i}"}) for i in range(3))
         llm.push("chat", Completion(text="", tool_calls=three), Completion("started two"))
@@ -240,7 +240,7 @@ async def test_stopping_the_channel_cancels_its_branch_and_records_it(make_confi
     """Stopping (eviction or shutdown) cancels a running branch; its end is kept in the store."""
     llm = ScriptedLLM()
     llm.gate["branch"] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         llm.push("chat", branch_call("slow"), Completion("thinking"))
         await rt.submit(inbound(CH, "think", pid="q"))
@@ -260,7 +260,7 @@ async def test_stopping_the_channel_cancels_its_branch_and_records_it(make_confi
 async def test_offline_recall_branch_answers_from_a_long_archived_message(make_config) -> None:
     """Offline: a question about something archived long ago is branched, the branch finds the
     message with conversation_search, and the channel answers with it."""
-    async with Runtime(make_config(settings(respond="always")), llm=OfflineProvider()) as rt:
+    async with Runtime.open(make_config(settings(respond="always")), llm=OfflineProvider()) as rt:
         counter = get_counter()
         said = "For the billing service we picked Postgres 16 on port 5433."
         old = [
@@ -294,7 +294,7 @@ async def test_regression_tool_schemas_of_slots_dataclasses_are_counted(make_con
     branch and spawn_worker schemas are counted, and a listen-only channel offers neither."""
     cfg = settings(respond="always")
     cfg["channels"] = [{"match": "quiet:*", "respond": "listen"}]
-    async with Runtime(make_config(cfg), llm=ScriptedLLM()) as rt:
+    async with Runtime.open(make_config(cfg), llm=ScriptedLLM()) as rt:
         talking = await rt.registry.actor(CH)
         quiet = await rt.registry.actor("quiet:1")
         counter = get_counter()

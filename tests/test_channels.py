@@ -67,7 +67,7 @@ async def test_respond_modes(make_config, llm: ScriptedLLM) -> None:
             ]
         }
     )
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         await rt.submit(inbound("mention:1", "chatter", addressed=False))
         await rt.drain()
         assert rt.outbox.sent == []
@@ -99,8 +99,7 @@ async def test_restart_answers_messages_received_before_a_crash(make_config) -> 
     cfg = make_config()
     hung = ScriptedLLM()
     hung.gate["chat"] = asyncio.Event()  # never set: the turn never completes
-    rt = Runtime(cfg, llm=hung)
-    await rt.__aenter__()
+    rt = await Runtime.open(cfg, llm=hung)
     await rt.submit(inbound(text="are you there?", pid="q1"))
     await wait_for(lambda: hung.count("chat") == 1)
     # Simulate the crash: drop the runtime without letting the turn finish.
@@ -109,7 +108,7 @@ async def test_restart_answers_messages_received_before_a_crash(make_config) -> 
     await rt.store.aclose()
 
     fresh = ScriptedLLM(chat_reply="yes")
-    async with Runtime(cfg, llm=fresh) as rt2:
+    async with Runtime.open(cfg, llm=fresh) as rt2:
         await rt2.registry.actor("test:1")
         await rt2.drain()
         assert [(o.text, o.reply_to) for o in rt2.outbox.sent] == [("yes", "q1")]

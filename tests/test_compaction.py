@@ -100,7 +100,7 @@ async def test_background_fires_at_80_percent_and_not_below(make_config) -> None
     """No compaction below 0.80; at the first message reaching it, 30% of messages go."""
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         seen_below = []
         n = 0
@@ -125,7 +125,7 @@ async def test_aggressive_takes_half_at_85_percent(make_config) -> None:
     """A jump to >= 0.85 (below 0.95) compacts the oldest 50% in the background."""
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await fill(rt, 0.70)
         live = len(actor.ctx)
         await rt.submit(inbound(CH, text(170), pid="big"))
@@ -144,7 +144,7 @@ async def test_one_compaction_at_a_time_and_aggressive_is_remembered(make_config
     llm.gate["summary"] = asyncio.Event()
     # The first summary frees only a few tokens, so usage stays above 0.85 after it lands.
     llm.push("summary", barely_smaller)
-    async with Runtime(make_config(settings(parallel_compactions=1)), llm=llm) as rt:
+    async with Runtime.open(make_config(settings(parallel_compactions=1)), llm=llm) as rt:
         actor = await fill(rt, 0.80)
         assert actor.compactor.running.kind is CompactionKind.BACKGROUND
         await fill(rt, 0.90, size=20, prefix="g")
@@ -165,7 +165,7 @@ async def test_loop_guard_waits_for_new_messages(make_config) -> None:
     llm = ScriptedLLM()
     llm.push("summary", barely_smaller)
     cfg = settings(min_messages_between=3, loop_guard_seconds=3600)
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await fill(rt, 0.80, size=40)
         await rt.drain()
         assert llm.count("summary") == 1
@@ -187,7 +187,7 @@ async def test_emergency_truncates_at_once_even_while_a_worker_runs(make_config)
     still lands later without duplicating or losing anything."""
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await fill(rt, 0.80)
         running = actor.compactor.running
         assert running is not None
@@ -210,7 +210,7 @@ async def test_messages_arriving_mid_compaction_stay_in_order(make_config) -> No
     """The summary replaces exactly the covered messages; newer ones stay untouched, in order."""
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await fill(rt, 0.80)
         covered = {m.platform_id for m in actor.compactor.running.covered}
         before = [m.platform_id for m in actor.ctx.items if m.platform_id not in covered]
@@ -228,12 +228,12 @@ async def test_messages_arriving_mid_compaction_stay_in_order(make_config) -> No
 async def test_summary_survives_restart_and_live_context_resumes(make_config) -> None:
     """After a restart the channel's live context is exactly what it was."""
     cfg = make_config(settings())
-    async with Runtime(cfg, llm=ScriptedLLM()) as rt:
+    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
         actor = await fill(rt, 0.85)
         await rt.drain()
         before = [(m.platform_id, m.tokens) for m in actor.ctx.items]
         total = actor.ctx.total
-    async with Runtime(cfg, llm=ScriptedLLM()) as rt:
+    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
         actor = await rt.registry.actor(CH)
         assert [(m.platform_id, m.tokens) for m in actor.ctx.items] == before
         assert actor.ctx.total == total
@@ -243,7 +243,7 @@ async def test_meta_summaries_keep_summaries_from_filling_the_context(make_confi
     """When summaries exceed their share, the oldest merge into a level-2 meta-summary."""
     llm = ScriptedLLM()
     llm.push("summary", *[lambda msgs: summary_of(40)] * 50)
-    async with Runtime(make_config(settings(summary_share=0.2)), llm=llm) as rt:
+    async with Runtime.open(make_config(settings(summary_share=0.2)), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         for i in range(120):
             await rt.submit(inbound(CH, text(40), pid=f"m{i}"))
@@ -271,7 +271,7 @@ async def test_tool_call_and_result_are_never_split(make_config) -> None:
             Completion("", (ToolCall(f"c{i}", "lookup", {"q": "x" * 40}),)),
             Completion("alpha " * 20),
         )
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         for i in range(20):
             await rt.submit(inbound(CH, text(30), pid=f"u{i}"))
@@ -300,7 +300,7 @@ async def test_failed_compaction_keeps_messages_and_retries(make_config, step, r
     logged, releases the lock, and the retry follows when the backoff expires."""
     llm = ScriptedLLM()
     llm.push("summary", step)
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         n = 0
         while llm.count("summary") == 0:
@@ -324,7 +324,7 @@ async def test_timeout_is_a_failure_not_a_hang(make_config) -> None:
     llm = ScriptedLLM(latency={"summary": 5.0})
     cfg = settings()
     cfg["workers"] = {"compaction_timeout_seconds": 0.2, "retry_base_seconds": 60.0}
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await fill(rt, 0.80)
         live = len(actor.ctx)
         await wait_for(lambda: actor.compactor.counters["failed"] == 1)
@@ -340,7 +340,7 @@ async def test_compaction_that_frees_nothing_is_not_retried_on_the_same_messages
     """A summary no smaller than what it covers is a no-op and never re-run as is."""
     llm = ScriptedLLM()
     llm.push("summary", lambda msgs: summary_of(400))
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await fill(rt, 0.80)
         await rt.drain()
         assert actor.compactor.counters["noop"] == 1 and actor.compactor.counters["failed"] == 0
@@ -360,7 +360,7 @@ async def test_persistent_failures_still_keep_the_channel_under_its_window(make_
     # A long backoff: the failed pass is not retried within the test, as if the provider
     # stayed down.
     cfg["workers"] = {"retry_base_seconds": 3600.0, "retry_max_seconds": 3600.0}
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         for i in range(80):
             await rt.submit(inbound(CH, text(50), pid=f"m{i}"))
@@ -410,6 +410,6 @@ async def test_replay_of_2000_messages_into_a_twentieth_window(make_config, tmp_
     assert report["final_usage"] < cfg.defaults.compaction.background_threshold
     assert report["peak_usage"] < 1.0
     assert report["archived_messages"] + report["live_messages"] == 2000
-    async with Runtime(cfg, llm=ScriptedLLM()) as rt:
+    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
         ids = [m.platform_id async for m in rt.store.export("replay:1")]
     assert ids == [f"r{i}" for i in range(2000)]

@@ -41,7 +41,7 @@ async def test_quiet_channel_above_threshold_compacts_without_a_new_message(make
     llm = ScriptedLLM()
     llm.push("summary", barely_smaller)
     cfg = settings(min_messages_between=50, loop_guard_seconds=0.05, parallel_compactions=1)
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         n = 0
         while llm.count("summary") == 0:
@@ -65,7 +65,7 @@ async def test_failed_pass_is_retried_when_its_backoff_expires_without_a_new_mes
     llm.push("summary", TransientLLMError("upstream 503"))
     cfg = settings()
     cfg["workers"] = {"retry_base_seconds": 0.05, "retry_max_seconds": 0.05}
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         n = 0
         while llm.count("summary") == 0:
@@ -89,7 +89,7 @@ async def burst(make_config: Any, parallel: int, latency: int, n: int) -> Any:
     llm.tickets["summary"] = asyncio.Semaphore(0)
     llm.push("summary", *[quarter] * 1000)
     cfg = settings(parallel_compactions=parallel, min_messages_between=4, summary_share=0.3)
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(key)
         started: list[int] = []
         released = 0
@@ -150,7 +150,7 @@ async def test_emergency_set_aside_of_1500_messages_comes_back_as_ordered_chunks
     llm.push("summary", *[lambda msgs: summary_of(300)] * 100)
     cfg = settings(emergency_fraction=0.95, summary_share=0.1)
     cfg["defaults"]["context_window"] = 16_000
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         # A history that no longer fits (as after a restart with a smaller window): the
         # channel truncates at once when it starts.
         history = []
@@ -255,7 +255,7 @@ async def test_memories_of_a_pass_are_saved_together_and_a_bad_one_gets_its_own_
     llm.push("summary", saves, Completion(text="Dana owns the kestrel releases."))
     cfg = settings(parallel_compactions=1)
     cfg["memory"] = {"enabled": True}
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         await rt.submit(inbound(CH, text(50), pid="f0", author="dana"))
         for i in range(1, 40):
             await rt.submit(inbound(CH, text(50), pid=f"f{i}"))
@@ -296,7 +296,7 @@ async def test_a_later_range_that_finishes_first_waits_and_summaries_land_in_ord
     its summary waits for the first one, and both land in history order."""
     llm = ScriptedLLM()
     llm.hold[0] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         n = 0
         while llm.count("summary") < 2:

@@ -83,7 +83,7 @@ async def test_turn_crossing_the_threshold_asks_the_model_before_planning_the_pa
     llm = Watching(ScriptedLLM())
     llm.inner.gate["summary"] = asyncio.Event()
     cfg = make_config(answering("mention", predictive_start=False))
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         actor = await fill_unaddressed(rt, 0.77)  # under 0.7945: one filler is 49 tokens
         llm.actor = actor
         await rt.submit(inbound(CH, "crossing " + "beta " * 80, pid="cross"))  # 87 tokens
@@ -108,7 +108,7 @@ async def test_turn_past_the_emergency_threshold_truncates_before_the_model_call
     behind a marker: the emergency is never put off until the model call is under way."""
     llm = Watching(ScriptedLLM())
     cfg = make_config(answering("mention", predictive_start=False))
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         actor = await fill_unaddressed(rt, 0.75)
         llm.actor = actor
         await rt.submit(inbound(CH, "huge " + "gamma " * 500, pid="huge"))
@@ -128,7 +128,7 @@ async def test_turn_queued_behind_a_finished_compaction_sees_the_summary(make_co
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
     cfg = make_config(answering())
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         n = 0
         while actor.compactor.running is None:

@@ -158,7 +158,7 @@ def three_workspaces(tmp_path: Path) -> Path:
 
     async def fill() -> None:
         cfg = load_config(path)
-        async with Runtime(cfg, llm=ScriptedLLM()) as rt:
+        async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
             for n, key in enumerate((GUILD_A, GUILD_B, DM)):
                 await rt.submit(
                     inbound(key, f"u1 fact number {n}", pid=f"u1-{n}", author="u1", addressed=False)

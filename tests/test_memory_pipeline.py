@@ -16,7 +16,7 @@ async def test_compaction_saves_typed_memories_with_their_sources(make_config) -
     """Memories the compaction worker saves carry the platform ids of their messages, and
     archived messages become searchable episodes."""
     cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 600}})
-    async with Runtime(cfg) as rt:
+    async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("mem:1", text, pid=pid, author=author))
         for i in range(60):
@@ -34,7 +34,7 @@ async def test_compaction_saves_typed_memories_with_their_sources(make_config) -
 async def test_offline_bot_answers_from_memory_after_compaction(make_config) -> None:
     """A fact compacted out of the live context is still answered, from memory."""
     cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 600}})
-    async with Runtime(cfg) as rt:
+    async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("mem:2", text, pid=pid, author=author))
         for i in range(60):
@@ -57,7 +57,7 @@ async def _search_ids(rt: Runtime, query: str, channel: str) -> list[str]:
 async def test_a_message_still_in_the_live_context_is_found_by_memory_search(make_config) -> None:
     """What was said a moment ago is searchable before any compaction archives it."""
     cfg = make_config({"memory": {"enabled": True}})
-    async with Runtime(cfg) as rt:
+    async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("live:1", text, pid=pid, author=author))
         await rt.drain()
@@ -68,7 +68,7 @@ async def test_a_message_still_in_the_live_context_is_found_by_memory_search(mak
 async def test_live_indexing_off_leaves_search_to_compaction(make_config) -> None:
     """index_live_messages = false: a live message is not searchable until it is archived."""
     cfg = make_config({"memory": {"enabled": True, "index_live_messages": False}})
-    async with Runtime(cfg) as rt:
+    async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("live:2", text, pid=pid, author=author))
         await rt.drain()
@@ -79,11 +79,11 @@ async def test_a_restarted_channel_indexes_what_it_had_not_indexed(make_config) 
     """Messages stored while live indexing was off (or before a crash) are indexed on the
     channel's next start."""
     off = make_config({"memory": {"enabled": True, "index_live_messages": False}})
-    async with Runtime(off) as rt:
+    async with Runtime.open(off) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("live:3", text, pid=pid, author=author))
         await rt.drain()
-    async with Runtime(make_config({"memory": {"enabled": True}})) as rt:
+    async with Runtime.open(make_config({"memory": {"enabled": True}})) as rt:
         await rt.submit(inbound("live:3", "good morning", pid="m1"))
         await rt.drain()
         assert "f2" in await _search_ids(rt, "staging server kestrel", "live:3")
@@ -97,7 +97,7 @@ async def test_recall_in_a_turn_leaves_out_what_the_channel_has_live(make_config
 
     llm = ScriptedLLM()
     cfg = make_config({"memory": {"enabled": True}})
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         await rt.submit(inbound("live:4", "the staging server is kestrel-03", pid="s1"))
         await rt.drain()
         await rt.memory.indexer.flush()

@@ -87,7 +87,7 @@ async def test_health_follows_the_discord_fake_going_away_and_coming_back(
             ready_timeout=5.0,
         )
         async with (
-            Runtime(cfg, llm=llm) as rt,
+            Runtime.open(cfg, llm=llm) as rt,
             OpsServer(rt, port=0) as ops,
             aiohttp.ClientSession() as http,
         ):
@@ -147,7 +147,7 @@ async def test_metrics_parse_and_their_counters_move_with_a_replay(
         }
     )
     async with (
-        Runtime(cfg, llm=llm) as rt,
+        Runtime.open(cfg, llm=llm) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -214,7 +214,7 @@ async def test_llm_errors_and_emergencies_are_counted_and_listed_as_recent_failu
         }
     )
     async with (
-        Runtime(cfg, llm=llm) as rt,
+        Runtime.open(cfg, llm=llm) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -249,7 +249,7 @@ async def test_usage_gauges_keep_cardinality_bounded_to_the_top_channels(
         }
     )
     async with (
-        Runtime(cfg, llm=ScriptedLLM()) as rt,
+        Runtime.open(cfg, llm=ScriptedLLM()) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -275,8 +275,8 @@ async def test_two_runtimes_in_one_process_count_only_their_own_events(
     """Each runtime has its own registry; a turn in one never moves the other's counters."""
     other_cfg = make_config({"storage": {"path": str(tmp_path / "other.db")}})
     async with (
-        Runtime(make_config(), llm=ScriptedLLM()) as a,
-        Runtime(other_cfg, llm=ScriptedLLM()) as b,
+        Runtime.open(make_config(), llm=ScriptedLLM()) as a,
+        Runtime.open(other_cfg, llm=ScriptedLLM()) as b,
     ):
         await a.submit(inbound("only-a:1", "hello"))
         await a.drain()
@@ -303,7 +303,7 @@ async def test_a_running_branch_shows_in_pool_gauges_and_counts_when_it_conclude
     llm.push("chat", Completion(text="", tool_calls=(call,)), Completion("on it"))
     llm.push("branch", Completion(text="the deep thought"))
     async with (
-        Runtime(make_config(), llm=llm) as rt,
+        Runtime.open(make_config(), llm=llm) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -320,3 +320,43 @@ async def test_a_running_branch_shows_in_pool_gauges_and_counts_when_it_conclude
     assert value(done, "tierbot_pool_running", pool="branch") == 0
     assert value(done, "tierbot_tasks_total", kind="branch", outcome="concluded") == 1
     assert value(done, "tierbot_task_duration_seconds_count", kind="branch") == 1
+
+
+async def test_a_test_capturing_logs_still_sees_every_metric_move(
+    make_config: Callable[..., Config],
+) -> None:
+    """structlog's capture_logs swaps the whole processor chain; metrics come from the
+    runtime's event bus, so a turn, a message in and a reply out are still counted while
+    logs are captured (they used to be counted from log events and went silent)."""
+    from structlog.testing import capture_logs
+
+    async with Runtime.open(make_config(), llm=ScriptedLLM()) as rt:
+        with capture_logs() as logs:
+            await rt.submit(inbound(CH, "hello while logs are captured"))
+            await rt.drain()
+        page = samples(_page(rt))
+    assert any(e["event"] == "turn.completed" for e in logs), "the logs were captured"
+    assert page[("tierbot_turn_duration_seconds_count", ())] == 1
+    assert page[("tierbot_messages_in_total", (("adapter", "replay"),))] == 1
+    assert page[("tierbot_messages_out_total", (("adapter", "replay"),))] == 1
+
+
+async def test_a_crashed_worker_is_listed_with_its_exception_in_recent_failures(
+    make_config: Callable[..., Config],
+) -> None:
+    """A task worker whose tool loop raises a bug counts as a failed worker and shows in
+    /status recent failures as worker.crashed and worker.failed, naming the exception."""
+    llm = ScriptedLLM()
+    call = ToolCall("c1", "spawn_worker", {"task": "dig"})
+    llm.push("chat", Completion(text="", tool_calls=(call,)), Completion("started"))
+    llm.push("worker", RuntimeError("the worker's bug"))
+    async with Runtime.open(make_config(), llm=llm) as rt:
+        await rt.submit(inbound(CH, "please dig"))
+        await wait_for(lambda: len(rt.metrics.recent_failures) >= 2, 10)
+        page = samples(_page(rt))
+        failures = list(rt.metrics.recent_failures)
+    assert page[("tierbot_tasks_total", (("kind", "worker"), ("outcome", "failed")))] == 1
+    crashed = [f for f in failures if f["event"] == "worker.crashed"]
+    assert crashed and crashed[0]["channel"] == CH
+    assert "RuntimeError: the worker's bug" in crashed[0]["reason"]
+    assert [f["tier"] for f in failures if f["event"] == "worker.failed"] == ["worker"]

@@ -72,7 +72,7 @@ def config_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def rt(config_path: Path) -> AsyncIterator[Runtime]:
-    async with Runtime(load_config(config_path, environ={}), llm=ScriptedLLM()) as runtime:
+    async with Runtime.open(load_config(config_path, environ={}), llm=ScriptedLLM()) as runtime:
         yield runtime
 
 

@@ -36,14 +36,14 @@ async def main():
     gone = weakref.ref(node)
     gc.collect()
     del node
-    async with Runtime(config(sys.argv[1]), llm=ScriptedLLM()) as rt:
+    async with Runtime.open(config(sys.argv[1]), llm=ScriptedLLM()) as rt:
         tracked = {id(o) for o in gc.get_objects()}
         first = {
             "frozen": gc.get_freeze_count(),
             "store_scanned": id(rt.store) in tracked,
             "garbage_kept": gone() is not None,
         }
-    async with Runtime(config(sys.argv[2]), llm=ScriptedLLM()) as rt:
+    async with Runtime.open(config(sys.argv[2]), llm=ScriptedLLM()) as rt:
         second = {"frozen": gc.get_freeze_count(), "store_scanned": id(rt.store) in
                   {id(o) for o in gc.get_objects()}}
     print(json.dumps({"first": first, "second": second}))

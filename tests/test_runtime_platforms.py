@@ -43,7 +43,7 @@ async def test_one_process_answers_discord_and_slack_and_keeps_histories_apart(
     async with FakeDiscord() as fd, FakeSlack(team_id=TEAM) as fs:
         fd.add_guild(GUILD, "home", {CHANNEL: "general"})
         fs.users.update({"U100": "alice"})
-        async with Runtime(make_config(), llm=llm) as rt:
+        async with Runtime.open(make_config(), llm=llm) as rt:
             assert await rt.start_adapter(discord(fd, fd.token))
             assert await rt.start_adapter(slack(fs))
             await fd.inject_message(
@@ -69,7 +69,7 @@ async def test_an_adapter_that_cannot_reach_its_platform_does_not_stop_the_other
     process; a refused token is raised instead (retrying cannot fix it)."""
     async with FakeDiscord() as fd, FakeSlack(team_id=TEAM) as fs:
         fs.users.update({"U100": "alice"})
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply="still here")) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply="still here")) as rt:
             with pytest.raises(FatalAdapterError, match=r"\$DISCORD_TOKEN"):
                 await rt.start_adapter(discord(fd, "wrong-token"))
             await fd.close()

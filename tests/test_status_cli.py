@@ -80,7 +80,10 @@ async def test_status_lists_channels_fullest_first_with_bars_and_threshold_marks
     view shows health, pools and each channel's bar with | at its thresholds, fullest first;
     --json gives the same snapshot to scripts."""
     path = write_config(tmp_path, port=free_port(), window=4000)
-    async with Runtime(load_config(path, environ={}), llm=ScriptedLLM()) as rt, OperatorSeat(rt):
+    async with (
+        Runtime.open(load_config(path, environ={}), llm=ScriptedLLM()) as rt,
+        OperatorSeat(rt),
+    ):
         for i, size in enumerate((40, 400, 150)):
             await rt.submit(inbound(f"load:{i}", "alpha " * size))
         await rt.drain()
@@ -106,7 +109,7 @@ async def test_status_reports_a_rejected_edit_and_pending_restart_keys(
     old config still runs; a storage.path edit is listed as restart required."""
     path = write_config(tmp_path, port=free_port())
     config_text = path.read_text()
-    async with Runtime(load_config(path, environ={}), llm=ScriptedLLM()) as rt:
+    async with Runtime.open(load_config(path, environ={}), llm=ScriptedLLM()) as rt:
         async with OperatorSeat(rt, interval=0.02) as seat:
             assert seat.watcher is not None
             text = config_text
@@ -159,7 +162,7 @@ async def test_channel_show_lists_every_compaction_from_the_store_with_advice(
     path = write_config(tmp_path)
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
-    async with Runtime(load_config(path, environ={}), llm=llm) as rt:
+    async with Runtime.open(load_config(path, environ={}), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         n = 0
         while actor.compactor.counters["emergency"] == 0:

@@ -73,7 +73,7 @@ async def test_worker_with_60_tool_calls_compacts_between_segments_and_keeps_its
     posts its result, and records everything in SQLite, dropped messages included."""
     llm = ScriptedLLM()
     with capture_logs() as logs:
-        async with Runtime(make_config(settings()), llm=llm) as rt:
+        async with Runtime.open(make_config(settings()), llm=llm) as rt:
             register_fetch(rt)
             llm.push("chat", spawn(), Completion("started a worker"))
             llm.push(
@@ -128,7 +128,7 @@ async def test_worker_overflow_is_force_compacted_and_retried_at_most_twice(make
     cleanly and the failure is posted to the channel."""
     llm = ScriptedLLM()
     overflow = ContextOverflowError("too long", provider="scripted", status=400)
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         register_fetch(rt)
         llm.push(
             "chat", spawn("first"), Completion("one"), spawn("second", "s2"), Completion("two")
@@ -169,7 +169,7 @@ async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
     llm = ScriptedLLM()
     gate = asyncio.Event()
     llm.gate["worker"] = gate
-    async with Runtime(make_config(cfg), llm=llm) as rt:
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
         two = (
             ToolCall("a", "spawn_worker", {"task": "one"}),
             ToolCall("b", "spawn_worker", {"task": "two"}),
@@ -203,7 +203,7 @@ async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
 async def test_worker_past_its_timeout_fails_and_the_channel_is_told(make_config) -> None:
     """A worker slower than worker_timeout_seconds is stopped and the failure posted."""
     llm = ScriptedLLM(latency={"worker": 5.0})
-    async with Runtime(make_config(settings(worker_timeout_seconds=0.2)), llm=llm) as rt:
+    async with Runtime.open(make_config(settings(worker_timeout_seconds=0.2)), llm=llm) as rt:
         llm.push("chat", spawn("slow task"), Completion("started"))
         await rt.submit(inbound(CH, "go", pid="q"))
         await wait_for(lambda: len(rt.outbox.sent) == 2, timeout=3.0)

@@ -70,9 +70,14 @@ class TurnCompleted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TurnFailed(Event):
-    """A turn ended without an answer; ``reason`` names why (the model, a bug)."""
+    """A turn ended without its answer; ``reason`` names why.
+
+    ``by_model`` is True when the provider failed (the channel answered with an
+    apology), False when a bug stopped the turn (it is answered after a restart).
+    """
 
     reason: str
+    by_model: bool = False
 
 
 @dataclass(frozen=True, slots=True)

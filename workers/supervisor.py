@@ -22,6 +22,7 @@ import aiosqlite
 import structlog
 
 from tierbot.errors import TierbotError
+from tierbot.events import Bus, ContextOverflow, TaskCrashed, TaskFinished
 from tierbot.llm.base import ChatMessage
 from tierbot.store import Store
 from workers.tools import ToolRegistry
@@ -51,8 +52,10 @@ class TaskPool:
     process-wide limit waits for a slot (status ``queued``) instead of failing.
     """
 
-    def __init__(self, tools: ToolRegistry | None = None) -> None:
+    def __init__(self, tools: ToolRegistry | None = None, events: Bus | None = None) -> None:
         self.tools = tools if tools is not None else ToolRegistry()
+        #: Where runs publish how they ended (the runtime's bus).
+        self.events = events if events is not None else Bus()
         self.running: Counter[str] = Counter()
         self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
 
@@ -133,6 +136,13 @@ class TaskHandle:
     started: float | None = None
     detail: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
+    channel: str = ""
+    events: Bus = field(default_factory=Bus, repr=False)
+
+    def overflowed(self) -> None:
+        """Tell the bus the provider refused this run's prompt as too long (it compacts and
+        retries)."""
+        self.events.publish(ContextOverflow(self.channel, self.kind))
 
     def view(self) -> dict[str, Any]:
         now = time.monotonic()
@@ -335,7 +345,9 @@ class Supervisor:
                 f"(max_concurrent_{plural}); wait for one to finish"
             )
         row = await create_run(self.store, self.channel, kind, task)
-        handle = TaskHandle(f"{kind}-{row}", row, kind, task, origin)
+        handle = TaskHandle(
+            f"{kind}-{row}", row, kind, task, origin, channel=self.channel, events=self.pool.events
+        )
         self.handles[handle.id] = handle
         self._tasks[handle.id] = asyncio.create_task(
             self._drive(handle, run, pool_limit, time_limit), name=f"{handle.id}:{self.channel}"
@@ -362,9 +374,10 @@ class Supervisor:
                 self.pool.release(h.kind)
         except TimeoutError as exc:
             expired = clock is not None and clock.expired()
+            error = f"timed out after {time_limit:g} s" if expired else f"TimeoutError: {exc}"
             if not expired:
                 bound.exception(f"{h.kind}.crashed")
-            error = f"timed out after {time_limit:g} s" if expired else f"TimeoutError: {exc}"
+                self.pool.events.publish(TaskCrashed(self.channel, h.kind, error))
         except TaskFailed as exc:
             error = str(exc)
         except asyncio.CancelledError:
@@ -375,6 +388,7 @@ class Supervisor:
         except Exception as exc:  # a bug in a run must not take the channel down
             bound.exception(f"{h.kind}.crashed")
             error = f"{type(exc).__name__}: {exc}"
+            self.pool.events.publish(TaskCrashed(self.channel, h.kind, error))
         outcome = self._outcome(h, status, result, error)
         await self._settle(h, outcome, bound)
         if not self._closing:
@@ -401,6 +415,9 @@ class Supervisor:
             duration=outcome.duration,
             error=outcome.error or None,
             **outcome.stats,
+        )
+        self.pool.events.publish(
+            TaskFinished(self.channel, h.kind, event, outcome.duration, outcome.error)
         )
         try:
             await finish_run(self.store, h.row, outcome)
@@ -430,6 +447,3 @@ class Supervisor:
             )
             for (h, _), e in zip(pairs, ended, strict=True)
         ]
-
-
-# -- the overflow retry, shared with branches -------------------------------------------------

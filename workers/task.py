@@ -249,6 +249,7 @@ class TaskWorker:
 
     async def _force(self, attempt: int) -> bool:
         self.log.warning("worker.overflow", attempt=attempt, usage=round(self.usage(), 3))
+        self.handle.overflowed()
         if not await self.compact(force=True):
             return False
         await self._add([ChatMessage("user", CONTINUE_NOTE)], "note")

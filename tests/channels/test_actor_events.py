@@ -53,7 +53,7 @@ def of(seen: list[Event], kind: type[Any]) -> list[Any]:
 
 async def test_a_turn_publishes_turn_completed_for_its_channel(make_config) -> None:
     """Answering a message publishes one TurnCompleted naming the channel."""
-    async with Runtime(make_config(settings("always")), llm=ScriptedLLM()) as rt:
+    async with Runtime.open(make_config(settings("always")), llm=ScriptedLLM()) as rt:
         seen = record(rt)
         await rt.submit(inbound(CH, "hello there"))
         await rt.drain()
@@ -66,13 +66,14 @@ async def test_a_model_failure_publishes_turn_failed_naming_the_error(make_confi
     """A turn whose model call fails publishes TurnFailed with the error's type and text."""
     llm = ScriptedLLM()
     llm.push("chat", TransientLLMError("upstream 503"))
-    async with Runtime(make_config(settings("always")), llm=llm) as rt:
+    async with Runtime.open(make_config(settings("always")), llm=llm) as rt:
         seen = record(rt)
         await rt.submit(inbound(CH, "hello there"))
         await rt.drain()
         (failed,) = of(seen, TurnFailed)
         assert failed.channel == CH
         assert "TransientLLMError" in failed.reason and "upstream 503" in failed.reason
+        assert failed.by_model
         assert of(seen, TurnCompleted), "the apology is still a completed turn"
 
 
@@ -82,7 +83,7 @@ async def test_a_provider_overflow_publishes_context_overflow_from_the_channel(
     """A prompt the provider refuses as too long publishes ContextOverflow(source=channel)."""
     llm = ScriptedLLM()
     llm.push("chat", ContextOverflowError("too long", provider="scripted", status=400))
-    async with Runtime(make_config(settings("always")), llm=llm) as rt:
+    async with Runtime.open(make_config(settings("always")), llm=llm) as rt:
         seen = record(rt)
         await rt.submit(inbound(CH, "hello there"))
         await rt.drain()
@@ -94,7 +95,7 @@ async def test_a_background_pass_publishes_started_then_finished_with_its_figure
 ) -> None:
     """A background compaction publishes CompactionStarted, then CompactionFinished whose
     token figures show what it freed."""
-    async with Runtime(make_config(settings()), llm=ScriptedLLM()) as rt:
+    async with Runtime.open(make_config(settings()), llm=ScriptedLLM()) as rt:
         seen = record(rt)
         actor = await rt.registry.actor(CH)
         n = 0
@@ -116,7 +117,7 @@ async def test_a_failed_pass_publishes_compaction_failed_with_its_reason(make_co
     """A summary call that fails publishes CompactionFailed(outcome=failed) with the reason."""
     llm = ScriptedLLM()
     llm.push("summary", TransientLLMError("upstream 503"))
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         seen = record(rt)
         actor = await rt.registry.actor(CH)
         n = 0
@@ -134,7 +135,7 @@ async def test_an_emergency_publishes_its_usage_before_and_after(make_config) ->
     found, the usage it left and how many messages it set aside."""
     llm = ScriptedLLM()
     llm.gate["summary"] = asyncio.Event()
-    async with Runtime(make_config(settings()), llm=llm) as rt:
+    async with Runtime.open(make_config(settings()), llm=llm) as rt:
         seen = record(rt)
         actor = await rt.registry.actor(CH)
         for i in range(19):

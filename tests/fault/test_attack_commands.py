@@ -31,7 +31,7 @@ async def test_history_with_odd_number_does_not_stop_the_console(
     console = ConsoleAdapter(
         ConsoleAdapterConfig(), channel="console:local", stdin=io.StringIO(typed), stdout=out
     )
-    async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+    async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
         assert await rt.start_adapter(console)
         await wait_for(lambda: console.finished.is_set())
         await rt.drain()
@@ -54,7 +54,7 @@ async def test_history_with_odd_number_on_discord_is_answered(
         adapter = DiscordAdapter(
             cfg, environ={"DISCORD_TOKEN": fd.token}, guild_ready_timeout=0.05, ready_timeout=5.0
         )
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(adapter)
             await fd.inject_message(
                 "1001", f"<@{fd.bot_id}> /history ²", guild_id="111", mentions=[fd.bot_user]

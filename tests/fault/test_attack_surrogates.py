@@ -37,7 +37,7 @@ async def test_console_line_with_undecodable_bytes_is_stored_and_chat_goes_on(
         stdin=io.StringIO(latin1 + "after\n"),
         stdout=out,
     )
-    async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+    async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
         assert await rt.start_adapter(console)
         await wait_for(lambda: console.finished.is_set())
         await rt.drain()
@@ -61,7 +61,7 @@ async def test_slack_message_with_lone_surrogate_is_stored(
             "SLACK_SIGNING_SECRET": "s3cret",
         }
         adapter = SlackAdapter(cfg, environ=env, ping_interval=1.0, connect_timeout=5.0)
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(adapter)
             for text in ("bad \ud800 text", "next message"):
                 envelope = await fs.send_event(fs.message("C100", text, user="U100"))

@@ -70,7 +70,7 @@ async def test_slash_text_on_discord_is_stored_not_answered_as_a_command(
     is conversation the model answers."""
     async with FakeDiscord() as fd:
         fd.add_guild(GUILD, "home", {CHANNEL: "general"})
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(_discord(fd))
             for text in SLASH_TEXTS:
                 await fd.inject_message(CHANNEL, text, guild_id=GUILD)
@@ -98,7 +98,7 @@ async def test_slash_text_on_slack_is_stored_not_answered_as_a_command(
     answers the status; the platform's own slash command still runs it."""
     async with FakeSlack(team_id=TEAM) as fs:
         fs.users.update({ALICE_SLACK: "alice"})
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(_slack(fs))
             for text in SLASH_TEXTS:
                 envelope = await fs.send_event(fs.message(SLACK_CHANNEL, text, user=ALICE_SLACK))
@@ -127,7 +127,7 @@ async def test_console_still_answers_help_and_keeps_slash_text_as_conversation(
         stdin=io.StringIO("/help\n/r/python is busy today\n"),
         stdout=out,
     )
-    async with Runtime(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+    async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply=REPLY)) as rt:
         assert await rt.start_adapter(console)
         await wait_for(lambda: console.finished.is_set())
         await rt.drain()
@@ -153,7 +153,7 @@ async def test_dns_rebinding_host_header_is_refused_by_the_ops_endpoint(
     """A request naming a foreign host (a DNS-rebinding page) gets 403 on /status, /health and
     /metrics; localhost, 127.0.0.1 and [::1], with or without the port, are served."""
     async with (
-        Runtime(make_config(), llm=ScriptedLLM()) as rt,
+        Runtime.open(make_config(), llm=ScriptedLLM()) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -190,7 +190,7 @@ async def test_ops_endpoint_bound_elsewhere_serves_its_own_address_and_refuses_n
     """Bound to ::1 or to every interface, the endpoint answers at its own URL (the client's
     Host header) and at an IP address, and still refuses a foreign name."""
     async with (
-        Runtime(make_config(), llm=ScriptedLLM()) as rt,
+        Runtime.open(make_config(), llm=ScriptedLLM()) as rt,
         OpsServer(rt, host=bind, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -204,7 +204,7 @@ async def test_allowed_hosts_admits_a_named_scraper(make_config: Callable[..., C
     """A name listed in [ops] allowed_hosts is served; other names still get 403."""
     cfg = make_config({"ops": {"allowed_hosts": ["tierbot"]}})
     async with (
-        Runtime(cfg, llm=ScriptedLLM()) as rt,
+        Runtime.open(cfg, llm=ScriptedLLM()) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -225,7 +225,7 @@ async def test_status_keeps_branch_task_text_out_unless_asked(
     llm.push("branch", Completion(text="found it"))
     cfg = make_config({"ops": {"status_task_text": show}})
     async with (
-        Runtime(cfg, llm=llm) as rt,
+        Runtime.open(cfg, llm=llm) as rt,
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
@@ -269,7 +269,7 @@ async def test_compact_that_fails_silently_now_tells_the_channel_how_it_ended(
     key = f"discord:{GUILD}:{CHANNEL}"
     async with FakeDiscord() as fd:
         fd.add_guild(GUILD, "home", {CHANNEL: "general"})
-        async with Runtime(cfg, llm=llm) as rt:
+        async with Runtime.open(cfg, llm=llm) as rt:
             assert await rt.start_adapter(_discord(fd))
             for i in range(6):
                 await fd.inject_message(CHANNEL, f"note {i}: " + "alpha " * 45, guild_id=GUILD)
@@ -330,7 +330,7 @@ async def test_forget_author_in_one_guild_reaches_other_guilds_and_dms(
     async with FakeDiscord() as fd:
         fd.add_guild(GUILD, "home", {CHANNEL: "general"})
         fd.add_guild(GUILD_B, "elsewhere", {CHANNEL_B: "general"})
-        async with Runtime(cfg, llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        async with Runtime.open(cfg, llm=ScriptedLLM(chat_reply=REPLY)) as rt:
             assert await rt.start_adapter(_discord(fd))
             bob = fd.user(BOB, "bob")
             pids = {}

@@ -74,7 +74,7 @@ async def test_regression_a_burst_is_answered_whole_and_once_through_the_runtime
     answered twice: the branch's late answer is for its own question, not the newest one."""
     cfg = make_config({"defaults": {"respond": "always"}})
     questions = QUESTIONS[-1:] + QUESTIONS[:-1] if looked_up == "first" else QUESTIONS
-    async with Runtime(cfg, llm=OfflineProvider()) as rt:
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
         await rt.store.append_many([archived(CH, *ARCHIVED)])
         for pid, author, text in FACTS:
             await rt.submit(inbound(CH, text, pid=pid, author=author))
@@ -95,7 +95,7 @@ async def test_regression_replay_of_a_burst_answers_every_question_once(
     """`tierbot replay` of a burst of four questions answers all four, each once, including
     the one whose answer had to be looked up in the archive by a branch."""
     cfg = make_config({"defaults": {"respond": "always"}})
-    async with Runtime(cfg) as rt:  # the archived fact, from an earlier life of the channel
+    async with Runtime.open(cfg) as rt:  # the archived fact, from an earlier life of the channel
         await rt.store.append_many([archived(CH, *ARCHIVED)])
     lines = [
         {"id": p, "author": a, "text": t, "ts": 1_700_000_000 + i}
@@ -136,7 +136,7 @@ async def test_regression_tool_traffic_never_becomes_memories_episodes_or_answer
             "defaults": {"respond": "always", "compaction": {"background_fraction": 0.9}},
         }
     )
-    async with Runtime(cfg, llm=OfflineProvider()) as rt:
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
         await rt.store.append_many([archived(CH, *ARCHIVED)])
         actor = await rt.registry.actor(CH)
         await rt.submit(inbound(CH, "We decided to deploy on Thursday at 10:00.", pid="d1"))
@@ -229,7 +229,7 @@ async def test_regression_a_small_window_never_splits_a_tool_call_from_its_resul
         }
     )
     filler = "lorem ipsum dolor sit amet " * 8
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         # A branch that finishes at once, then one held in flight.
         llm.push("chat", branch_call("first", "c1"), Completion("looking"))
@@ -274,7 +274,7 @@ async def test_regression_a_model_cannot_save_the_bots_quote_of_a_user_as_its_me
         }
     )
     said = "The staging server is called kestrel-03 and runs Debian."
-    async with Runtime(cfg, llm=llm) as rt:
+    async with Runtime.open(cfg, llm=llm) as rt:
         actor = await rt.registry.actor(CH)
         llm.push(
             "chat",

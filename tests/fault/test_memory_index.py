@@ -135,7 +135,7 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
     /status shows the backlog, and the next start indexes every one of them."""
     n = 2000
     off = make_config({"memory": {"enabled": True, "index_live_messages": False}})
-    async with Runtime(off) as rt:
+    async with Runtime.open(off) as rt:
         msgs = [
             inbound(CHANNEL, f"we talked about {code(i)} at the standup", pid=f"p{i}")
             for i in range(n)
@@ -145,7 +145,7 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
 
     hasty = make_config({"memory": {"enabled": True, "index_drain_seconds": 0}})
     with capture_logs() as logs:
-        async with Runtime(hasty) as rt:
+        async with Runtime.open(hasty) as rt:
             from bot.ops import status_snapshot
 
             assert status_snapshot(rt)["memory_index"] is not None
@@ -159,7 +159,7 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
     )
     assert left[0]["unindexed"] > 0
 
-    async with Runtime(make_config({"memory": {"enabled": True}})) as rt:
+    async with Runtime.open(make_config({"memory": {"enabled": True}})) as rt:
         await rt.memory.indexer.flush()
         assert status_snapshot(rt)["memory_index"]["backlog"] == 0
         for i in (0, 1, n // 2, n - 2, n - 1):

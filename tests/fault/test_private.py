@@ -72,7 +72,7 @@ async def test_slack_private_channel_and_group_dm_secrets_stay_private(
     question in a public channel of the same team neither finds nor repeats them."""
     async with FakeSlack(team_id=TEAM) as fake:
         fake.users[ALICE] = "alice"
-        async with Runtime(memory_config(make_config)) as rt:
+        async with Runtime.open(memory_config(make_config)) as rt:
             assert await rt.start_adapter(slack(fake))
             said = [
                 (PRIVATE, "group", "the vault combination is 7731 alpha"),
@@ -110,7 +110,7 @@ async def test_discord_private_channel_and_private_thread_secrets_stay_private(
     async with FakeDiscord() as fake:
         fake.add_guild(GUILD, "home", {GENERAL: "general", STAFF: "staff"}, private=(STAFF,))
         fake.add_thread(GUILD, GENERAL, SECRET_THREAD, "hush", private=True)
-        async with Runtime(memory_config(make_config)) as rt:
+        async with Runtime.open(memory_config(make_config)) as rt:
             assert await rt.start_adapter(discord(fake))
             await fake.inject_message(STAFF, "the alarm code is 4242 delta", guild_id=GUILD)
             await fake.inject_message(
@@ -146,11 +146,11 @@ async def test_privacy_survives_a_restart_and_covers_memories_saved_later(
     memory a compaction worker saves for it later is hidden too."""
     private_key, public_key = f"slack:{TEAM}:{PRIVATE}", f"slack:{TEAM}:{PUBLIC}"
     config = memory_config(make_config)
-    async with Runtime(config) as rt:
+    async with Runtime.open(config) as rt:
         await rt.submit(said(private_key, "1.1", "the payroll password is quokka 31", private=True))
         await rt.submit(said(public_key, "1.2", "standup is at ten", private=False))
         await recalled_eventually(rt, "payroll password", private_key, "quokka")
-    async with Runtime(config) as rt:
+    async with Runtime.open(config) as rt:
         assert "quokka" not in await recalled(rt, "payroll password", public_key)
         assert "quokka" in await recalled(rt, "payroll password", private_key)
         covered = [m async for m in rt.store.export(private_key)]
@@ -175,7 +175,7 @@ async def test_private_scope_workspace_lets_the_workspace_recall_private_channel
     """With [memory] private_scope = "workspace", a private channel's messages are
     recalled across its workspace, as before privacy was tracked."""
     private_key, public_key = f"slack:{TEAM}:{PRIVATE}", f"slack:{TEAM}:{PUBLIC}"
-    async with Runtime(memory_config(make_config, private_scope="workspace")) as rt:
+    async with Runtime.open(memory_config(make_config, private_scope="workspace")) as rt:
         await rt.submit(said(private_key, "1.1", "the payroll password is quokka 31", private=True))
         await recalled_eventually(rt, "payroll password", public_key, "quokka")
 
@@ -187,7 +187,7 @@ async def test_channel_first_seen_by_mention_shares_once_slack_says_it_is_public
     its memories to itself only until a message event says it is public."""
     async with FakeSlack(team_id=TEAM) as fake:
         fake.users[ALICE] = "alice"
-        async with Runtime(memory_config(make_config)) as rt:
+        async with Runtime.open(memory_config(make_config)) as rt:
             assert await rt.start_adapter(slack(fake))
             key, other = f"slack:{TEAM}:{PUBLIC}", f"slack:{TEAM}:C0OTHER"
             text = "<@UBOT> the offsite is in Lisbon"

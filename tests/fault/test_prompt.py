@@ -107,7 +107,7 @@ async def test_injected_line_reaches_both_sdk_providers_only_as_quoted_material(
     recalled, reaches the model only inside <quoted>/<memory> blocks of non-system
     messages; the system prompt stays the operator's alone."""
     cfg = config_for(make_config, api, server)
-    async with Runtime(cfg, environ={KEY_ENV: "sk-test"}) as rt:
+    async with Runtime.open(cfg, environ={KEY_ENV: "sk-test"}) as rt:
         actor = await rt.registry.actor(CH)
         await rt.submit(inbound(CH, INJECTED, pid="inj", author="mallory", addressed=False))
         for i in range(7):

@@ -58,7 +58,7 @@ async def test_rescue_whose_set_aside_messages_were_forgotten_retries_forever(
     # 1. Summaries never come back: the channel fills until an emergency sets messages aside.
     stuck = ScriptedLLM()
     stuck.gate["summary"] = asyncio.Event()
-    rt = await Runtime(cfg, llm=stuck, respond_override="listen").__aenter__()
+    rt = await Runtime.open(cfg, llm=stuck, respond_override="listen")
     try:
         for i in range(200):
             who = "bob" if bob_too and i % 2 else "alice"
@@ -72,7 +72,7 @@ async def test_rescue_whose_set_aside_messages_were_forgotten_retries_forever(
     assert set(authors_of(db, aside)) == ({"alice", "bob"} if bob_too else {"alice"})
 
     # 2. The operator forgets alice before any rescue ran; 3. the channel comes back.
-    async with Runtime(cfg, respond_override="listen") as rt:
+    async with Runtime.open(cfg, respond_override="listen") as rt:
         answer = await rt.command(inbound(CH, "/forget --author alice"), is_admin=True)
         assert answer is not None and "Deleted" in answer, answer
         assert "alice" not in authors_of(db, aside)

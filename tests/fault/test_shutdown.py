@@ -109,7 +109,7 @@ async def test_messages_arriving_during_the_drain_are_stored_and_answered_after_
         channel = f"slack:{fake.team_id}:{DM}"
         llm = ScriptedLLM(chat_reply="first answer")
         llm.gate["chat"] = asyncio.Event()
-        rt = await Runtime(cfg, llm=llm).__aenter__()
+        rt = await Runtime.open(cfg, llm=llm)
         await rt.submit(inbound(channel, "one", pid="1.000001", dm=True))
         await until(lambda: llm.count("chat"), within=15, what="the first turn")
         closing = asyncio.create_task(rt.aclose())
@@ -125,7 +125,7 @@ async def test_messages_arriving_during_the_drain_are_stored_and_answered_after_
             update={"enabled": True, "api_base_url": fake.api_base_url}
         )
         again_llm = ScriptedLLM(chat_reply="second answer")
-        async with Runtime(cfg, llm=again_llm) as again:
+        async with Runtime.open(cfg, llm=again_llm) as again:
             assert await again.start_adapter(SlackAdapter(slack, environ=slack_env(fake)))
             await fake.wait_for(lambda: fake.posted(DM), within=15)
             await again.drain()
@@ -146,7 +146,7 @@ async def test_reply_refused_while_running_is_kept_and_posted_once_when_slack_ta
             update={"enabled": True, "api_base_url": fake.api_base_url}
         )
         adapter = SlackAdapter(slack, environ=slack_env(fake), rate_limit_retries=1)
-        async with Runtime(cfg, llm=ScriptedLLM(chat_reply="patience")) as rt:
+        async with Runtime.open(cfg, llm=ScriptedLLM(chat_reply="patience")) as rt:
             assert await rt.start_adapter(adapter)
             fake.rate_limit(2, retry_after=0)  # the first try and its one retry
             await fake.send_event(fake.message(DM, "hello?", channel_type="im"))

@@ -44,7 +44,7 @@ async def bot(
 ) -> AsyncIterator[tuple[FakeSlack, Runtime]]:
     async with FakeSlack(team_id=TEAM) as fake:
         fake.users[ALICE] = "alice"
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply="noted")) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply="noted")) as rt:
             assert await rt.start_adapter(slack(fake))
             yield fake, rt
 
@@ -108,7 +108,7 @@ async def test_malformed_slack_timestamp_header_is_401_without_a_traceback(
     logs no traceback, stores nothing, and still serves the next genuine event."""
     async with FakeSlack(team_id=TEAM) as fake:
         fake.users[ALICE] = "alice"
-        async with Runtime(make_config(), llm=ScriptedLLM(chat_reply="noted")) as rt:
+        async with Runtime.open(make_config(), llm=ScriptedLLM(chat_reply="noted")) as rt:
             adapter = slack(fake, mode="http", host="127.0.0.1", port=0)
             assert await rt.start_adapter(adapter)
             url = f"http://127.0.0.1:{adapter.http_addresses[0][1]}/slack/events"

@@ -420,18 +420,18 @@ async def replay(
             snap = (await rt.registry.actor(channel)).snapshot()
             memories = await rt.memory.count(channel) if rt.memory is not None else 0
             archived = await rt.store.count(channel, state=State.ARCHIVED)
-    comp = snap["compactions"]
+    comp = snap.compactions
     report: dict[str, Any] = {
         "channel": channel,
         "messages_in": stored_lines,
         "duplicates": duplicates,
         "rejected": [{"line": r.line, "error": r.error} for r in rejected],
         "rejected_total": rejected_total,
-        "live_messages": snap["live_messages"],
-        "live_tokens": snap["live_tokens"],
-        "context_window": snap["context_window"],
-        "peak_usage": round(snap["peak_usage"], 4),
-        "final_usage": round(snap["usage"], 4),
+        "live_messages": snap.live_messages,
+        "live_tokens": snap.live_tokens,
+        "context_window": snap.context_window,
+        "peak_usage": round(snap.peak_usage, 4),
+        "final_usage": round(snap.usage, 4),
         "compactions": {k: comp.get(k, 0) for k in COMPACTION_KEYS},
         "archived_messages": archived,
         "memories": memories,

@@ -3,6 +3,12 @@
 ``/status`` ``/history [N]`` ``/help`` ``/memory QUERY`` are open to everyone;
 ``/compact`` and ``/forget ...`` change state and need an admin.
 
+Each command is one small handler in :data:`REGISTRY`, registered with
+:func:`command` together with its help text and whether it needs an admin;
+``/help`` is generated from the registry.  A handler gets a
+:class:`Invocation`: the message, its argument, and the runtime's parts it may
+use.
+
 Only these names are commands: any other text, including text that merely starts
 with ``/`` ("/etc/hosts is ...", "/r/python", "/shrug"), is conversation.  Whether a
 platform message may run a command at all (it must be addressed to the bot) is
@@ -13,8 +19,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from channels import ChannelSnapshot
+from channels.memory import MemoryService
 from tierbot.messages import InboundMessage
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
@@ -22,24 +32,63 @@ from tierbot.vocab import Outcome
 if TYPE_CHECKING:
     from bot.runtime import Runtime
 
-__all__ = ["COMMANDS", "HELP", "command_name", "render_status", "run_command", "usage_bar"]
+__all__ = [
+    "COMMANDS",
+    "HELP",
+    "REGISTRY",
+    "Command",
+    "Invocation",
+    "command",
+    "command_name",
+    "render_status",
+    "run_command",
+    "usage_bar",
+]
 
-HELP = """Commands:
-  /status          context usage, compactions, memories
-  /history [N]     the last N messages of this channel (default 10, at most 200)
-  /memory QUERY    what I remember about QUERY
-  /compact         summarize the oldest messages now (admins)
-  /forget ID       forget one memory (admins)
-  /forget --author USER   forget USER's messages and what came from them, in this
-                   workspace (admins)
-  /help            this text
-On Discord and Slack, address me: "@tierbot /status", a direct message, or Slack's
-own slash command ("/tierbot status"). Other text starting with "/" is conversation."""
-
-MUTATING = {"/compact", "/forget"}
 #: The most messages one /history answer lists.
 HISTORY_MAX = 200
-COMMANDS = frozenset({"/help", "/status", "/history", "/memory", *MUTATING})
+MEMORY_DISABLED = "Memory is disabled in config.toml ([memory] enabled = false)."
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """One command being run: who asked where, with what argument, on which runtime."""
+
+    runtime: Runtime
+    message: InboundMessage
+    name: str
+    arg: str
+
+    @property
+    def channel(self) -> str:
+        return self.message.channel
+
+
+Handler = Callable[[Invocation], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A command: its name, its lines in /help, whether admins alone may run it."""
+
+    name: str
+    help: str
+    handler: Handler
+    admin: bool = False
+
+
+#: Every command by name, in the order /help lists them.
+REGISTRY: dict[str, Command] = {}
+
+
+def command(name: str, help: str, *, admin: bool = False) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as ``name``; ``help`` is its text in /help."""
+
+    def register(handler: Handler) -> Handler:
+        REGISTRY[name] = Command(name, help, handler, admin)
+        return handler
+
+    return register
 
 
 def command_name(text: str) -> str | None:
@@ -71,25 +120,25 @@ def render_last(record: CompactionRecord | None, now: float) -> str:
 
 
 def render_status(
-    snap: dict[str, Any], memories: int | None, last: CompactionRecord | None = None
+    snap: ChannelSnapshot, memories: int | None, last: CompactionRecord | None = None
 ) -> str:
-    th = snap["thresholds"]
+    th = snap.thresholds
     marks = ", ".join(f"{k} {v:.0%}" for k, v in th.items())
-    c = snap["compactions"]
+    running = snap.compaction_running
     lines = [
-        f"channel {snap['channel']}",
-        f"context {usage_bar(snap['usage'], th)}  ({snap['live_tokens']}/{snap['context_window']}"
+        f"channel {snap.channel}",
+        f"context {usage_bar(snap.usage, th)}  ({snap.live_tokens}/{snap.context_window}"
         f" tokens; thresholds: {marks})",
-        f"live messages {snap['live_messages']}, summaries {snap['summaries']}, "
-        f"peak usage {snap['peak_usage'] * 100:.1f}%",
+        f"live messages {snap.live_messages}, summaries {snap.summaries}, "
+        f"peak usage {snap.peak_usage * 100:.1f}%",
         "compactions: "
-        + ", ".join(f"{k} {v}" for k, v in c.items())
-        + (f" (running: {snap['compaction_running']})" if snap["compaction_running"] else ""),
+        + ", ".join(f"{k} {v}" for k, v in snap.compactions.items())
+        + (f" (running: {running})" if running else ""),
     ]
     lines.append(render_last(last, time.time()))
     if memories is not None:
         lines.append(f"memories {memories}")
-    for run in snap.get("background", []):
+    for run in snap.background:
         lines.append(
             f"{run['kind']} {run['id']} {run['status']} {run['seconds']:.0f}s: {run['task'][:60]}"
         )
@@ -101,54 +150,106 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     name = command_name(msg.text)
     if name is None:
         return None
+    cmd = REGISTRY[name]
+    if cmd.admin and not is_admin:
+        return f"{name} is for admins only."
     words = msg.text.strip().split(maxsplit=1)
     arg = words[1].strip() if len(words) > 1 else ""
-    if name in MUTATING and not is_admin:
-        return f"{name} is for admins only."
-    if name == "/help":
-        return HELP
-    if name == "/status":
-        actor = await rt.registry.actor(msg.channel)
-        memories = await rt.memory.count(msg.channel) if rt.memory is not None else None
-        last = await rt.store.compactions(msg.channel, limit=1)
-        return render_status(actor.snapshot(), memories, last[0] if last else None)
-    if name == "/history":
-        # isdigit() is true for "²" and 5,000-digit strings, which int() refuses: only
-        # ASCII digits count, and N is capped so the answer stays a chat message.
-        n = min(int(arg), HISTORY_MAX) if arg.isascii() and arg.isdigit() and len(arg) < 7 else 0
-        n = n or 10
-        # Only the last N are kept: a channel's whole history need not fit in memory.
-        lines: deque[str] = deque(maxlen=n)
-        async for m in rt.store.export(msg.channel):
-            lines.append(f"[{m.state.value}] {m.author_name or m.role.value}: {m.text}")
-        return "\n".join(lines) or "(no messages yet)"
-    if name == "/compact":
-        actor = await rt.registry.actor(msg.channel)
-        result: str = await actor.call(lambda a: a.force_compaction())
-        return result
-    if name == "/memory":
-        if rt.memory is None:
-            return "Memory is disabled in config.toml ([memory] enabled = false)."
-        if not arg:
-            return "Usage: /memory QUERY"
-        hits = await rt.memory.search(arg, channel=msg.channel, limit=5)
-        if not hits:
-            return "I remember nothing about that."
-        return "\n".join(f"- ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits)
-    if name == "/forget":
-        if rt.memory is None:
-            return "Memory is disabled in config.toml ([memory] enabled = false)."
-        text, touched = await rt.memory.forget_command(arg, channel=msg.channel)
-        author = rt.memory.forgotten_author(arg)
-        if (touched or author) and not rt.config.memory.keep_messages_on_forget:
-            deleted = await rt.store.delete_messages(touched) if touched else 0
-            if author:
-                # Messages not indexed yet are in no graph provenance: delete them by
-                # author, in the channels this one can see (as the graph forget did).
-                seen = rt.memory.visible_from(msg.channel)
-                deleted += await rt.store.delete_author_messages(author, seen)
-            # Channels holding those messages reload their context from the store.
-            await rt.registry.evict_idle(0.0)
-            text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
-        return text
-    raise AssertionError(f"{name} is in COMMANDS but has no handler")
+    return await cmd.handler(Invocation(rt, msg, name, arg))
+
+
+def _memory(inv: Invocation) -> MemoryService | None:
+    return inv.runtime.memory
+
+
+# -- the commands, in /help order ------------------------------------------------------------
+
+
+@command("/status", "  /status          context usage, compactions, memories")
+async def _status(inv: Invocation) -> str:
+    rt = inv.runtime
+    actor = await rt.registry.actor(inv.channel)
+    memory = _memory(inv)
+    memories = await memory.count(inv.channel) if memory is not None else None
+    last = await rt.store.compactions(inv.channel, limit=1)
+    return render_status(actor.snapshot(), memories, last[0] if last else None)
+
+
+@command(
+    "/history",
+    f"  /history [N]     the last N messages of this channel (default 10, at most {HISTORY_MAX})",
+)
+async def _history(inv: Invocation) -> str:
+    arg = inv.arg
+    # isdigit() is true for "²" and 5,000-digit strings, which int() refuses: only
+    # ASCII digits count, and N is capped so the answer stays a chat message.
+    n = min(int(arg), HISTORY_MAX) if arg.isascii() and arg.isdigit() and len(arg) < 7 else 0
+    n = n or 10
+    # Only the last N are kept: a channel's whole history need not fit in memory.
+    lines: deque[str] = deque(maxlen=n)
+    async for m in inv.runtime.store.export(inv.channel):
+        lines.append(f"[{m.state.value}] {m.author_name or m.role.value}: {m.text}")
+    return "\n".join(lines) or "(no messages yet)"
+
+
+@command("/memory", "  /memory QUERY    what I remember about QUERY")
+async def _recall(inv: Invocation) -> str:
+    memory = _memory(inv)
+    if memory is None:
+        return MEMORY_DISABLED
+    if not inv.arg:
+        return "Usage: /memory QUERY"
+    hits = await memory.search(inv.arg, channel=inv.channel, limit=5)
+    if not hits:
+        return "I remember nothing about that."
+    return "\n".join(f"- ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits)
+
+
+@command("/compact", "  /compact         summarize the oldest messages now (admins)", admin=True)
+async def _compact(inv: Invocation) -> str:
+    actor = await inv.runtime.registry.actor(inv.channel)
+    result: str = await actor.call(lambda a: a.force_compaction())
+    return result
+
+
+@command(
+    "/forget",
+    "  /forget ID       forget one memory (admins)\n"
+    "  /forget --author USER   forget USER's messages and what came from them, in this\n"
+    "                   workspace (admins)",
+    admin=True,
+)
+async def _forget(inv: Invocation) -> str:
+    memory = _memory(inv)
+    if memory is None:
+        return MEMORY_DISABLED
+    rt = inv.runtime
+    text, touched = await memory.forget_command(inv.arg, channel=inv.channel)
+    author = memory.forgotten_author(inv.arg)
+    if (touched or author) and not rt.config.memory.keep_messages_on_forget:
+        deleted = await rt.store.delete_messages(touched) if touched else 0
+        if author:
+            # Messages not indexed yet are in no graph provenance: delete them by
+            # author, in the channels this one can see (as the graph forget did).
+            seen = memory.visible_from(inv.channel)
+            deleted += await rt.store.delete_author_messages(author, seen)
+        # Channels holding those messages reload their context from the store.
+        await rt.registry.evict_idle(0.0)
+        text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
+    return text
+
+
+@command("/help", "  /help            this text")
+async def _help(inv: Invocation) -> str:
+    return HELP
+
+
+HELP = (
+    "Commands:\n"
+    + "\n".join(c.help for c in REGISTRY.values())
+    + """
+On Discord and Slack, address me: "@tierbot /status", a direct message, or Slack's
+own slash command ("/tierbot status"). Other text starting with "/" is conversation."""
+)
+#: The names that are commands (any other text starting with "/" is conversation).
+COMMANDS = frozenset(REGISTRY)

@@ -111,7 +111,7 @@ def status_snapshot(
     actors = sorted(rt.registry.actors.values(), key=lambda a: a.usage, reverse=True)
     channels = []
     for a in actors[:limit]:
-        snap = a.snapshot()
+        snap = a.snapshot().to_json()
         snap["mailbox"] = a.mailbox_depth
         channels.append(snap)
     running = [

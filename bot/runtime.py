@@ -61,6 +61,16 @@ MAX_DELIVERY_ATTEMPTS = 10
 
 
 @dataclass
+class LiveConfig:
+    """The config in force: a reload swaps ``current``; every reader calls it at its next look."""
+
+    current: Config
+
+    def __call__(self) -> Config:
+        return self.current
+
+
+@dataclass
 class Outbox:
     """Replies to channels that no adapter serves (replay, tests)."""
 
@@ -75,7 +85,7 @@ class Runtime(Dispatcher):
 
     def __init__(
         self,
-        config: Config,
+        config: LiveConfig,
         *,
         events: Bus,
         metrics: Metrics,
@@ -85,7 +95,7 @@ class Runtime(Dispatcher):
         memory: MemoryService | None,
         respond_override: RespondMode | None = None,
     ) -> None:
-        self._config = config
+        self._live = config
         self.respond_override = respond_override
         #: The runtime's event bus: channels, workers and adapters publish, metrics subscribe.
         self.events = events
@@ -96,15 +106,16 @@ class Runtime(Dispatcher):
         self.memory = memory
         self.adapters: dict[str, Adapter] = {}
         self.outbox = Outbox()
-        self.pool = WorkerPool(config.workers.compaction_concurrency)
+        cfg = config.current
+        self.pool = WorkerPool(cfg.workers.compaction_concurrency)
         worker = CompactionWorker(
             llm,
             counter,
             memory.writer() if memory is not None else None,
-            timeout=config.workers.compaction_timeout_seconds,
+            timeout=cfg.workers.compaction_timeout_seconds,
         )
         deps = ChannelDeps(
-            config=lambda: self._config,
+            config=config,
             store=store,
             llm=llm,
             counter=counter,
@@ -171,6 +182,7 @@ class Runtime(Dispatcher):
         respond_override: RespondMode | None,
     ) -> Runtime:
         cfg = config
+        live = LiveConfig(config)
         events = Bus()
         metrics = Metrics(events)
         async with contextlib.AsyncExitStack() as opened:
@@ -191,11 +203,11 @@ class Runtime(Dispatcher):
             memory: MemoryService | None = None
             if cfg.memory.enabled:
                 memory = await MemoryService.open(
-                    cfg, store, live_indexing=lambda: rt.config.memory.index_live_messages
+                    cfg, store, live_indexing=lambda: live().memory.index_live_messages
                 )
                 opened.push_async_callback(memory.aclose)
             rt = cls(
-                cfg,
+                live,
                 events=events,
                 metrics=metrics,
                 store=store,
@@ -215,7 +227,7 @@ class Runtime(Dispatcher):
 
     @property
     def config(self) -> Config:
-        return self._config
+        return self._live.current
 
     @property
     def draining(self) -> bool:
@@ -228,7 +240,7 @@ class Runtime(Dispatcher):
         Running adapters get their new section (allow-lists, admins, respond
         mode are read per message); keys only read at start need a restart.
         """
-        self._config = config
+        self._live.current = config
         self.pool.set_concurrency(config.workers.compaction_concurrency)
         self.registry.deps.worker.timeout = config.workers.compaction_timeout_seconds
         for name, adapter in self.adapters.items():
@@ -259,7 +271,7 @@ class Runtime(Dispatcher):
             return
         self._closed = True
         self._draining = True
-        limit = self._config.runtime.drain_seconds if drain_seconds is None else drain_seconds
+        limit = self.config.runtime.drain_seconds if drain_seconds is None else drain_seconds
         for task in list(self._background.values()):
             task.cancel()
         for task in list(self._background.values()):
@@ -566,7 +578,7 @@ class Runtime(Dispatcher):
         return _QuietProgress(handle, channel)
 
     def respond_mode(self, channel: str) -> RespondMode:
-        return self.respond_override or self._config.respond_for(channel)
+        return self.respond_override or self.config.respond_for(channel)
 
     # -- Dispatcher --------------------------------------------------------------------
 

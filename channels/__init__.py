@@ -13,12 +13,14 @@ never the application (bot). It publishes typed events on ``ChannelDeps.events``
 from channels.actor import BOT_AUTHOR, ChannelActor, ChannelDeps, MemoryAccess
 from channels.context import LiveContext
 from channels.registry import ChannelRegistry, to_message
+from channels.snapshot import ChannelSnapshot
 
 __all__ = [
     "BOT_AUTHOR",
     "ChannelActor",
     "ChannelDeps",
     "ChannelRegistry",
+    "ChannelSnapshot",
     "LiveContext",
     "MemoryAccess",
     "to_message",

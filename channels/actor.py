@@ -35,12 +35,14 @@ from channels.compaction import ChannelCompaction, Recheck, WorkerDone
 from channels.context import LiveContext
 from channels.deps import ChannelDeps, MemoryAccess
 from channels.history import BOT_AUTHOR, History
+from channels.snapshot import ChannelSnapshot
 from channels.turn import MAX_TOOL_ROUNDS, Turns
 from compactor import Compactor
 from tierbot.config import ChannelSettings
 from tierbot.events import TurnFailed
 from tierbot.llm.base import ChatMessage
 from tierbot.messages import Message, Role
+from tierbot.vocab import TIERS
 from workers.supervisor import TaskOutcome
 
 __all__ = ["BOT_AUTHOR", "MAX_TOOL_ROUNDS", "ChannelActor", "ChannelDeps", "MemoryAccess"]
@@ -351,25 +353,22 @@ class ChannelActor:
 
     # -- views ----------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """Numbers for /status and the replay report."""
+    def snapshot(self) -> ChannelSnapshot:
+        """Numbers for /status, the ops endpoint and the replay report."""
         s = self.settings
-        return {
-            "channel": self.key,
-            "live_messages": self.history.live_messages(),
-            "summaries": len(self.ctx.summaries()),
-            "live_tokens": self.ctx.total,
-            "context_window": s.context_window,
-            "usage": self.usage,
-            "peak_usage": self.peak_usage,
-            "compactions": self.compactor.snapshot(),
-            "compaction_running": self.compactor.running.kind.value
-            if self.compactor.running
-            else None,
-            "background": self.delegation.status(),
-            "thresholds": {
-                "background": s.compaction.background_threshold,
-                "aggressive": s.compaction.aggressive_threshold,
-                "emergency": s.compaction.emergency_threshold,
+        running = self.compactor.running
+        return ChannelSnapshot(
+            channel=self.key,
+            live_messages=self.history.live_messages(),
+            summaries=len(self.ctx.summaries()),
+            live_tokens=self.ctx.total,
+            context_window=s.context_window,
+            usage=self.usage,
+            peak_usage=self.peak_usage,
+            compactions=self.compactor.snapshot(),
+            compaction_running=running.kind.value if running else None,
+            background=tuple(self.delegation.status()),
+            thresholds={
+                kind.value: getattr(s.compaction, f"{kind.value}_threshold") for kind in TIERS
             },
-        }
+        )

@@ -452,8 +452,12 @@ class MemoryService:
         """Open the graph and start indexing ``source``; ``live_indexing`` tells whether
         live indexing is on now (default: ``config.memory.index_live_messages``)."""
         graph = await MemoryGraph.open(config.storage_path(), config.memory)
-        service = cls(graph, config, source, live_indexing=live_indexing)
-        service.indexer.start()
+        try:
+            service = cls(graph, config, source, live_indexing=live_indexing)
+            service.indexer.start()
+        except BaseException:
+            await graph.aclose()  # its connection's thread would keep the process alive
+            raise
         service._maintenance = asyncio.create_task(service._maintain(), name="memory-maintenance")
         return service
 

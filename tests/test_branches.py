@@ -202,14 +202,14 @@ async def test_the_channel_answers_other_messages_while_a_slow_branch_runs(make_
         await wait_for(lambda: len(rt.outbox.sent) == 2)
         assert [o.text for o in rt.outbox.sent] == ["on it", "hi bob"]
         assert actor.delegation.running and not actor.idle()
-        assert actor.snapshot()["background"][0]["status"] == "running"
+        assert actor.snapshot().background[0]["status"] == "running"
         gate.set()
         await wait_for(lambda: len(rt.outbox.sent) == 3)
         await rt.drain()
         assert rt.outbox.sent[-1].text == "here is what I found"
         assert rt.outbox.sent[-1].reply_to == "q1"
         assert results(actor)[0]["conclusion"] == "the deep thought"
-        assert actor.snapshot()["background"] == []
+        assert actor.snapshot().background == ()
 
 
 async def test_branch_limit_per_channel_and_timeout_hold(make_config) -> None:

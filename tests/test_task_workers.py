@@ -190,8 +190,8 @@ async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
         await rt.submit(inbound("test:b", "go", pid="b"))
         await wait_for(lambda: len(rt.outbox.sent) == 2)
         b = await rt.registry.actor("test:b")
-        assert a.snapshot()["background"][0]["status"] == "running"
-        assert b.snapshot()["background"][0]["status"] == "queued"
+        assert a.snapshot().background[0]["status"] == "running"
+        assert b.snapshot().background[0]["status"] == "queued"
         assert llm.count("worker") == 1
         gate.set()
         await wait_for(lambda: len(rt.outbox.sent) == 4)

@@ -18,16 +18,15 @@ takes the same path at once.  A reload:
    wait for a restart, compared with what is running, so reverting an edit
    clears them) or ``config.unchanged``.
 
-A key not matched by :data:`LIVE_KEYS` needs a restart: a new setting is
-reported as such until the code reading it reads ``runtime.config`` at each
-use and is listed here (and in docs/operations.md).
+A key not in :data:`LIVE_KEYS` needs a restart: a new setting is reported as
+such until the code reading it reads ``runtime.config`` at each use and its
+field is marked :data:`tierbot.config.LIVE` (and docs/operations.md says so).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import hashlib
 import os
 import time
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 from pydantic import BaseModel
 
-from tierbot.config import Config, load_config
+from tierbot.config import Config, live_keys, load_config
 from tierbot.errors import ConfigError
 from tierbot.logging import set_log_level
 
@@ -49,23 +48,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("tierbot.reload")
 
-LIVE_KEYS: tuple[str, ...] = (
-    "defaults.*",  # context windows, prompts, respond, reply caps, every compaction and
-    # branch/worker threshold and fraction (read by channels at each check)
-    "channels",  # [[channels]] overrides, resolved once per new config
-    "workers.*",  # pool sizes and timeouts, compaction retry backoff
-    "runtime.drain_seconds",  # read when shutdown begins
-    "adapters.*.respond",
-    "adapters.*.allowed_*",  # allow-lists and admin lists are read per message
-    "adapters.*.admins",
-    "adapters.console.user",
-    "logging.level",
-    "memory.keep_messages_on_forget",  # read by each /forget
-    "ops.metrics_top_channels",
-    "ops.allowed_hosts",  # read per request
-    "ops.status_task_text",  # read per /status request
-)
-"""Key-path patterns that apply to a running bot; everything else needs a restart."""
+LIVE_KEYS: frozenset[str] = live_keys()
+"""Key paths that apply to a running bot, generated from the config models' marks
+(:data:`tierbot.config.LIVE`); everything else needs a restart."""
 
 Outcome = Literal["applied", "unchanged", "rejected"]
 
@@ -94,7 +79,8 @@ class ReloadResult:
 
 def is_live(path: str) -> bool:
     """Whether a change to key ``path`` applies without a restart."""
-    return any(fnmatch.fnmatchcase(path, pattern) for pattern in LIVE_KEYS)
+    parts = path.split(".")
+    return any(".".join(parts[:n]) in LIVE_KEYS for n in range(1, len(parts) + 1))
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

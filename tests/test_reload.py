@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -188,6 +189,27 @@ async def test_restart_only_keys_are_reported_and_keep_their_running_values(
     assert result.outcome == "unchanged" and result.restart_required == ()
 
 
+async def test_a_mailbox_size_edit_is_reported_as_needing_a_restart_not_as_applied(
+    rt: Runtime, config_path: Path, tmp_path: Path
+) -> None:
+    """A running channel's mailbox is sized once: editing [defaults] mailbox_size is listed
+    as restart required and the running value stays, while a window edit saved with it
+    applies (the reload used to claim the mailbox edit applied live)."""
+    actor = await rt.registry.actor(CH)
+    extra = "mailbox_size = 7\n"
+    text = (
+        config_text(tmp_path / "tierbot.db")
+        .replace("[defaults]\n", "[defaults]\n" + extra)
+        .replace("context_window = 1000", "context_window = 1200")
+    )
+    save(config_path, text)
+    result = await watcher(rt, config_path).reload()
+    assert result.restart_required == ("defaults.mailbox_size",)
+    assert "defaults.context_window" in result.live
+    assert rt.config.defaults.mailbox_size == 1000
+    assert actor.settings.context_window == 1200
+
+
 async def test_overrides_allow_lists_and_respond_modes_apply_to_what_is_running(
     rt: Runtime, config_path: Path, tmp_path: Path
 ) -> None:
@@ -245,6 +267,8 @@ async def test_log_level_edit_applies_to_loggers_bound_before_it(
     ("key", "live"),
     [
         ("defaults.context_window", True),
+        ("defaults.mailbox_size", False),
+        ("defaults.idle_evict_seconds", True),
         ("defaults.compaction.emergency_threshold", True),
         ("defaults.compaction.branch_timeout_seconds", True),
         ("channels", True),
@@ -276,3 +300,17 @@ def test_changed_keys_compare_lists_as_one_value(make_config: Any) -> None:
     old = make_config()
     new = make_config({"adapters": {"slack": {"allowed_teams": ["T1"]}}, "llm": {"model": "x"}})
     assert changed_keys(old, new) == ["adapters.slack.allowed_teams", "llm.model"]
+
+
+def test_every_live_key_is_listed_as_live_in_the_operations_guide() -> None:
+    """docs/operations.md's "What applies live" table names every key a reload applies, and
+    none of the keys that need a restart, so an operator reading it is never misled."""
+    from bot.reload import LIVE_KEYS
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
+    live = doc.split("### What applies live", 1)[1].split("### What needs a restart", 1)[0]
+    restart = doc.split("### What needs a restart", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"[a-z_]+", live))
+    missing = [k for k in sorted(LIVE_KEYS) if k.rsplit(".", 1)[-1] not in named]
+    assert not missing, f"live keys missing from the guide: {missing}"
+    assert "`mailbox_size`" in restart and "`mailbox_size`" not in live

@@ -7,6 +7,12 @@ the full key path of every problem.  ``Config.for_channel(key)`` resolves the
 ``[[channels]]`` overrides for one channel (most specific pattern wins) and
 caches the result, so a reload costs one resolution per channel, not one per
 message.
+
+Every key says when a change to it takes effect in a running bot: a field (or a
+whole model) marked :data:`LIVE` is read at each use, so a reload applies it;
+anything else needs a restart.  :func:`live_keys` walks the models for the
+reloader, so its live/restart table is generated from where the marks are and
+cannot drift from them.
 """
 
 from __future__ import annotations
@@ -15,14 +21,17 @@ import fnmatch
 import itertools
 import os
 import tomllib
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from tierbot.errors import ConfigError, ConfigProblem
+from tierbot.keys import ChannelKey
 
 RespondMode = Literal["always", "mention", "listen"]
 ENV_PREFIX = "TIERBOT__"
@@ -38,11 +47,18 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
-Fraction = Field(gt=0.0, lt=1.0)
+#: ``json_schema_extra`` of a key (or ``model_config`` of a section) read at each use:
+#: a reload applies it to the running bot.  Unmarked keys need a restart.
+LIVE: dict[str, Any] = {"applies": "live"}
+#: Marks one key of a live section as read once (it needs a restart).
+RESTART: dict[str, Any] = {"applies": "restart"}
+_LIVE_SECTION = ConfigDict(json_schema_extra=LIVE)
 
 
 class CompactionConfig(_Model):
-    """When and how much a channel's compactor compacts."""
+    """When and how much a channel's compactor compacts (read at each check: live)."""
+
+    model_config = _LIVE_SECTION
 
     branch_preflight_threshold: float = Field(0.60, gt=0.0, lt=1.0)
     background_threshold: float = Field(0.80, gt=0.0, lt=1.0)
@@ -92,44 +108,38 @@ def compaction_problems(prefix: str, c: CompactionConfig) -> list[ConfigProblem]
     return problems
 
 
-class CompactionOverride(_Model):
-    """Per-channel compaction overrides: any subset of [defaults.compaction]."""
+def overrides_of(model: type[_Model], name: str) -> type[_Model]:
+    """A model accepting any subset of ``model``'s keys, each validated as ``model`` does.
 
-    branch_preflight_threshold: float | None = Field(None, gt=0.0, lt=1.0)
-    background_threshold: float | None = Field(None, gt=0.0, lt=1.0)
-    aggressive_threshold: float | None = Field(None, gt=0.0, lt=1.0)
-    emergency_threshold: float | None = Field(None, gt=0.0, lt=1.0)
-    background_fraction: float | None = Field(None, gt=0.0, lt=1.0)
-    aggressive_fraction: float | None = Field(None, gt=0.0, lt=1.0)
-    emergency_fraction: float | None = Field(None, gt=0.0, lt=1.0)
-    min_messages_between: int | None = Field(None, ge=0, le=10_000)
-    max_summary_tokens: int | None = Field(None, ge=32, le=32_000)
-    summary_share: float | None = Field(None, gt=0.0, lt=1.0)
-    notice: bool | None = None
-    parallel_compactions: int | None = Field(None, ge=1, le=64)
-    loop_guard_seconds: float | None = Field(None, ge=0.0, le=3600.0)
-    rescue_chunk_messages: int | None = Field(None, ge=1, le=100_000)
-    predictive_start: bool | None = None
-    max_overflow_retries: int | None = Field(default=None, ge=0, le=10)
-    max_concurrent_branches: int | None = Field(default=None, ge=0, le=100)
-    branch_max_turns: int | None = Field(default=None, ge=1, le=100)
-    branch_timeout_seconds: float | None = Field(default=None, gt=0)
-    turns_per_segment: int | None = Field(default=None, ge=1, le=1000)
-    max_segments: int | None = Field(default=None, ge=1, le=1000)
-    segment_compact_threshold: float | None = Field(default=None, gt=0.0, lt=1.0)
-    max_concurrent_workers: int | None = Field(default=None, ge=0, le=100)
-    worker_timeout_seconds: float | None = Field(default=None, gt=0)
+    Unset keys are None.  Generated from ``model`` so an override section can never
+    miss, or disagree with, a key it overrides.
+    """
+    fields: dict[str, Any] = {}
+    for key, info in model.model_fields.items():
+        optional = FieldInfo.merge_field_infos(info, default=None, default_factory=None)
+        fields[key] = (Union[info.annotation, None], optional)  # noqa: UP007
+    doc = f"Any subset of {model.__name__}'s keys, for one [[channels]] entry."
+    return create_model(name, __base__=_Model, __doc__=doc, **fields)
+
+
+if TYPE_CHECKING:
+    CompactionOverride = _Model
+else:
+    CompactionOverride = overrides_of(CompactionConfig, "CompactionOverride")
 
 
 class DefaultsConfig(_Model):
-    """Settings every channel starts from."""
+    """Settings every channel starts from (read at each channel's next check: live)."""
+
+    model_config = _LIVE_SECTION
 
     context_window: int = Field(32_000, ge=256, le=10_000_000)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     respond: RespondMode = "always"
     max_reply_tokens: int = Field(1024, ge=16, le=200_000)
     idle_evict_seconds: float = Field(900.0, gt=0)
-    mailbox_size: int = Field(1000, ge=1, le=1_000_000)
+    #: Sized once when a channel's actor starts.
+    mailbox_size: int = Field(1000, ge=1, le=1_000_000, json_schema_extra=RESTART)
     compaction: CompactionConfig = CompactionConfig()
 
 
@@ -169,15 +179,15 @@ class StorageConfig(_Model):
 
 
 class LoggingConfig(_Model):
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: Literal["debug", "info", "warning", "error"] = Field("info", json_schema_extra=LIVE)
     format: Literal["auto", "pretty", "json"] = "auto"
 
 
 class ConsoleAdapterConfig(_Model):
     enabled: bool = True
     channel: str = "console:local"
-    user: str = "you"
-    respond: RespondMode = "always"
+    user: str = Field("you", json_schema_extra=LIVE)
+    respond: RespondMode = Field("always", json_schema_extra=LIVE)
 
 
 class DiscordAdapterConfig(_Model):
@@ -193,11 +203,12 @@ class DiscordAdapterConfig(_Model):
 
     enabled: bool = False
     token_env: str = "DISCORD_TOKEN"
-    respond: RespondMode = "mention"
-    allowed_guilds: list[str] = []
-    allowed_channels: list[str] = []
-    allowed_dm_users: list[str] = []
-    admins: list[str] = []
+    # Read per inbound message: live.
+    respond: RespondMode = Field("mention", json_schema_extra=LIVE)
+    allowed_guilds: list[str] = Field([], json_schema_extra=LIVE)
+    allowed_channels: list[str] = Field([], json_schema_extra=LIVE)
+    allowed_dm_users: list[str] = Field([], json_schema_extra=LIVE)
+    admins: list[str] = Field([], json_schema_extra=LIVE)
     api_base: str = "https://discord.com/api/v10"
     gateway_url: str = "wss://gateway.discord.gg/"
 
@@ -217,13 +228,13 @@ class SlackAdapterConfig(_Model):
     bot_token_env: str = "SLACK_BOT_TOKEN"
     app_token_env: str = "SLACK_APP_TOKEN"
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
-    respond: RespondMode = "mention"
+    respond: RespondMode = Field("mention", json_schema_extra=LIVE)
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=0, le=65535)
     path: str = "/slack/events"
-    allowed_teams: list[str] = []
-    allowed_channels: list[str] = []
-    admins: list[str] = []
+    allowed_teams: list[str] = Field([], json_schema_extra=LIVE)
+    allowed_channels: list[str] = Field([], json_schema_extra=LIVE)
+    admins: list[str] = Field([], json_schema_extra=LIVE)
     slash_command: str = Field(default="/tierbot", pattern=r"^(/[a-z0-9_-]{1,31})?$")
     api_base_url: str = "https://slack.com/api/"
 
@@ -235,7 +246,9 @@ class AdaptersConfig(_Model):
 
 
 class WorkersConfig(_Model):
-    """The process-wide pool that runs compaction workers."""
+    """The process-wide pools of compaction workers, branches and task workers (live)."""
+
+    model_config = _LIVE_SECTION
 
     compaction_concurrency: int = Field(4, ge=1, le=1024)
     compaction_timeout_seconds: float = Field(120.0, gt=0)
@@ -252,7 +265,7 @@ class RuntimeConfig(_Model):
     turns and deliver the replies before the adapters disconnect.
     """
 
-    drain_seconds: float = Field(10.0, ge=0, le=3600)
+    drain_seconds: float = Field(10.0, ge=0, le=3600, json_schema_extra=LIVE)
 
 
 class MemoryConfig(_Model):
@@ -271,7 +284,7 @@ class MemoryConfig(_Model):
     prune_importance: float = Field(0.1, ge=0.0, lt=1.0)
     prune_age_days: float = Field(30.0, ge=0.0)
     decay_half_life_days: float = Field(30.0, gt=0.0)
-    keep_messages_on_forget: bool = True
+    keep_messages_on_forget: bool = Field(True, json_schema_extra=LIVE)
     index_live_messages: bool = True
     index_drain_seconds: float = Field(30.0, ge=0.0)
     background_rows: int = Field(10_000, ge=0, le=10_000_000)
@@ -291,13 +304,13 @@ class OpsConfig(_Model):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=8686, ge=0, le=65535)
-    metrics_top_channels: int = Field(default=50, ge=0, le=10_000)
+    metrics_top_channels: int = Field(default=50, ge=0, le=10_000, json_schema_extra=LIVE)
     #: Host header names accepted besides the bind address and loopback names (a
     #: Prometheus container scraping ``tierbot:8686``); anything else gets 403, so a
     #: DNS-rebinding web page cannot read the endpoint.
-    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list, json_schema_extra=LIVE)
     #: Show branch and worker task text (words from the conversation) in /status.
-    status_task_text: bool = False
+    status_task_text: bool = Field(False, json_schema_extra=LIVE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +336,8 @@ class Config(_Model):
     runtime: RuntimeConfig = RuntimeConfig()
     memory: MemoryConfig = MemoryConfig()
     ops: OpsConfig = OpsConfig()
-    channels: list[ChannelOverride] = []
+    #: Resolved once per new config object, then at each channel's next check.
+    channels: list[ChannelOverride] = Field([], json_schema_extra=LIVE)
 
     _source: str = PrivateAttr(default="<defaults>")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
@@ -347,7 +361,7 @@ class Config(_Model):
         for ov in reversed(_matching(self.channels, key)):
             if ov.respond is not None:
                 return ov.respond
-        adapter = getattr(self.adapters, key.split(":", 1)[0], None)
+        adapter = getattr(self.adapters, ChannelKey.parse(key).platform, None)
         mode: RespondMode | None = getattr(adapter, "respond", None)
         return mode or self.defaults.respond
 
@@ -373,6 +387,41 @@ class Config(_Model):
         settings = ChannelSettings(compaction=CompactionConfig(**compaction), **merged)
         self._resolved[key] = settings
         return settings
+
+
+def _applies(extra: Any) -> str | None:
+    return extra.get("applies") if isinstance(extra, dict) else None
+
+
+def _section(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds (``X`` or ``X | None``), or None for a plain value."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        inner = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = inner[0] if len(inner) == 1 else None
+    is_model = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    return annotation if is_model else None
+
+
+def live_keys(model: type[BaseModel] | None = None) -> frozenset[str]:
+    """Every key path a reload applies to a running bot (the :data:`LIVE` marks).
+
+    A key is live when its field, or else the nearest section holding it, is marked
+    live; restart otherwise.  A list of sections (``channels``) is one key.
+    """
+
+    def walk(m: type[BaseModel], prefix: str, inherited: str) -> list[str]:
+        out = []
+        for name, info in m.model_fields.items():
+            section = _section(info.annotation)
+            applies = _applies(info.json_schema_extra)
+            if section is not None:
+                applies = applies or _applies(section.model_config.get("json_schema_extra"))
+                out += walk(section, f"{prefix}{name}.", applies or inherited)
+            elif (applies or inherited) == "live":
+                out.append(prefix + name)
+        return out
+
+    return frozenset(walk(model or Config, "", "restart"))
 
 
 def _specificity(pattern: str) -> int:

@@ -23,22 +23,19 @@ from typing import Any, BinaryIO
 
 import structlog
 
-from tierbot.config import Config, default_config_path, load_config
+from bot.cli_config import config_from
+from tierbot.config import Config
 from tierbot.errors import AdapterError, ConfigError, FatalAdapterError, TierbotError
 from tierbot.logging import configure_logging
 from tierbot.messages import InboundMessage, State
+from tierbot.vocab import COUNTER_KEYS
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPLAY_CHUNK = 64
-COMPACTION_KEYS = ("background", "aggressive", "emergency", "meta", "noop", "failed")
 
 
 class UsageError(TierbotError):
     """Bad command-line input (a file, a line of it, an argument)."""
-
-
-def _config(path: str | None) -> Config:
-    return load_config(Path(path) if path else default_config_path())
 
 
 def _setup_logging(cfg: Config, args: argparse.Namespace, log_file: Path | None = None) -> None:
@@ -138,7 +135,7 @@ def _log_file_for(cfg: Config, interactive: bool) -> Path | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    cfg = _config(args.config)
+    cfg = config_from(args.config)
     interactive = cfg.adapters.console.enabled and sys.stdin.isatty()
     log_file = _log_file_for(cfg, interactive)
     _setup_logging(cfg, args, log_file)
@@ -148,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    cfg = _config(args.config)
+    cfg = config_from(args.config)
     log_file = _log_file_for(cfg, sys.stdin.isatty())
     _setup_logging(cfg, args, log_file)
     return asyncio.run(_serve(cfg, console_channel=args.channel, console_only=True))
@@ -432,7 +429,7 @@ async def replay(
         "context_window": snap.context_window,
         "peak_usage": round(snap.peak_usage, 4),
         "final_usage": round(snap.usage, 4),
-        "compactions": {k: comp.get(k, 0) for k in COMPACTION_KEYS},
+        "compactions": {k: comp.get(k, 0) for k in COUNTER_KEYS},
         "archived_messages": archived,
         "memories": memories,
         "seconds": round(time.monotonic() - started, 3),
@@ -446,7 +443,7 @@ async def replay(
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    cfg = _config(args.config)
+    cfg = config_from(args.config)
     _setup_logging(cfg, args)
     report = asyncio.run(
         replay(
@@ -508,7 +505,7 @@ def _render_ts(ts: float) -> str | float:
 
 
 def cmd_history_export(args: argparse.Namespace) -> int:
-    cfg = _config(args.config)
+    cfg = config_from(args.config)
     _setup_logging(cfg, args)
     for row in asyncio.run(export_history(cfg, args.channel)):
         print(json.dumps(row, ensure_ascii=False))
@@ -520,7 +517,7 @@ def cmd_history_export(args: argparse.Namespace) -> int:
 
 def cmd_config_check(args: argparse.Namespace) -> int:
     path = args.path or args.config
-    load_config(Path(path) if path else default_config_path())
+    config_from(path)
     print("ok")
     return EXIT_OK
 

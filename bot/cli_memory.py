@@ -16,25 +16,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from tierbot.config import Config, default_config_path, load_config
+from bot.cli_config import config_and_logging
+from tierbot.config import Config
 from tierbot.errors import ConfigError, ToolError
-from tierbot.logging import configure_logging
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
 class _BadInput(Exception):
     """One-line complaint about the command's input."""
-
-
-def _config(args: argparse.Namespace) -> Config:
-    path = getattr(args, "config", None)
-    cfg = load_config(Path(path) if path else default_config_path())
-    configure_logging(
-        getattr(args, "log_level", None) or cfg.logging.level,
-        getattr(args, "log_format", None) or cfg.logging.format,
-    )
-    return cfg
 
 
 @asynccontextmanager
@@ -187,7 +177,7 @@ def _command(
 ) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         try:
-            cfg = _config(args)
+            cfg = config_and_logging(args)
             asyncio.run(fn(cfg, args))
         except (_BadInput, ToolError) as exc:
             print(f"tierbot memory: {exc}", file=sys.stderr)

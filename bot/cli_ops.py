@@ -22,10 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bot.cli_config import config_and_logging
 from bot.commands import usage_bar
-from tierbot.config import Config, OpsConfig, apply_env_overrides, default_config_path, load_config
+from tierbot.config import Config, OpsConfig, apply_env_overrides, default_config_path
 from tierbot.errors import ConfigError, TierbotError
-from tierbot.logging import configure_logging
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
 
@@ -41,16 +41,6 @@ class OpsUnavailable(TierbotError):
         self.usage = usage
 
 
-def _config(args: argparse.Namespace) -> Config:
-    path = getattr(args, "config", None)
-    cfg = load_config(Path(path) if path else default_config_path())
-    configure_logging(
-        getattr(args, "log_level", None) or cfg.logging.level,
-        getattr(args, "log_format", None) or cfg.logging.format,
-    )
-    return cfg
-
-
 def _ops_settings(args: argparse.Namespace) -> tuple[OpsConfig, str]:
     """``[ops]`` of the config file, even when another part of the file is invalid.
 
@@ -58,7 +48,7 @@ def _ops_settings(args: argparse.Namespace) -> tuple[OpsConfig, str]:
     has to be valid here, and the other problems are printed as a warning.
     """
     try:
-        cfg = _config(args)
+        cfg = config_and_logging(args)
         return cfg.ops, cfg.source
     except ConfigError as exc:
         path = Path(args.config) if args.config else default_config_path()
@@ -314,7 +304,7 @@ def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -
 
 
 def cmd_channel_show(args: argparse.Namespace) -> int:
-    cfg = _config(args)
+    cfg = config_and_logging(args)
     try:
         records = asyncio.run(compaction_history(cfg, args.key, args.limit))
     except OpsUnavailable as exc:

@@ -13,7 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tierbot.config import Config, default_config_path, load_config
+from bot.cli_config import config_from
+from tierbot.config import Config
 
 __all__ = ["add_replies_commands"]
 
@@ -23,10 +24,6 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 class _NoSuchReply(Exception):
     """The id names no kept reply, or there is no store: bad input, exit 2."""
-
-
-def _config(args: argparse.Namespace) -> Config:
-    return load_config(Path(args.config) if args.config else default_config_path())
 
 
 def _store_path(cfg: Config) -> Path:
@@ -81,7 +78,7 @@ def _command(fn: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Nam
 
 @_command
 def cmd_replies_list(args: argparse.Namespace) -> None:
-    for row in asyncio.run(_list(_config(args))):
+    for row in asyncio.run(_list(config_from(args.config))):
         if args.json:
             print(json.dumps(row, ensure_ascii=False))
         else:
@@ -94,13 +91,13 @@ def cmd_replies_list(args: argparse.Namespace) -> None:
 
 @_command
 def cmd_replies_retry(args: argparse.Namespace) -> None:
-    asyncio.run(_settle(_config(args), args.id, drop=False))
+    asyncio.run(_settle(config_from(args.config), args.id, drop=False))
     print(f"reply {args.id} will be posted when its adapter next connects")
 
 
 @_command
 def cmd_replies_drop(args: argparse.Namespace) -> None:
-    asyncio.run(_settle(_config(args), args.id, drop=True))
+    asyncio.run(_settle(config_from(args.config), args.id, drop=True))
     print(f"reply {args.id} dropped")
 
 

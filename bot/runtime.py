@@ -42,6 +42,7 @@ from channels.memory import MemoryService
 from tierbot.config import Config, RespondMode
 from tierbot.errors import FatalAdapterError
 from tierbot.events import Bus, DeliveryFailed, MessageReceived, ReplySent
+from tierbot.keys import ChannelKey
 from tierbot.llm.base import LLMProvider
 from tierbot.llm.factory import make_provider
 from tierbot.messages import InboundMessage
@@ -516,14 +517,14 @@ class Runtime(Dispatcher):
                 return
 
     def _adapter_for(self, channel: str) -> Adapter | None:
-        return self.adapters.get(channel.split(":", 1)[0])
+        return self.adapters.get(ChannelKey.parse(channel).platform)
 
     async def deliver(self, out: Outbound) -> None:
         """Send a reply; one the platform did not take is kept and posted later, never dropped.
 
         Channels of no adapter of this runtime (replay, tests) go to :attr:`outbox`.
         """
-        platform = out.channel.split(":", 1)[0]
+        platform = ChannelKey.parse(out.channel).platform
         adapter = self.adapters.get(platform)
         if adapter is None:
             if platform in self.adapter_problems:

@@ -16,12 +16,11 @@ from compactor.compactor import (
     forced_note,
 )
 from compactor.cuts import choose_cut, compactable, last_turn_start
-from compactor.policy import Tier, choose_tier, fraction_for
+from compactor.policy import choose_tier, fraction_for
 
 __all__ = [
     "Compactor",
     "Plan",
-    "Tier",
     "choose_cut",
     "choose_tier",
     "compactable",

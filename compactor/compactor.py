@@ -30,7 +30,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from compactor.cuts import choose_cut
-from compactor.policy import Tier, choose_tier, fraction_for
+from compactor.policy import choose_tier, fraction_for
 from compactor.scheduler import (
     Pace,
     in_flight_ids,
@@ -130,24 +130,24 @@ class Compactor:
         self.wake_at = None
         tier = choose_tier(usage, config)
         start = config.background_threshold
-        if tier is Tier.NONE and config.predictive_start:
+        if tier is None and config.predictive_start:
             start = start_threshold(config, self.pace.lead(window, now))
             if usage >= start:
-                tier = Tier.BACKGROUND  # passes land one duration later: start early
-        if tier is Tier.EMERGENCY:
-            covered = choose_cut(items, fraction_for(Tier.EMERGENCY, config), in_flight)
+                tier = CompactionKind.BACKGROUND  # passes land one duration later: start early
+        if tier is CompactionKind.EMERGENCY:
+            covered = choose_cut(items, fraction_for(CompactionKind.EMERGENCY, config), in_flight)
             if covered:
                 return Plan(CompactionKind.EMERGENCY, tuple(covered), usage)
-            tier = Tier.AGGRESSIVE
+            tier = CompactionKind.AGGRESSIVE
         slots = config.parallel_compactions - len(self.in_flight)
         if self.in_flight and (slots <= 0 or config.parallel_compactions == 1):
-            if tier is Tier.AGGRESSIVE and any(
+            if tier is CompactionKind.AGGRESSIVE and any(
                 p.kind is CompactionKind.BACKGROUND for p in self.in_flight
             ):
                 self.pending_aggressive = True
             return None
         if now < self.retry_at:
-            if tier is not Tier.NONE:
+            if tier is not None:
                 self.wake_at = self.retry_at
             return None
         plan = self._next_range(items, usage, tier, window, config, now, start, in_flight)
@@ -168,7 +168,7 @@ class Compactor:
         self,
         items: Sequence[Message],
         usage: float,
-        tier: Tier,
+        tier: CompactionKind | None,
         window: int,
         config: CompactionConfig,
         now: float,
@@ -178,7 +178,7 @@ class Compactor:
         """The next background/aggressive range, if the channel needs one now.
 
         ``branches`` names running branches: their exchanges stay whole (see cuts)."""
-        if tier not in (Tier.BACKGROUND, Tier.AGGRESSIVE):
+        if tier not in (CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE):
             return None
         budget = summary_budget(config, window)
         if projected_usage(usage, window, self._range_sizes(items), budget) < start:
@@ -201,8 +201,7 @@ class Compactor:
         ids = frozenset(m.id for m in covered)
         if not covered or ids in self.failed_sets:
             return None
-        kind = CompactionKind.AGGRESSIVE if tier is Tier.AGGRESSIVE else CompactionKind.BACKGROUND
-        return Plan(kind, tuple(covered), usage)
+        return Plan(tier, tuple(covered), usage)
 
     def _range_sizes(self, items: Sequence[Message]) -> list[tuple[int, int]]:
         """(covered, still live) tokens of each in-flight range (see ``_range_tokens``)."""

@@ -1,36 +1,34 @@
-"""The compaction policy: usage and thresholds -> action.  A pure function."""
+"""The compaction policy: usage and thresholds -> which tier acts.  Pure functions."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from tierbot.config import CompactionConfig
+from tierbot.vocab import CompactionKind
+
+__all__ = ["choose_tier", "fraction_for"]
 
 
-class Tier(StrEnum):
-    """What the compactor should do at a given usage, mildest first."""
+def choose_tier(usage: float, config: CompactionConfig) -> CompactionKind | None:
+    """The tier for ``usage`` (a fraction of the context window), or None below them all.
 
-    NONE = "none"
-    BACKGROUND = "background"
-    AGGRESSIVE = "aggressive"
-    EMERGENCY = "emergency"
-
-
-def choose_tier(usage: float, config: CompactionConfig) -> Tier:
-    """The tier for ``usage`` (a fraction of the context window); each threshold is inclusive."""
+    Each threshold is inclusive: at exactly ``background_threshold`` the background
+    tier acts.
+    """
     if usage >= config.emergency_threshold:
-        return Tier.EMERGENCY
+        return CompactionKind.EMERGENCY
     if usage >= config.aggressive_threshold:
-        return Tier.AGGRESSIVE
+        return CompactionKind.AGGRESSIVE
     if usage >= config.background_threshold:
-        return Tier.BACKGROUND
-    return Tier.NONE
+        return CompactionKind.BACKGROUND
+    return None
 
 
-def fraction_for(tier: Tier, config: CompactionConfig) -> float:
-    """Share of the live messages a tier takes, oldest first."""
-    return {
-        Tier.BACKGROUND: config.background_fraction,
-        Tier.AGGRESSIVE: config.aggressive_fraction,
-        Tier.EMERGENCY: config.emergency_fraction,
-    }.get(tier, 0.0)
+def fraction_for(tier: CompactionKind | None, config: CompactionConfig) -> float:
+    """Share of the live messages a tier takes, oldest first (0 for anything else)."""
+    if tier is CompactionKind.BACKGROUND:
+        return config.background_fraction
+    if tier is CompactionKind.AGGRESSIVE:
+        return config.aggressive_fraction
+    if tier is CompactionKind.EMERGENCY:
+        return config.emergency_fraction
+    return 0.0

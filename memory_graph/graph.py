@@ -29,7 +29,7 @@ import structlog
 
 from tierbot.config import MemoryConfig
 from tierbot.errors import StoreError
-from tierbot.keys import workspace_of
+from tierbot.keys import ChannelKey, workspace_of
 from tierbot.messages import Message
 
 from . import background, episodes, forgetting, maintenance, recall, schema, tombstones, writing
@@ -339,8 +339,7 @@ class MemoryGraph:
             return None
         found = self._scope_keys.get(channel)
         if found is None:
-            parts = channel.split(":")
-            prefixes = (":".join(parts[:n]) for n in range(1, len(parts) + 1))
+            prefixes = ChannelKey.parse(channel).prefixes()
             found = next((p for p in prefixes if p in self.private), "")
             if len(self._scope_keys) > 100_000:
                 self._scope_keys.clear()

@@ -66,6 +66,21 @@ class ChannelKey:
         return ":".join(self.parts[:2])
 
     @property
+    def well_formed(self) -> bool:
+        """A Discord or Slack key with a workspace, a channel id and at most a thread."""
+        return self.structured and len(self.parts) in (3, 4) and self.parts[2] != ""
+
+    @property
+    def workspace_id(self) -> str:
+        """The guild or team id (``dm`` for a Discord DM); empty for an unstructured key."""
+        return self.parts[1] if self.structured else ""
+
+    @property
+    def target(self) -> str:
+        """Where a reply is posted: the thread when there is one, else the channel."""
+        return self.thread or self.channel
+
+    @property
     def channel(self) -> str:
         """The platform's channel id (the user id of a Discord DM); the raw key otherwise."""
         return self.parts[2] if self.structured else self.raw

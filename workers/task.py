@@ -23,7 +23,7 @@ import math
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
@@ -35,9 +35,6 @@ from workers.supervisor import TaskFailed, TaskHandle, Transcript
 from workers.tools import ToolRegistry, ToolResult, message_tokens, specs_tokens, units
 
 log = structlog.get_logger("tierbot.workers.task")
-
-Kind = Literal["branch", "worker"]
-Status = Literal["queued", "running", "concluded", "failed", "cancelled"]
 
 CONTINUE_NOTE = "Older context has been compacted; continue where you left off."
 WORKER_PROMPT = """You are a tierbot task worker. Work on the task below step by step with \

@@ -31,6 +31,7 @@ from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
 from bot.adapters.split import split_message
 from tierbot.config import DiscordAdapterConfig
 from tierbot.errors import AdapterError, FatalAdapterError
+from tierbot.keys import ChannelKey
 from tierbot.messages import InboundMessage
 
 __all__ = ["INTENT_HELP", "DiscordAdapter"]
@@ -455,17 +456,17 @@ class DiscordAdapter:
         return self._client
 
     async def _target(self, client: _Client, key: str) -> discord.PartialMessageable:
-        parts = key.split(":")
-        if len(parts) not in (3, 4) or parts[0] != "discord" or not parts[-1].isdigit():
+        k = ChannelKey.parse(key)
+        if k.platform != "discord" or not k.well_formed or not k.parts[-1].isdigit():
             raise AdapterError(f"not a Discord channel key: {key!r}", adapter=self.name)
-        if parts[1] == "dm":
-            user_id = int(parts[2])
+        if k.is_dm:
+            user_id = int(k.channel)
             channel_id = self._dm_channels.get(user_id)
             if channel_id is None:
                 dm = await client.create_dm(discord.Object(id=user_id))
                 channel_id = self._dm_channels[user_id] = dm.id
             return client.get_partial_messageable(channel_id)
-        return client.get_partial_messageable(int(parts[-1]), guild_id=int(parts[1]))
+        return client.get_partial_messageable(int(k.target), guild_id=int(k.workspace_id))
 
 
 class _Client(discord.Client):

@@ -45,6 +45,7 @@ from bot.adapters.base import Capabilities, Dispatcher, Outbound, route_inbound
 from bot.adapters.split import split_message
 from tierbot.config import SlackAdapterConfig
 from tierbot.errors import AdapterError, FatalAdapterError
+from tierbot.keys import ChannelKey
 from tierbot.messages import InboundMessage
 
 __all__ = ["SlackAdapter"]
@@ -628,10 +629,10 @@ class SlackAdapter:
 
 def _parse_key(key: str) -> tuple[str, str | None]:
     """(channel id, thread ts or None) of a ``slack:`` channel key."""
-    parts = key.split(":")
-    if len(parts) not in (3, 4) or parts[0] != "slack" or not parts[2]:
+    k = ChannelKey.parse(key)
+    if k.platform != "slack" or not k.well_formed:
         raise AdapterError(f"not a Slack channel key: {key!r}", adapter="slack")
-    return parts[2], parts[3] if len(parts) == 4 else None
+    return k.channel, k.thread
 
 
 def _error(exc: Exception) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
@@ -66,10 +66,3 @@ class Overlap:
             return [0.0] * len(self.doc_stems)
         norm = sum(self.idf.get(t, math.log(1 + len(self.doc_stems))) for t in q)
         return [sum(self.idf.get(t, 0.0) for t in q & d) / norm for d in self.doc_stems]
-
-
-def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
-    sa, sb = set(a), set(b)
-    if not sa or not sb:
-        return 0.0
-    return len(sa & sb) / len(sa | sb)

@@ -49,7 +49,7 @@ from tierbot.messages import InboundMessage
 from tierbot.retry import Backoff, retry_forever
 from tierbot.store import Store, UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
-from workers import CompactionWorker, TaskPool, WorkerPool
+from workers import TASK_TABLES, CompactionWorker, TaskPool, WorkerPool
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -195,6 +195,7 @@ class Runtime(Dispatcher):
                 synchronous=cfg.storage.synchronous,
                 commit_batch=cfg.storage.commit_batch,
                 busy_timeout=cfg.storage.busy_timeout_seconds,
+                components=(TASK_TABLES,),
             )
             opened.push_async_callback(store.aclose)
             provider = MeteredProvider(

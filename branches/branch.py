@@ -19,7 +19,8 @@ from branches.context import BranchContext
 from tierbot.llm.base import ChatMessage, LLMProvider
 from tierbot.llm.quoting import quote_tool_result
 from tierbot.tokens import TokenCounter
-from workers.supervisor import TaskFailed, TaskHandle, Transcript
+from workers.records import Transcript
+from workers.supervisor import TaskFailed, TaskHandle
 from workers.task import complete_with_overflow_retry, unique_call_ids
 from workers.tools import ToolRegistry
 

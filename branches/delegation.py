@@ -21,14 +21,8 @@ from tierbot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
 from tierbot.store import Store
 from tierbot.tokens import TokenCounter
 from workers.compaction import MemoryWriter
-from workers.supervisor import (
-    Supervisor,
-    TaskFailed,
-    TaskHandle,
-    TaskOutcome,
-    TaskPool,
-    Transcript,
-)
+from workers.records import Transcript
+from workers.supervisor import Supervisor, TaskFailed, TaskHandle, TaskOutcome, TaskPool
 from workers.task import TaskWorker, WorkerLimits
 from workers.tools import Recaller, ToolRegistry, builtin_tools
 

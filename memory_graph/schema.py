@@ -14,12 +14,11 @@ from typing import Any
 
 import aiosqlite
 
+from tierbot import migrations
 from tierbot.errors import StoreError
-
-SCHEMA_VERSION = 1
+from tierbot.migrations import Migrations
 
 _DDL = """
-CREATE TABLE IF NOT EXISTS memory_schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory_nodes (
     rowid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -78,6 +77,12 @@ CREATE TABLE IF NOT EXISTS memory_tombstones (
 );
 """
 
+#: The memory graph's tables, migrated by the kernel's runner on the graph's own
+#: connection.  Version 1 was recorded in ``memory_schema_version`` before
+#: ``tierbot_schema`` existed; ``IF NOT EXISTS`` lets step 1 adopt those tables.
+MIGRATIONS = Migrations("memory_graph", (_DDL,), legacy="memory_schema_version")
+SCHEMA_VERSION = MIGRATIONS.latest
+
 #: Columns of the full-text table: stemmed own text, near and far neighbour text, then
 #: single-token tags for workspace, channel and type so scope filtering happens in FTS5.
 FTS_DDL = (
@@ -129,37 +134,16 @@ async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection
 
 
 async def migrate(db: aiosqlite.Connection) -> None:
-    """Create the tables if needed and check the stored schema version."""
-    await db.executescript(_DDL)
-    async with db.execute("SELECT version FROM memory_schema_version") as cur:
-        row = await cur.fetchone()
-    if row is None:
-        await db.execute("INSERT INTO memory_schema_version VALUES (?)", (SCHEMA_VERSION,))
-    elif row[0] > SCHEMA_VERSION:
-        raise StoreError(
-            f"memory schema version {row[0]} is newer than this tierbot ({SCHEMA_VERSION}); "
-            "upgrade tierbot"
-        )
+    """Create or upgrade the tables; refuse a graph written by a newer tierbot."""
+    await migrations.migrate(db, MIGRATIONS)
 
 
 async def check(db: aiosqlite.Connection) -> None:
     """For a read-only open: the memory tables exist and are not from a newer tierbot."""
-    try:
-        async with db.execute("SELECT version FROM memory_schema_version") as cur:
-            row = await cur.fetchone()
-    except aiosqlite.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        row = None
-    if row is None:
+    if await migrations.version(db, MIGRATIONS) == 0:
         raise StoreError(
             "no memory graph in this store yet: it is created when tierbot runs with "
             "[memory] enabled = true"
-        )
-    if row[0] > SCHEMA_VERSION:
-        raise StoreError(
-            f"memory schema version {row[0]} is newer than this tierbot ({SCHEMA_VERSION}); "
-            "upgrade tierbot"
         )
 
 

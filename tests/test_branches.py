@@ -20,7 +20,7 @@ from tierbot.llm.quoting import unquote
 from tierbot.messages import Message, Role, State
 from tierbot.testing.scripted import ScriptedLLM
 from tierbot.tokens import get_counter
-from workers.supervisor import read_runs
+from workers.records import read_runs
 from workers.task import CONTINUE_NOTE
 from workers.tools import builtin_tools
 

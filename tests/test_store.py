@@ -89,9 +89,11 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
     async with await Store.open(path):
         pass
     with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO schema_version VALUES (99)")
+        db.execute("UPDATE tierbot_schema SET version = 99 WHERE component = 'store'")
     with pytest.raises(StoreError, match="upgrade tierbot"):
         await Store.open(path)
+    with pytest.raises(StoreError, match="upgrade tierbot"):
+        await Store.open(path, read_only=True)
 
 
 async def test_wal_mode(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from tierbot.messages import Message, Role, State
 from tierbot.store import Store
 from tierbot.testing.scripted import ScriptedLLM
 from tierbot.tokens import get_counter
-from workers.supervisor import TaskPool, read_runs, read_transcript
+from workers.records import read_runs, read_transcript
+from workers.supervisor import TaskPool
 from workers.tools import ToolRegistry, builtin_tools, evaluate
 
 CH = "test:1"

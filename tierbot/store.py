@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,12 +39,13 @@ import structlog
 
 from tierbot.errors import StoreError
 from tierbot.messages import Message, Role, State
+from tierbot.migrations import Migrations, migrate, version
 from tierbot.storelock import WriterLock
 
 T = TypeVar("T")
 log = structlog.get_logger("tierbot.store")
 
-_MIGRATIONS: tuple[str, ...] = (
+_STEPS: tuple[str, ...] = (
     # 1: the message log, channel state, summary membership, compaction history.
     """
     CREATE TABLE messages (
@@ -93,37 +93,9 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX compactions_channel ON compactions (channel, started);
     """,
-    # 2: branches and task workers (workers/task.py): one row per run, and every message a
-    # run produced, including the ones its own compaction later dropped (dropped_by > 0).
-    """
-    CREATE TABLE tasks (
-        id INTEGER PRIMARY KEY,
-        channel TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        task TEXT NOT NULL,
-        status TEXT NOT NULL,
-        created REAL NOT NULL,
-        finished REAL,
-        result TEXT NOT NULL DEFAULT '',
-        error TEXT NOT NULL DEFAULT '',
-        stats TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE INDEX tasks_channel ON tasks (channel, created);
-    CREATE TABLE task_messages (
-        id INTEGER PRIMARY KEY,
-        task_id INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        segment INTEGER NOT NULL,
-        kind TEXT NOT NULL DEFAULT 'message',
-        role TEXT NOT NULL,
-        content TEXT NOT NULL,
-        tool_calls TEXT NOT NULL DEFAULT '[]',
-        tool_call_id TEXT NOT NULL DEFAULT '',
-        dropped_by INTEGER NOT NULL DEFAULT 0,
-        ts REAL NOT NULL,
-        UNIQUE (task_id, seq)
-    );
-    """,
+    # 2: the branch and task-worker tables, owned by workers/records.py since; a store
+    # migrated before keeps them, and the workers' own first step adopts them.
+    "",
     # 3: ids assigned by SQLite and never reused (AUTOINCREMENT), seeded past every id a
     # channel may already have handled, so a deleted newest row cannot hand its id on.
     """
@@ -176,6 +148,11 @@ _MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
+#: The message store's tables: the log, summary membership, channel state, compaction
+#: history, kept replies.  Versions 1-5 were recorded in ``schema_version`` before
+#: ``tierbot_schema`` existed.
+MIGRATIONS = Migrations("store", _STEPS, legacy="schema_version")
+
 _COLUMNS = (
     "id, channel, platform_id, role, author_id, author_name, text, ts, tokens, state, pos, meta"
 )
@@ -186,18 +163,6 @@ _INSERT = (
 )
 _ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
 _ROWS_PER_INSERT = 500  # 11 parameters a row, well under SQLite's variable limit
-
-
-def _statements(script: str) -> list[str]:
-    """The statements of a migration script (a trigger body's ``;`` does not end one)."""
-    out, buf = [], ""
-    for piece in script.split(";"):
-        buf += piece + ";"
-        if sqlite3.complete_statement(buf):
-            if buf.strip(" \n;"):
-                out.append(buf)
-            buf = ""
-    return out
 
 
 def _insert_args(m: Message) -> tuple[Any, ...]:
@@ -314,9 +279,12 @@ class Store:
         commit_batch: int = 512,
         busy_timeout: float = 10.0,
         read_only: bool = False,
+        components: Sequence[Migrations] = (),
     ) -> None:
         self.path = path
         self.read_only = read_only
+        #: Other layers' tables in this file (task-worker records), migrated at open.
+        self.components = tuple(components)
         self._synchronous = synchronous.upper()
         self._commit_batch = commit_batch
         self._busy_ms = max(0, int(busy_timeout * 1000))
@@ -338,10 +306,13 @@ class Store:
         commit_batch: int = 512,
         busy_timeout: float = 10.0,
         read_only: bool = False,
+        components: Sequence[Migrations] = (),
     ) -> Store:
         """Open the store; raise StoreError (StoreLockedError: another writer) on failure.
 
         ``read_only``: no lock, no migration, no writer task; the file must exist.
+        ``components``: the migrations of other layers' tables kept in this file
+        (applied after the store's own, on the writer's connection).
         """
         store = cls(
             path,
@@ -349,6 +320,7 @@ class Store:
             commit_batch=commit_batch,
             busy_timeout=busy_timeout,
             read_only=read_only,
+            components=components,
         )
         await store._open()
         return store
@@ -382,45 +354,16 @@ class Store:
         uri = self.path.resolve().as_uri() + "?mode=ro"
         self._reader = await aiosqlite.connect(uri, uri=True, isolation_level=None)
         await self._reader.execute(f"PRAGMA busy_timeout={self._busy_ms}")
-        try:
-            current = await self._schema_version(self._reader)
-        except aiosqlite.OperationalError as exc:
-            if "no such table" not in str(exc):
-                raise
-            current = 0
+        current = await version(self._reader, MIGRATIONS, where=str(self.path))
         if current == 0:
             raise StoreError(f"{self.path} is not a tierbot store (no message log in it)")
-        self._check_version(current)
-
-    async def _schema_version(self, db: aiosqlite.Connection) -> int:
-        async with db.execute("SELECT MAX(version) FROM schema_version") as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
-
-    def _check_version(self, current: int) -> None:
-        if current > len(_MIGRATIONS):
-            raise StoreError(
-                f"the store at {self.path} has schema version {current}, newer than this "
-                f"tierbot ({len(_MIGRATIONS)}); upgrade tierbot"
-            )
+        for component in self.components:
+            await version(self._reader, component, where=str(self.path))
 
     async def _migrate(self) -> None:
         assert self._db is not None
-        await self._db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
-        current = await self._schema_version(self._db)
-        self._check_version(current)
-        for version in range(current + 1, len(_MIGRATIONS) + 1):
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for stmt in _statements(_MIGRATIONS[version - 1]):
-                    await self._db.execute(stmt)
-                await self._db.execute("INSERT INTO schema_version VALUES (?)", (version,))
-                await self._db.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:
-                    await self._db.execute("ROLLBACK")
-                raise
-            log.info("store.migrated", version=version)
+        for m in (MIGRATIONS, *self.components):
+            await migrate(self._db, m, where=str(self.path))
 
     async def __aenter__(self) -> Store:
         return self

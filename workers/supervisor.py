@@ -14,17 +14,16 @@ import asyncio
 import json
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import aiosqlite
 import structlog
 
 from tierbot.errors import TierbotError
 from tierbot.events import Bus, ContextOverflow, TaskCrashed, TaskFinished
-from tierbot.llm.base import ChatMessage
 from tierbot.store import Store
+from workers.records import create_run, finish_run
 from workers.tools import ToolRegistry
 
 log = structlog.get_logger("tierbot.workers.supervisor")
@@ -154,139 +153,6 @@ class TaskHandle:
             "seconds": round(now - (self.started or self.created), 1),
             "detail": self.detail,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptRow:
-    seq: int
-    segment: int
-    kind: str
-    role: str
-    content: str
-    tool_calls: list[dict[str, Any]]
-    tool_call_id: str
-    dropped_by: int
-
-
-class Transcript:
-    """Every message one run produced, appended to SQLite as it happens.
-
-    Dropping a message from the run's context marks its row (``dropped_by`` =
-    the number of the compaction that dropped it); rows are never deleted.
-    """
-
-    def __init__(self, store: Store, row: int) -> None:
-        self.store = store
-        self.row = row
-        self._seq = 0
-
-    async def add(
-        self, segment: int, messages: Sequence[ChatMessage], kind: str = "message"
-    ) -> list[int]:
-        """Record ``messages``; return their sequence numbers."""
-        seqs = list(range(self._seq + 1, self._seq + 1 + len(messages)))
-        self._seq += len(messages)
-        rows = [
-            (
-                self.row,
-                s,
-                segment,
-                kind,
-                m.role,
-                m.content,
-                json.dumps([asdict(c) for c in m.tool_calls]),
-                m.tool_call_id or "",
-                time.time(),
-            )
-            for s, m in zip(seqs, messages, strict=True)
-        ]
-
-        async def op(db: aiosqlite.Connection) -> None:
-            await db.executemany(
-                "INSERT INTO task_messages (task_id, seq, segment, kind, role, content, "
-                "tool_calls, tool_call_id, ts) VALUES (?,?,?,?,?,?,?,?,?)",
-                rows,
-            )
-
-        if rows:
-            await self.store.write(op)
-        return seqs
-
-    async def dropped(self, seqs: Sequence[int], compaction: int) -> None:
-        async def op(db: aiosqlite.Connection) -> None:
-            await db.executemany(
-                "UPDATE task_messages SET dropped_by=? WHERE task_id=? AND seq=?",
-                [(compaction, self.row, s) for s in seqs],
-            )
-
-        if seqs:
-            await self.store.write(op)
-
-
-async def create_run(store: Store, channel: str, kind: str, task: str) -> int:
-    """Insert a run's row; its id names the run (``worker-12``) across restarts."""
-
-    async def op(db: aiosqlite.Connection) -> int:
-        cur = await db.execute(
-            "INSERT INTO tasks (channel, kind, task, status, created) VALUES (?,?,?,?,?)",
-            (channel, kind, task, "queued", time.time()),
-        )
-        return int(cur.lastrowid or 0)
-
-    row: int = await store.write(op)
-    return row
-
-
-async def finish_run(store: Store, row: int, outcome: TaskOutcome) -> None:
-    async def op(db: aiosqlite.Connection) -> None:
-        await db.execute(
-            "UPDATE tasks SET status=?, finished=?, result=?, error=?, stats=? WHERE id=?",
-            (
-                outcome.status,
-                time.time(),
-                outcome.result,
-                outcome.error,
-                json.dumps(outcome.stats, default=str),
-                row,
-            ),
-        )
-
-    await store.write(op)
-
-
-async def read_runs(store: Store, channel: str) -> list[dict[str, Any]]:
-    """Every run of ``channel``, oldest first (read through the writer: sees every commit)."""
-
-    async def op(db: aiosqlite.Connection) -> list[dict[str, Any]]:
-        async with db.execute(
-            "SELECT id, kind, task, status, result, error, stats FROM tasks WHERE channel=? "
-            "ORDER BY id",
-            (channel,),
-        ) as cur:
-            rows = await cur.fetchall()
-        keys = ("row", "kind", "task", "status", "result", "error", "stats")
-        return [dict(zip(keys, r, strict=True)) | {"stats": json.loads(r[6])} for r in rows]
-
-    result: list[dict[str, Any]] = await store.write(op)
-    return result
-
-
-async def read_transcript(store: Store, row: int) -> list[TranscriptRow]:
-    """The full transcript of run ``row``, in order, dropped messages included."""
-
-    async def op(db: aiosqlite.Connection) -> list[TranscriptRow]:
-        async with db.execute(
-            "SELECT seq, segment, kind, role, content, tool_calls, tool_call_id, dropped_by "
-            "FROM task_messages WHERE task_id=? ORDER BY seq",
-            (row,),
-        ) as cur:
-            rows = await cur.fetchall()
-        return [
-            TranscriptRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows
-        ]
-
-    result: list[TranscriptRow] = await store.write(op)
-    return result
 
 
 # -- per-channel supervision -------------------------------------------------------------------
@@ -420,7 +286,14 @@ class Supervisor:
             TaskFinished(self.channel, h.kind, event, outcome.duration, outcome.error)
         )
         try:
-            await finish_run(self.store, h.row, outcome)
+            await finish_run(
+                self.store,
+                h.row,
+                status=outcome.status,
+                result=outcome.result,
+                error=outcome.error,
+                stats=outcome.stats,
+            )
         except Exception as exc:  # the store may already be closing at shutdown
             bound.warning(f"{h.kind}.record_failed", error=str(exc))
 

@@ -31,7 +31,8 @@ from tierbot.errors import ContextOverflowError, LLMError
 from tierbot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
 from tierbot.llm.quoting import quote, quote_tool_result, unquote
 from tierbot.tokens import TokenCounter
-from workers.supervisor import TaskFailed, TaskHandle, Transcript
+from workers.records import Transcript
+from workers.supervisor import TaskFailed, TaskHandle
 from workers.tools import ToolRegistry, ToolResult, message_tokens, specs_tokens, units
 
 log = structlog.get_logger("tierbot.workers.task")

@@ -18,7 +18,7 @@ import pytest
 
 from tierbot.errors import StoreError
 from tierbot.messages import Message, Role
-from tierbot.store import _MIGRATIONS, Store
+from tierbot.store import _STEPS, Store
 
 from .procs import (
     EXIT_BOUND,
@@ -65,7 +65,7 @@ async def test_upgrade_from_v2_keeps_ids_and_never_goes_below_handled_upto(
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE schema_version (version INTEGER)")
-        for version, script in enumerate(_MIGRATIONS[:2], 1):
+        for version, script in enumerate(_STEPS[:2], 1):
             db.executescript(script)
             db.execute("INSERT INTO schema_version VALUES (?)", (version,))
         for i in (1, 2, 3):

@@ -1,0 +1,201 @@
+"""The records of branches and task workers: one row per run, and its whole transcript.
+
+The tables live in the store's database file but belong to this floor: their
+schema is :data:`TASK_TABLES`, migrated when the runtime opens the store
+(``Store.open(..., components=[TASK_TABLES])``), and every statement that
+reads or writes them is here.  Writes (and reads, so they see every commit) go
+through the store's single writer.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import aiosqlite
+
+from tierbot.llm.base import ChatMessage
+from tierbot.migrations import Migrations
+from tierbot.store import Store
+
+__all__ = [
+    "TASK_TABLES",
+    "Transcript",
+    "TranscriptRow",
+    "create_run",
+    "finish_run",
+    "read_runs",
+    "read_transcript",
+]
+
+#: One row per run, and every message a run produced, including the ones its own
+#: compaction later dropped (``dropped_by`` > 0).  Stores migrated before this
+#: floor owned them got the same tables from the store's own step 2: ``IF NOT EXISTS``
+#: adopts them.
+TASK_TABLES = Migrations(
+    "workers",
+    (
+        """
+        CREATE TABLE IF NOT EXISTS tasks (
+            id INTEGER PRIMARY KEY,
+            channel TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            task TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created REAL NOT NULL,
+            finished REAL,
+            result TEXT NOT NULL DEFAULT '',
+            error TEXT NOT NULL DEFAULT '',
+            stats TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX IF NOT EXISTS tasks_channel ON tasks (channel, created);
+        CREATE TABLE IF NOT EXISTS task_messages (
+            id INTEGER PRIMARY KEY,
+            task_id INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            segment INTEGER NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'message',
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT NOT NULL DEFAULT '[]',
+            tool_call_id TEXT NOT NULL DEFAULT '',
+            dropped_by INTEGER NOT NULL DEFAULT 0,
+            ts REAL NOT NULL,
+            UNIQUE (task_id, seq)
+        );
+        """,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptRow:
+    seq: int
+    segment: int
+    kind: str
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    dropped_by: int
+
+
+class Transcript:
+    """Every message one run produced, appended to SQLite as it happens.
+
+    Dropping a message from the run's context marks its row (``dropped_by`` =
+    the number of the compaction that dropped it); rows are never deleted.
+    """
+
+    def __init__(self, store: Store, row: int) -> None:
+        self.store = store
+        self.row = row
+        self._seq = 0
+
+    async def add(
+        self, segment: int, messages: Sequence[ChatMessage], kind: str = "message"
+    ) -> list[int]:
+        """Record ``messages``; return their sequence numbers."""
+        seqs = list(range(self._seq + 1, self._seq + 1 + len(messages)))
+        self._seq += len(messages)
+        rows = [
+            (
+                self.row,
+                s,
+                segment,
+                kind,
+                m.role,
+                m.content,
+                json.dumps([asdict(c) for c in m.tool_calls]),
+                m.tool_call_id or "",
+                time.time(),
+            )
+            for s, m in zip(seqs, messages, strict=True)
+        ]
+
+        async def op(db: aiosqlite.Connection) -> None:
+            await db.executemany(
+                "INSERT INTO task_messages (task_id, seq, segment, kind, role, content, "
+                "tool_calls, tool_call_id, ts) VALUES (?,?,?,?,?,?,?,?,?)",
+                rows,
+            )
+
+        if rows:
+            await self.store.write(op)
+        return seqs
+
+    async def dropped(self, seqs: Sequence[int], compaction: int) -> None:
+        async def op(db: aiosqlite.Connection) -> None:
+            await db.executemany(
+                "UPDATE task_messages SET dropped_by=? WHERE task_id=? AND seq=?",
+                [(compaction, self.row, s) for s in seqs],
+            )
+
+        if seqs:
+            await self.store.write(op)
+
+
+async def create_run(store: Store, channel: str, kind: str, task: str) -> int:
+    """Insert a run's row; its id names the run (``worker-12``) across restarts."""
+
+    async def op(db: aiosqlite.Connection) -> int:
+        cur = await db.execute(
+            "INSERT INTO tasks (channel, kind, task, status, created) VALUES (?,?,?,?,?)",
+            (channel, kind, task, "queued", time.time()),
+        )
+        return int(cur.lastrowid or 0)
+
+    row: int = await store.write(op)
+    return row
+
+
+async def finish_run(
+    store: Store, row: int, *, status: str, result: str, error: str, stats: dict[str, Any]
+) -> None:
+    """Record how run ``row`` ended."""
+
+    async def op(db: aiosqlite.Connection) -> None:
+        await db.execute(
+            "UPDATE tasks SET status=?, finished=?, result=?, error=?, stats=? WHERE id=?",
+            (status, time.time(), result, error, json.dumps(stats, default=str), row),
+        )
+
+    await store.write(op)
+
+
+async def read_runs(store: Store, channel: str) -> list[dict[str, Any]]:
+    """Every run of ``channel``, oldest first (read through the writer: sees every commit)."""
+
+    async def op(db: aiosqlite.Connection) -> list[dict[str, Any]]:
+        async with db.execute(
+            "SELECT id, kind, task, status, result, error, stats FROM tasks WHERE channel=? "
+            "ORDER BY id",
+            (channel,),
+        ) as cur:
+            rows = await cur.fetchall()
+        keys = ("row", "kind", "task", "status", "result", "error", "stats")
+        return [dict(zip(keys, r, strict=True)) | {"stats": json.loads(r[6])} for r in rows]
+
+    result: list[dict[str, Any]] = await store.write(op)
+    return result
+
+
+async def read_transcript(store: Store, row: int) -> list[TranscriptRow]:
+    """The full transcript of run ``row``, in order, dropped messages included."""
+
+    async def op(db: aiosqlite.Connection) -> list[TranscriptRow]:
+        async with db.execute(
+            "SELECT seq, segment, kind, role, content, tool_calls, tool_call_id, dropped_by "
+            "FROM task_messages WHERE task_id=? ORDER BY seq",
+            (row,),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [
+            TranscriptRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7]) for r in rows
+        ]
+
+    result: list[TranscriptRow] = await store.write(op)
+    return result

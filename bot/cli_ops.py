@@ -27,7 +27,7 @@ from bot.commands import usage_bar
 from tierbot.config import Config, OpsConfig, apply_env_overrides, default_config_path
 from tierbot.errors import ConfigError, TierbotError
 from tierbot.store import CompactionRecord
-from tierbot.vocab import Outcome
+from tierbot.vocab import CompactionKind, Outcome
 
 STATUS_TIMEOUT = 5.0
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -237,18 +237,19 @@ def record_json(r: CompactionRecord) -> dict[str, Any]:
 def advice(records: list[CompactionRecord], cfg: Config, channel: str) -> list[str]:
     """What the history suggests changing (see docs/tuning.md)."""
     c = cfg.for_channel(channel).compaction
-    tiers = Counter(r.tier for r in records if r.outcome == "ok")
-    failed = sum(1 for r in records if Outcome.of(r.outcome) == "failed")
-    noop = sum(1 for r in records if r.outcome == "noop")
+    tiers = Counter(r.tier for r in records if r.outcome is Outcome.OK)
+    failed = sum(1 for r in records if r.outcome is Outcome.FAILED)
+    noop = sum(1 for r in records if r.outcome is Outcome.NOOP)
     out = []
-    if tiers["emergency"]:
+    emergencies = tiers[CompactionKind.EMERGENCY]
+    if emergencies:
         lower = max(0.05, round(c.background_threshold - 0.10, 2))
         out.append(
-            f"{tiers['emergency']} emergency truncation(s): background compaction does not keep "
+            f"{emergencies} emergency truncation(s): background compaction does not keep "
             f"up. Lower background_threshold ({c.background_threshold:.2f} -> {lower:.2f}) so it "
             "starts earlier, or raise [workers] compaction_concurrency if workers are queued."
         )
-    if tiers["aggressive"] > tiers["background"]:
+    if tiers[CompactionKind.AGGRESSIVE] > tiers[CompactionKind.BACKGROUND]:
         out.append(
             "aggressive compactions outnumber background ones: messages arrive faster than a "
             "summary takes; lower background_threshold or raise background_fraction."

@@ -49,7 +49,7 @@ from tierbot.messages import InboundMessage
 from tierbot.retry import Backoff, retry_forever
 from tierbot.store import Store, UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
-from workers import TASK_TABLES, CompactionWorker, TaskPool, WorkerPool
+from workers import TASK_TABLES, CompactionWorker, TaskPool, TaskRecords, WorkerPool
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -126,7 +126,7 @@ class Runtime(Dispatcher):
             respond_mode=self.respond_mode,
             memory=MeteredMemory(memory.access(), metrics) if memory is not None else None,
             progress=self._progress,
-            tasks=TaskPool(events=events),
+            tasks=TaskPool(TaskRecords(store), events=events),
             events=events,
         )
         self.registry = ChannelRegistry(deps)

@@ -18,10 +18,9 @@ from typing import Any
 from branches.branch import BranchLimits, run_branch
 from tierbot.config import Config
 from tierbot.llm.base import ChatMessage, LLMProvider, ToolCall, ToolSpec
-from tierbot.store import Store
+from tierbot.storage import MessageStore
 from tierbot.tokens import TokenCounter
 from workers.compaction import MemoryWriter
-from workers.records import Transcript
 from workers.supervisor import Supervisor, TaskFailed, TaskHandle, TaskOutcome, TaskPool
 from workers.task import TaskWorker, WorkerLimits
 from workers.tools import Recaller, ToolRegistry, builtin_tools
@@ -66,7 +65,7 @@ class Delegation:
         config: Callable[[], Config],
         llm: LLMProvider,
         counter: TokenCounter,
-        store: Store,
+        store: MessageStore,
         pool: TaskPool,
         on_done: Callable[[TaskOutcome], None],
         recall: Recaller | None = None,
@@ -80,7 +79,7 @@ class Delegation:
         self.pool = pool
         self.recall = recall
         self.writer = writer
-        self.supervisor = Supervisor(channel, store, pool, on_done)
+        self.supervisor = Supervisor(channel, pool, on_done)
 
     # -- what the channel offers ---------------------------------------------------------------
 
@@ -147,7 +146,7 @@ class Delegation:
                 counter=self.counter,
                 tools=tools,
                 limits=limits,
-                transcript=Transcript(self.store, handle.row),
+                transcript=self.pool.records.transcript(handle.row),
             )
 
         return await self.supervisor.start(
@@ -182,7 +181,7 @@ class Delegation:
                 counter=self.counter,
                 tools=tools,
                 limits=limits,
-                transcript=Transcript(self.store, handle.row),
+                transcript=self.pool.records.transcript(handle.row),
             )
             return await worker.run()
 

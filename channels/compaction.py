@@ -587,7 +587,7 @@ class ChannelCompaction:
         elapsed = time.monotonic() - result.started
         return CompactionRecord(
             channel=self.key,
-            tier=result.plan.kind.value,
+            tier=result.plan.kind,
             outcome=result.outcome,
             started=time.time() - elapsed,
             duration=elapsed,

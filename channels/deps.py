@@ -10,7 +10,7 @@ from tierbot.config import Config, RespondMode
 from tierbot.events import Bus
 from tierbot.llm.base import LLMProvider, ToolSpec
 from tierbot.messages import Outbound, ProgressHandle
-from tierbot.store import Store
+from tierbot.storage import MessageStore
 from tierbot.tokens import TokenCounter
 from workers import CompactionWorker, WorkerPool
 from workers.supervisor import TaskPool
@@ -46,14 +46,14 @@ class ChannelDeps:
     """
 
     config: Callable[[], Config]
-    store: Store
+    store: MessageStore
     llm: LLMProvider
     counter: TokenCounter
     pool: WorkerPool
     worker: CompactionWorker
     deliver: Callable[[Outbound], Awaitable[None]]
     respond_mode: Callable[[str], RespondMode]
+    tasks: TaskPool  # process-wide branch/worker slots, their records, the operator's tools
     memory: MemoryAccess | None = None
     progress: Callable[[str, str | None], Awaitable[ProgressHandle | None]] | None = None
-    tasks: TaskPool = field(default_factory=TaskPool)  # process-wide branch/worker slots, tools
     events: Bus = field(default_factory=Bus)

@@ -29,7 +29,6 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -40,6 +39,7 @@ import structlog
 from tierbot.errors import StoreError
 from tierbot.messages import Message, Role, State
 from tierbot.migrations import Migrations, migrate, version
+from tierbot.storage import ChannelState, CompactionRecord, MessageStore, UndeliveredReply
 from tierbot.storelock import WriterLock
 
 T = TypeVar("T")
@@ -223,53 +223,27 @@ def _row_to_message(row: Sequence[Any]) -> Message:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ChannelState:
-    """What a restarted channel needs besides its live messages."""
-
-    handled_upto: int = 0
-    counters: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionRecord:
-    """One compaction's outcome, for the operator's history view."""
-
-    channel: str
-    tier: str
-    outcome: str
-    started: float
-    duration: float
-    usage_before: float
-    usage_after: float
-    covered: int
-    tokens_before: int
-    tokens_after: int
-    memories: int
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class UndeliveredReply:
-    """A reply in a channel's history that its platform has not received yet."""
-
-    id: int
-    channel: str
-    text: str
-    reply_to: str | None
-    created: float
-    attempts: int
-    error: str
-    #: When a post of it began, if the process died before the platform's answer was
-    #: recorded (the platform may have it): never posted again by itself.
-    sending: float | None = None
-
-
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
 
+__all__ = [
+    "MIGRATIONS",
+    "ChannelState",
+    "CompactionRecord",
+    "MessageStore",
+    "Store",
+    "UndeliveredReply",
+    "WriteOp",
+]
+
+
 class Store:
-    """Async SQLite store with a single group-committing writer; an async context manager."""
+    """The SQLite :class:`~tierbot.storage.MessageStore`: a single group-committing
+    writer and a read connection; an async context manager.
+
+    Beyond the protocol it offers :meth:`write`, which other layers' SQLite tables
+    (the task-worker records) use to join the writer's batches.
+    """
 
     def __init__(
         self,
@@ -807,7 +781,7 @@ class Store:
             "WHERE channel=? ORDER BY started DESC LIMIT ?",
             (channel, limit),
         ) as cur:
-            return [CompactionRecord(*row) for row in await cur.fetchall()]
+            return [CompactionRecord.of_row(*row) for row in await cur.fetchall()]
 
     async def covered_by(self, summary_id: int) -> list[int]:
         assert self._reader is not None

@@ -22,7 +22,7 @@ from workers.compaction import (
     minable,
 )
 from workers.pool import WorkerPool
-from workers.records import TASK_TABLES
+from workers.records import TASK_TABLES, TaskRecords
 from workers.supervisor import LimitReached, Supervisor, TaskFailed, TaskOutcome, TaskPool
 from workers.task import TaskWorker, WorkerLimits
 from workers.tools import ToolRegistry
@@ -38,6 +38,7 @@ __all__ = [
     "TaskFailed",
     "TaskOutcome",
     "TaskPool",
+    "TaskRecords",
     "TaskWorker",
     "ToolRegistry",
     "WorkerLimits",

@@ -23,6 +23,7 @@ from tierbot.store import Store
 
 __all__ = [
     "TASK_TABLES",
+    "TaskRecords",
     "Transcript",
     "TranscriptRow",
     "create_run",
@@ -199,3 +200,29 @@ async def read_transcript(store: Store, row: int) -> list[TranscriptRow]:
 
     result: list[TranscriptRow] = await store.write(op)
     return result
+
+
+class TaskRecords:
+    """The task tables of one store: what the supervisor, branches and workers record.
+
+    The runtime builds one over the SQLite store it opened and hands it to the
+    :class:`~workers.supervisor.TaskPool`; nothing above this floor sees the SQL.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def create_run(self, channel: str, kind: str, task: str) -> int:
+        return await create_run(self.store, channel, kind, task)
+
+    async def finish_run(
+        self, row: int, *, status: str, result: str, error: str, stats: dict[str, Any]
+    ) -> None:
+        await finish_run(self.store, row, status=status, result=result, error=error, stats=stats)
+
+    def transcript(self, row: int) -> Transcript:
+        """The transcript of run ``row``, to append to."""
+        return Transcript(self.store, row)
+
+    async def runs(self, channel: str) -> list[dict[str, Any]]:
+        return await read_runs(self.store, channel)

@@ -22,8 +22,7 @@ import structlog
 
 from tierbot.errors import TierbotError
 from tierbot.events import Bus, ContextOverflow, TaskCrashed, TaskFinished
-from tierbot.store import Store
-from workers.records import create_run, finish_run
+from workers.records import TaskRecords
 from workers.tools import ToolRegistry
 
 log = structlog.get_logger("tierbot.workers.supervisor")
@@ -51,7 +50,11 @@ class TaskPool:
     process-wide limit waits for a slot (status ``queued``) instead of failing.
     """
 
-    def __init__(self, tools: ToolRegistry | None = None, events: Bus | None = None) -> None:
+    def __init__(
+        self, records: TaskRecords, tools: ToolRegistry | None = None, events: Bus | None = None
+    ) -> None:
+        #: Where runs and their transcripts are recorded.
+        self.records = records
         self.tools = tools if tools is not None else ToolRegistry()
         #: Where runs publish how they ended (the runtime's bus).
         self.events = events if events is not None else Bus()
@@ -169,10 +172,9 @@ class Supervisor:
     """
 
     def __init__(
-        self, channel: str, store: Store, pool: TaskPool, on_done: Callable[[TaskOutcome], None]
+        self, channel: str, pool: TaskPool, on_done: Callable[[TaskOutcome], None]
     ) -> None:
         self.channel = channel
-        self.store = store
         self.pool = pool
         self.on_done = on_done
         self.handles: dict[str, TaskHandle] = {}
@@ -210,7 +212,7 @@ class Supervisor:
                 f"{self.active(kind)} {plural} already run in this channel, the limit "
                 f"(max_concurrent_{plural}); wait for one to finish"
             )
-        row = await create_run(self.store, self.channel, kind, task)
+        row = await self.pool.records.create_run(self.channel, kind, task)
         handle = TaskHandle(
             f"{kind}-{row}", row, kind, task, origin, channel=self.channel, events=self.pool.events
         )
@@ -286,8 +288,7 @@ class Supervisor:
             TaskFinished(self.channel, h.kind, event, outcome.duration, outcome.error)
         )
         try:
-            await finish_run(
-                self.store,
+            await self.pool.records.finish_run(
                 h.row,
                 status=outcome.status,
                 result=outcome.result,

@@ -37,7 +37,7 @@ from tierbot.errors import ToolError
 from tierbot.llm.base import ChatMessage, ToolCall, ToolSpec
 from tierbot.llm.text import Overlap
 from tierbot.messages import Role
-from tierbot.store import Store
+from tierbot.storage import MessageStore
 from tierbot.tokens import TokenCounter
 from workers.compaction import MemoryWriter
 
@@ -298,7 +298,7 @@ def _time_tool() -> Tool:
     return Tool(spec, current_time, timeout=1.0)
 
 
-def _search_tool(store: Store, channel: str, scan_limit: int = 20_000) -> Tool:
+def _search_tool(store: MessageStore, channel: str, scan_limit: int = 20_000) -> Tool:
     async def conversation_search(query: str, limit: int = 5) -> list[dict[str, Any]]:
         if not isinstance(query, str) or not query.strip():
             raise ToolError("query: must be a non-empty string", tool="conversation_search")
@@ -368,7 +368,7 @@ def memory_tools_for(
 def builtin_tools(
     channel: str,
     *,
-    store: Store | None = None,
+    store: MessageStore | None = None,
     recall: Recaller | None = None,
     writer: MemoryWriter | None = None,
     general: bool = True,

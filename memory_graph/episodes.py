@@ -8,7 +8,7 @@ import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ import numpy as np
 from tierbot.keys import workspace_of
 from tierbot.messages import Message, Role
 
-from . import schema, tombstones
+from . import tombstones
 from .schema import fetch_all, marks
 from .text import content_hash, embed_text, fts_tags, terms
 from .types import MAX_CONTENT_BYTES
@@ -104,19 +104,17 @@ async def add_episodes(
                 -math.inf if forgotten_at is None else forgotten_at
             ):
                 by_channel[m.channel].append(m)
-        start_rowid = g.next_rowid
         plans: list[_Plan] = []
-        try:
+        with g.allocating_rowids() as new_rowid:
             for channel, group in by_channel.items():
-                plan = await _plan_channel(g, channel, group)
+                plan = await _plan_channel(g, channel, group, new_rowid)
                 if plan is not None:
                     plans.append(plan)
             if not plans and indexed_upto is None:
                 return 0
             # Every channel's episodes and the mark that covers them commit together: after a
             # crash the mark never claims a message whose episode was not written.
-            try:
-                await g.db.execute("BEGIN IMMEDIATE")
+            async with g.transaction():
                 for plan in plans:
                     await _write_plan(g, plan)
                 if indexed_upto is not None:
@@ -126,14 +124,6 @@ async def add_episodes(
                         "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
                         (INDEXED_UPTO, int(indexed_upto)),
                     )
-                await g.db.execute("COMMIT")
-            except BaseException:
-                # A failed COMMIT may have rolled back already: keep the original error.
-                await schema.rollback(g.db)
-                raise
-        except BaseException:
-            g.next_rowid = start_rowid
-            raise
         for plan in plans:
             await _apply_plan(g, plan)
     return sum(len(p.new) for p in plans)
@@ -146,7 +136,9 @@ async def indexed_upto(g: MemoryGraph) -> int:
     return int(row[0]) if row is not None else 0
 
 
-async def _plan_channel(g: MemoryGraph, channel: str, msgs: list[Message]) -> _Plan | None:
+async def _plan_channel(
+    g: MemoryGraph, channel: str, msgs: list[Message], new_rowid: Callable[[], int]
+) -> _Plan | None:
     pids = list(dict.fromkeys(m.platform_id for m in msgs))
     have: set[str] = set()
     for start in range(0, len(pids), 500):
@@ -188,7 +180,7 @@ async def _plan_channel(g: MemoryGraph, channel: str, msgs: list[Message]) -> _P
     node_rows, fts_rows = [], []
     rowids = []
     for k, m in enumerate(new):
-        rowid, g.next_rowid = g.next_rowid, g.next_rowid + 1
+        rowid = new_rowid()
         rowids.append(rowid)
         near, far = contexts[len(prev) + k]
         text = _truncate(m.text)

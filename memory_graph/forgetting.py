@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from . import episodes as episode_index
-from . import schema
 from .tombstones import delete_nodes, scoped_key
 from .types import ForgetReport
 
@@ -49,16 +48,11 @@ async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) 
         if row is None or (channel is not None and not g.visible(channel, row[3])):
             return False
         rowid, sources = int(row[0]), json.loads(row[1])
-        try:
-            await g.db.execute("BEGIN IMMEDIATE")
+        async with g.transaction():
             await _tombstone(g, "message", sources, time.time())
             await delete_nodes(g, [rowid], [memory_id])
             if row[2] == "episode":
                 await episode_index.recompute_contexts(g, row[3])
-            await g.db.execute("COMMIT")
-        except BaseException:
-            await schema.rollback(g.db)
-            raise
         g.unregister(rowid)
         return True
 
@@ -125,8 +119,7 @@ async def forget_author(
         rowids = [r for r, *_ in episodes] + sorted(authored)
         ids = [i for _, i, *_ in episodes] + [i for _, i, *_ in memories]
         now = time.time()
-        try:
-            await g.db.execute("BEGIN IMMEDIATE")
+        async with g.transaction():
             if channel is None:
                 await _tombstone(g, "author", [author_id], now)
             else:
@@ -135,10 +128,6 @@ async def forget_author(
             await delete_nodes(g, rowids, ids)
             for touched in sorted({ch for _, _, ch, _ in episodes}):
                 await episode_index.recompute_contexts(g, touched)
-            await g.db.execute("COMMIT")
-        except BaseException:
-            await schema.rollback(g.db)
-            raise
         for r in rowids:
             g.unregister(r)
         async with g.db.execute(

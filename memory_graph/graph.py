@@ -16,9 +16,10 @@ marking a channel private (or public again) re-scopes the nodes it already has.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -233,20 +234,21 @@ class MemoryGraph:
         log.info("memory.fts_rebuild", reason="missing" if not exists else "stale or corrupt")
         await self.db.execute("DROP TABLE IF EXISTS memory_fts")
         await self.db.execute(schema.FTS_DDL)
-        await self.db.execute("BEGIN")
-        await self.db.execute(
-            "INSERT INTO memory_fts (rowid, terms, near, far, ws, ch, ty) "
-            "SELECT rowid, '', near_text, far_text, '', '', '' FROM memory_nodes"
-        )
-        rows = []
-        sql = "SELECT rowid, content, author_name, workspace, channel, type FROM memory_nodes"
-        for rowid, content, author_name, ws, ch, typ in await schema.fetch_all(self.db, sql, ()):
-            rows.append((*fts_tags(ws, ch, typ, content, author_name), rowid))
-        await self.db.executemany(
-            "UPDATE memory_fts SET terms = ?, ws = ?, ch = ?, ty = ? WHERE rowid = ?", rows
-        )
-        await schema.set_meta(self.db, "fts_version", TEXT_VERSION)
-        await self.db.execute("COMMIT")
+        async with self.transaction():
+            await self.db.execute(
+                "INSERT INTO memory_fts (rowid, terms, near, far, ws, ch, ty) "
+                "SELECT rowid, '', near_text, far_text, '', '', '' FROM memory_nodes"
+            )
+            rows = []
+            sql = "SELECT rowid, content, author_name, workspace, channel, type FROM memory_nodes"
+            for rowid, content, author_name, ws, ch, typ in await schema.fetch_all(
+                self.db, sql, ()
+            ):
+                rows.append((*fts_tags(ws, ch, typ, content, author_name), rowid))
+            await self.db.executemany(
+                "UPDATE memory_fts SET terms = ?, ws = ?, ch = ?, ty = ? WHERE rowid = ?", rows
+            )
+            await schema.set_meta(self.db, "fts_version", TEXT_VERSION)
         await self._load_df()
 
     async def _load_df(self) -> None:
@@ -296,6 +298,32 @@ class MemoryGraph:
             await asyncio.to_thread(self.vectors.save, self.index_dir)
 
     # --- in-memory bookkeeping ------------------------------------------------
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """``async with g.transaction():`` one write transaction on the graph's connection."""
+        return schema.transaction(self.db)
+
+    @contextlib.contextmanager
+    def allocating_rowids(self) -> Iterator[Callable[[], int]]:
+        """Hand out new node rowids; if the block fails, they are handed out again later
+        (the rows were never written)."""
+        start = self.next_rowid
+
+        def take() -> int:
+            rowid = self.next_rowid
+            self.next_rowid += 1
+            return rowid
+
+        try:
+            yield take
+        except BaseException:
+            self.next_rowid = start
+            raise
+
+    def note_term_count(self, rowid: int, n: int) -> None:
+        """Cache how many index terms node ``rowid`` has (recall's length prior)."""
+        if rowid < len(self.term_counts):
+            self.term_counts[rowid] = n
 
     def code(self, key: str) -> int:
         c = self.codes.get(key)

@@ -79,13 +79,8 @@ async def _prune(g: MemoryGraph, now: float) -> list[str]:
         rows = [(int(r), str(i)) for r, i in await cur.fetchall()]
     if not rows:
         return []
-    try:
-        await g.db.execute("BEGIN IMMEDIATE")
+    async with g.transaction():
         await delete_nodes(g, [r for r, _ in rows], [i for _, i in rows])
-        await g.db.execute("COMMIT")
-    except BaseException:
-        await schema.rollback(g.db)
-        raise
     for r, _ in rows:
         g.unregister(r)
     return [i for _, i in rows]
@@ -127,16 +122,11 @@ async def _associate(g: MemoryGraph, now: float) -> int:
         pairs = list({(a, b): (a, b, s) for a, b, s in pairs}.values())
         linked = await edges.existing(g.db, [(a, b) for a, b, _ in pairs], "related_to")
         pairs = [(a, b, s) for a, b, s in pairs if (a, b) not in linked]
-    try:
-        await g.db.execute("BEGIN IMMEDIATE")
+    async with g.transaction():
         await g.db.executemany(
             "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
             "VALUES (?, ?, 'related_to', ?, ?)",
             [(a, b, s, now) for a, b, s in pairs],
         )
         await schema.set_meta(g.db, "associated_until", repr(time.time()))
-        await g.db.execute("COMMIT")
-    except BaseException:
-        await schema.rollback(g.db)
-        raise
     return len(pairs)

@@ -436,8 +436,7 @@ def _message_prior(g: MemoryGraph, rowid: int, content: str) -> float:
     n = int(g.term_counts[rowid]) if rowid < len(g.term_counts) else -1
     if n < 0:
         n = len(terms(content))
-        if rowid < len(g.term_counts):
-            g.term_counts[rowid] = n
+        g.note_term_count(rowid, n)
     prior = min(1.0, math.log(2 + n) / math.log(2 + PRIOR_TERMS)) ** PRIOR_EXPONENT
     if _asks(content):
         prior *= QUESTION_FACTOR

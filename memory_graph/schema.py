@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,22 @@ async def set_meta(db: aiosqlite.Connection, key: str, value: str) -> None:
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (key, value),
     )
+
+
+@contextlib.asynccontextmanager
+async def transaction(db: aiosqlite.Connection) -> AsyncIterator[None]:
+    """One write transaction (``BEGIN IMMEDIATE``): committed when the block ends, rolled
+    back when it raises or is cancelled (see :func:`rollback`), the error re-raised."""
+    try:
+        # Inside the try: a BEGIN cancelled while it waits for the file lock still runs
+        # once the lock frees, so even its cancellation must queue the rollback.
+        await db.execute("BEGIN IMMEDIATE")
+        yield
+        await db.execute("COMMIT")
+    except BaseException:
+        # A failed COMMIT may have rolled back already: keep the original error.
+        await rollback(db)
+        raise
 
 
 async def rollback(db: aiosqlite.Connection) -> None:

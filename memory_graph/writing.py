@@ -17,7 +17,7 @@ import numpy as np
 from tierbot.errors import ToolError
 from tierbot.keys import workspace_of
 
-from . import schema, tombstones
+from . import tombstones
 from .schema import fetch_all, marks
 from .text import content_hash, fts_tags, terms
 from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
@@ -203,122 +203,121 @@ def _twins(vectors: np.ndarray, threshold: float) -> list[list[int]]:
 
 async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
     now = time.time()
-    start_rowid = g.next_rowid
-    by_ref: dict[int, _Plan] = {}
-    for i, p in enumerate(plans):
-        if p.merge_into == 0:
-            p.rowid, g.next_rowid = g.next_rowid, g.next_rowid + 1
-            prefix = "ent" if p.draft.memory_type == "entity" else "mem"
-            p.id = f"{prefix}_{secrets.token_hex(8)}"
-        by_ref[-(i + 1)] = p
-    for p in plans:  # in-batch merges point at the earlier plan's new row
-        if p.merge_into < 0:
-            p.merge_into = by_ref[p.merge_into].rowid
-    new = [p for p in plans if p.merge_into == 0]
-    merges = [p for p in plans if p.merge_into]
-    pids_by_channel: dict[str, set[str]] = defaultdict(set)
-    for p in new:
-        pids_by_channel[p.draft.channel].update(p.sources)
-    episodes: dict[tuple[str, str], int] = {}
-    for ch, pids in pids_by_channel.items():
-        if pids:
+    with g.allocating_rowids() as new_rowid:
+        by_ref: dict[int, _Plan] = {}
+        for i, p in enumerate(plans):
+            if p.merge_into == 0:
+                p.rowid = new_rowid()
+                prefix = "ent" if p.draft.memory_type == "entity" else "mem"
+                p.id = f"{prefix}_{secrets.token_hex(8)}"
+            by_ref[-(i + 1)] = p
+        for p in plans:  # in-batch merges point at the earlier plan's new row
+            if p.merge_into < 0:
+                p.merge_into = by_ref[p.merge_into].rowid
+        new = [p for p in plans if p.merge_into == 0]
+        merges = [p for p in plans if p.merge_into]
+        pids_by_channel: dict[str, set[str]] = defaultdict(set)
+        for p in new:
+            pids_by_channel[p.draft.channel].update(p.sources)
+        episodes: dict[tuple[str, str], int] = {}
+        for ch, pids in pids_by_channel.items():
+            if pids:
+                rows = await fetch_all(
+                    g.db,
+                    "SELECT rowid, platform_id FROM memory_nodes WHERE channel = ? "
+                    f"AND platform_id IN ({marks(len(pids))})",
+                    [ch, *pids],
+                )
+                episodes.update({(ch, pid): r for r, pid in rows})
+        ref_rows: dict[str, int] = {}
+        refs = {r for p in plans for r in (*p.draft.related_to, p.draft.supersedes) if r}
+        if refs:
             rows = await fetch_all(
                 g.db,
-                "SELECT rowid, platform_id FROM memory_nodes WHERE channel = ? "
-                f"AND platform_id IN ({marks(len(pids))})",
-                [ch, *pids],
+                f"SELECT id, rowid FROM memory_nodes WHERE id IN ({marks(len(refs))})",
+                list(refs),
             )
-            episodes.update({(ch, pid): r for r, pid in rows})
-    ref_rows: dict[str, int] = {}
-    refs = {r for p in plans for r in (*p.draft.related_to, p.draft.supersedes) if r}
-    if refs:
-        rows = await fetch_all(
-            g.db, f"SELECT id, rowid FROM memory_nodes WHERE id IN ({marks(len(refs))})", list(refs)
-        )
-        ref_rows = dict(rows)
-    node_rows, fts_rows, src_rows, edge_rows, supersede_rows = [], [], [], [], []
-    for p in new:
-        d = p.draft
-        ws = workspace_of(d.channel)
-        imp = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
-        node_rows.append(
-            (
-                p.rowid,
-                p.id,
-                d.memory_type,
-                d.content,
-                content_hash(d.content),
-                imp,
-                imp,
-                now,
-                now,
-                now,
-                d.channel,
-                ws,
-                d.author_id,
-                json.dumps(p.sources),
-                p.vector.astype(np.float32).tobytes(),
-                g.embedder.identity,
+            ref_rows = dict(rows)
+        node_rows, fts_rows, src_rows, edge_rows, supersede_rows = [], [], [], [], []
+        for p in new:
+            d = p.draft
+            ws = workspace_of(d.channel)
+            imp = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
+            node_rows.append(
+                (
+                    p.rowid,
+                    p.id,
+                    d.memory_type,
+                    d.content,
+                    content_hash(d.content),
+                    imp,
+                    imp,
+                    now,
+                    now,
+                    now,
+                    d.channel,
+                    ws,
+                    d.author_id,
+                    json.dumps(p.sources),
+                    p.vector.astype(np.float32).tobytes(),
+                    g.embedder.identity,
+                )
             )
-        )
-        fts_rows.append((p.rowid, *fts_tags(ws, d.channel, d.memory_type, d.content, "")))
-        src_rows += [(p.rowid, d.channel, s, k) for k, s in enumerate(p.sources)]
-        p.edges += [(p.rowid, ref_rows[r], "related_to", 1.0) for r in d.related_to]
-        if d.supersedes:
-            p.edges.append((p.rowid, ref_rows[d.supersedes], "updates", 1.0))
-            supersede_rows.append((p.id, ref_rows[d.supersedes]))
-        p.edges += [
-            (p.rowid, episodes[(d.channel, s)], "derived_from", 1.0)
-            for s in p.sources
-            if (d.channel, s) in episodes
-        ]
-        p.edges += [(p.rowid, e, "mentions", 1.0) for e in _mentioned(g, ws, d.content)]
-        edge_rows += [(*e, now) for e in p.edges]
-    # The vector index is filled while SQLite writes (both release the GIL).  Should the
-    # transaction fail, the labels hold vectors of rows that do not exist: invisible to
-    # searches (unregistered) and overwritten when the labels are handed out again.
-    adding = None
-    if new:
-        g.vector_room(len(new))
-        labels = np.array([p.rowid for p in new], dtype=np.int64)
-        matrix = np.stack([p.vector for p in new]).astype(np.float32)
-        adding = asyncio.ensure_future(asyncio.to_thread(g.vectors.add, labels, matrix))
-    try:
-        await g.db.execute("BEGIN IMMEDIATE")
-        await g.db.executemany(
-            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
-            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
-            "author_id, sources, embedding, embedder) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            node_rows,
-        )
-        await g.db.executemany(
-            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty) VALUES (?, ?, ?, ?, ?)", fts_rows
-        )
-        await g.db.executemany(
-            "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
-            "VALUES (?, ?, ?, ?)",
-            src_rows,
-        )
-        await g.db.executemany(
-            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            edge_rows,
-        )
-        await g.db.executemany(
-            "UPDATE memory_nodes SET superseded_by = ?, updated_at = updated_at WHERE rowid = ?",
-            supersede_rows,
-        )
-        for p in merges:
-            await _merge(g, p, now)
-        await g.db.execute("COMMIT")
-    except BaseException:
-        await schema.rollback(g.db)
-        g.next_rowid = start_rowid
-        raise
-    finally:
-        if adding is not None:
-            await adding
+            fts_rows.append((p.rowid, *fts_tags(ws, d.channel, d.memory_type, d.content, "")))
+            src_rows += [(p.rowid, d.channel, s, k) for k, s in enumerate(p.sources)]
+            p.edges += [(p.rowid, ref_rows[r], "related_to", 1.0) for r in d.related_to]
+            if d.supersedes:
+                p.edges.append((p.rowid, ref_rows[d.supersedes], "updates", 1.0))
+                supersede_rows.append((p.id, ref_rows[d.supersedes]))
+            p.edges += [
+                (p.rowid, episodes[(d.channel, s)], "derived_from", 1.0)
+                for s in p.sources
+                if (d.channel, s) in episodes
+            ]
+            p.edges += [(p.rowid, e, "mentions", 1.0) for e in _mentioned(g, ws, d.content)]
+            edge_rows += [(*e, now) for e in p.edges]
+        # The vector index is filled while SQLite writes (both release the GIL).  Should the
+        # transaction fail, the labels hold vectors of rows that do not exist: invisible to
+        # searches (unregistered) and overwritten when the labels are handed out again.
+        adding = None
+        if new:
+            g.vector_room(len(new))
+            labels = np.array([p.rowid for p in new], dtype=np.int64)
+            matrix = np.stack([p.vector for p in new]).astype(np.float32)
+            adding = asyncio.ensure_future(asyncio.to_thread(g.vectors.add, labels, matrix))
+        try:
+            async with g.transaction():
+                await g.db.executemany(
+                    "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+                    "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+                    "author_id, sources, embedding, embedder) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    node_rows,
+                )
+                await g.db.executemany(
+                    "INSERT INTO memory_fts (rowid, terms, ws, ch, ty) VALUES (?, ?, ?, ?, ?)",
+                    fts_rows,
+                )
+                await g.db.executemany(
+                    "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
+                    "VALUES (?, ?, ?, ?)",
+                    src_rows,
+                )
+                await g.db.executemany(
+                    "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    edge_rows,
+                )
+                await g.db.executemany(
+                    "UPDATE memory_nodes SET superseded_by = ?, updated_at = updated_at "
+                    "WHERE rowid = ?",
+                    supersede_rows,
+                )
+                for p in merges:
+                    await _merge(g, p, now)
+        finally:
+            if adding is not None:
+                await adding
     for p, fts_row in zip(new, fts_rows, strict=True):
         g.count_terms(fts_row[1])
         g.register(p.rowid, workspace_of(p.draft.channel), p.draft.channel)

@@ -1,8 +1,12 @@
-"""Fake chat platforms on 127.0.0.1 for tests: the real discord.py and slack-bolt talk to them.
+"""The test kit for bots built on tierbot: fakes behind the ordinary seams (docs/testing.md).
 
 ``FakeDiscord`` serves Discord's REST API and gateway; ``FakeSlack`` serves the
 Slack Web API and Socket Mode, and ``post_signed_event`` plays Slack's Events
-API against an adapter in HTTP mode.  Both record every request they receive.
+API against an adapter in HTTP mode.  Both run on 127.0.0.1, the real
+discord.py and slack-bolt clients talk to them, and they record every request.
+:mod:`tierbot.testing.llm_server` is the same for the OpenAI and Anthropic
+APIs, and :mod:`tierbot.testing.scripted` a scripted in-process provider.
+The runtime never imports this package.
 """
 
 from tierbot.testing.discord_server import FakeDiscord, RecordedRequest

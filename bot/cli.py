@@ -517,7 +517,9 @@ def cmd_history_export(args: argparse.Namespace) -> int:
 
 def cmd_config_check(args: argparse.Namespace) -> int:
     path = args.path or args.config
-    config_from(path)
+    cfg = config_from(path)
+    for line in cfg.deprecations:
+        print(f"warning: {line}", file=sys.stderr)
     print("ok")
     return EXIT_OK
 

@@ -224,6 +224,8 @@ class Runtime(Dispatcher):
             opened.push_async_callback(rt.registry.aclose)
             opened.pop_all()  # from here on aclose() owns them
         _freeze_startup_heap()
+        for line in cfg.deprecations:
+            log.warning("config.deprecated", source=cfg.source, detail=line)
         log.info("runtime.started", provider=provider.name, store=str(cfg.storage_path()))
         return rt
 

@@ -84,12 +84,12 @@ class Delegation:
     # -- what the channel offers ---------------------------------------------------------------
 
     def tools(self) -> list[ToolSpec]:
-        c = self.config().for_channel(self.channel).compaction
+        s = self.config().for_channel(self.channel)
         return [
             t
             for t, n in (
-                (BRANCH_TOOL, c.max_concurrent_branches),
-                (SPAWN_TOOL, c.max_concurrent_workers),
+                (BRANCH_TOOL, s.branches.max_concurrent),
+                (SPAWN_TOOL, s.task_workers.max_concurrent),
             )
             if n > 0
         ]
@@ -121,17 +121,17 @@ class Delegation:
         """Fork ``channel_prompt`` (the channel's request as it stands) to work on ``task``.
 
         Also what the runtime calls to branch on its own.  Raises
-        :class:`~workers.supervisor.LimitReached` at ``max_concurrent_branches``.
+        :class:`~workers.supervisor.LimitReached` at ``[defaults.branches] max_concurrent``.
         """
         cfg = self.config()
         s = cfg.for_channel(self.channel)
-        c = s.compaction
+        b = s.branches
         limits = BranchLimits(
             context_window=s.context_window,
-            preflight_threshold=c.branch_preflight_threshold,
+            preflight_threshold=s.compaction.branch_preflight_threshold,
             max_reply_tokens=s.max_reply_tokens,
-            max_turns=c.branch_max_turns,
-            max_overflow_retries=c.max_overflow_retries,
+            max_turns=b.max_turns,
+            max_overflow_retries=b.max_overflow_retries,
         )
         tools = builtin_tools(
             self.channel, store=self.store, recall=self.recall, writer=self.writer, general=False
@@ -153,9 +153,9 @@ class Delegation:
             "branch",
             task,
             run,
-            limit=c.max_concurrent_branches,
+            limit=b.max_concurrent,
             pool_limit=cfg.workers.branch_concurrency,
-            time_limit=c.branch_timeout_seconds,
+            time_limit=b.timeout_seconds,
             origin=origin,
         )
 
@@ -163,14 +163,14 @@ class Delegation:
         """Start a task worker on ``task`` with the built-in and operator tools."""
         cfg = self.config()
         s = cfg.for_channel(self.channel)
-        c = s.compaction
+        w = s.task_workers
         limits = WorkerLimits(
             context_window=s.context_window,
             max_reply_tokens=s.max_reply_tokens,
-            turns_per_segment=c.turns_per_segment,
-            max_segments=c.max_segments,
-            segment_compact_threshold=c.segment_compact_threshold,
-            max_overflow_retries=c.max_overflow_retries,
+            turns_per_segment=w.turns_per_segment,
+            max_segments=w.max_segments,
+            segment_compact_threshold=w.segment_compact_threshold,
+            max_overflow_retries=w.max_overflow_retries,
         )
         tools = self.worker_tools()
 
@@ -189,9 +189,9 @@ class Delegation:
             "worker",
             task,
             run,
-            limit=c.max_concurrent_workers,
+            limit=w.max_concurrent,
             pool_limit=cfg.workers.task_worker_concurrency,
-            time_limit=c.worker_timeout_seconds,
+            time_limit=w.timeout_seconds,
             origin=origin,
         )
 

@@ -215,7 +215,8 @@ async def test_the_channel_answers_other_messages_while_a_slow_branch_runs(make_
 async def test_branch_limit_per_channel_and_timeout_hold(make_config) -> None:
     """Past max_concurrent_branches a branch call is refused; a branch past its timeout fails
     and the channel is told."""
-    cfg = settings(max_concurrent_branches=2, branch_timeout_seconds=0.3)
+    cfg = settings()
+    cfg["defaults"]["branches"] = {"max_concurrent": 2, "timeout_seconds": 0.3}
     llm = ScriptedLLM(latency={"branch": 5.0})
     async with Runtime.open(make_config(cfg), llm=llm) as rt:
         actor = await rt.registry.actor(CH)
@@ -229,7 +230,7 @@ async def test_branch_limit_per_channel_and_timeout_hold(make_config) -> None:
             if m.role is Role.TOOL_RESULT and m.meta.get("tool") == "branch"
         ]
         assert started[:2] == [{"started": "branch-1"}, {"started": "branch-2"}]
-        assert "max_concurrent_branches" in started[2]["error"]
+        assert "[defaults.branches] max_concurrent" in started[2]["error"]
         await wait_for(lambda: len(results(actor)) == 2, timeout=3.0)
         await rt.drain()
         assert [r["failed"] for r in results(actor)] == ["timed out after 0.3 s"] * 2

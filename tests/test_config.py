@@ -134,3 +134,62 @@ def test_secrets_are_named_not_stored() -> None:
     cfg = Config()
     assert cfg.adapters.discord.token_env == "DISCORD_TOKEN"
     assert not hasattr(cfg.llm, "api_key")
+
+
+def test_branch_and_worker_keys_at_their_old_place_still_work_and_name_the_new_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config written before [defaults.branches] and [defaults.task_workers] existed keeps
+    its values; `config check` warns once per old key, naming the key to write instead."""
+    old = write(
+        tmp_path,
+        "[defaults.compaction]\nmax_concurrent_branches = 0\nworker_timeout_seconds = 30\n"
+        "max_overflow_retries = 4\n",
+    )
+    cfg = load_config(old, environ={})
+    s = cfg.for_channel("any:1")
+    assert s.branches.max_concurrent == 0 and s.task_workers.timeout_seconds == 30
+    assert s.branches.max_overflow_retries == s.task_workers.max_overflow_retries == 4
+    assert (
+        "defaults.compaction.max_concurrent_branches is deprecated: write "
+        "defaults.branches.max_concurrent instead"
+    ) in cfg.deprecations
+    assert main(["config", "check", str(old)]) == 0
+    err = capsys.readouterr().err
+    assert "defaults.task_workers.timeout_seconds instead" in err
+    assert not load_config(ROOT / "config.toml", environ={}).deprecations
+
+
+def test_a_bad_value_under_an_old_key_is_named_where_it_was_written(tmp_path: Path) -> None:
+    """The error names the new key path and the deprecated key the value came from."""
+    bad = write(tmp_path, "[[channels]]\nmatch = 'x:*'\ncompaction = { branch_max_turns = 0 }\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(bad, environ={})
+    text = str(err.value)
+    assert "channels[0].branches.max_turns" in text
+    assert "set as channels[0].compaction.branch_max_turns, deprecated" in text
+
+
+def test_a_key_at_its_new_place_wins_over_the_same_key_at_its_old_place() -> None:
+    cfg = validate_config(
+        {
+            "defaults": {
+                "compaction": {"max_concurrent_workers": 1},
+                "task_workers": {"max_concurrent": 7},
+            }
+        },
+        "test",
+    )
+    assert cfg.for_channel("c").task_workers.max_concurrent == 7
+
+
+def test_per_channel_branch_and_worker_overrides_are_derived_from_their_sections() -> None:
+    """[[channels]] takes any subset of [defaults.branches] / [defaults.task_workers], with
+    the same bounds, and only its channels see it."""
+    cfg = validate_config(
+        {"channels": [{"match": "quiet:*", "branches": {"max_concurrent": 0}}]}, "test"
+    )
+    assert cfg.for_channel("quiet:1").branches.max_concurrent == 0
+    assert cfg.for_channel("busy:1").branches.max_concurrent == 5
+    with pytest.raises(ConfigError, match=r"channels\[0\]\.task_workers\.max_segments"):
+        validate_config({"channels": [{"match": "*", "task_workers": {"max_segments": 0}}]}, "t")

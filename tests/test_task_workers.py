@@ -30,13 +30,13 @@ TASK = (
 )
 
 
-def settings(**compaction: Any) -> dict[str, Any]:
+def settings(**task_workers: Any) -> dict[str, Any]:
     return {
         "defaults": {
             "context_window": WINDOW,
             "system_prompt": "sys",
             "respond": "always",
-            "compaction": compaction,
+            "task_workers": task_workers,
         }
     }
 
@@ -165,7 +165,7 @@ async def test_worker_overflow_is_force_compacted_and_retried_at_most_twice(make
 async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
     """A channel past max_concurrent_workers is refused; past the process-wide limit a worker
     waits as queued until a slot frees, and /status data shows it."""
-    cfg = settings(max_concurrent_workers=1)
+    cfg = settings(max_concurrent=1)
     cfg["workers"] = {"task_worker_concurrency": 1}
     llm = ScriptedLLM()
     gate = asyncio.Event()
@@ -187,7 +187,7 @@ async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
         a = await rt.registry.actor("test:a")
         spawned = [json.loads(m.text) for m in a.ctx.items if m.role is Role.TOOL_RESULT]
         assert spawned[0] == {"started": "worker-1"}
-        assert "max_concurrent_workers" in spawned[1]["error"]
+        assert "[defaults.task_workers] max_concurrent" in spawned[1]["error"]
         await rt.submit(inbound("test:b", "go", pid="b"))
         await wait_for(lambda: len(rt.outbox.sent) == 2)
         b = await rt.registry.actor("test:b")
@@ -204,7 +204,7 @@ async def test_worker_limits_per_channel_and_process_wide(make_config) -> None:
 async def test_worker_past_its_timeout_fails_and_the_channel_is_told(make_config) -> None:
     """A worker slower than worker_timeout_seconds is stopped and the failure posted."""
     llm = ScriptedLLM(latency={"worker": 5.0})
-    async with Runtime.open(make_config(settings(worker_timeout_seconds=0.2)), llm=llm) as rt:
+    async with Runtime.open(make_config(settings(timeout_seconds=0.2)), llm=llm) as rt:
         llm.push("chat", spawn("slow task"), Completion("started"))
         await rt.submit(inbound(CH, "go", pid="q"))
         await wait_for(lambda: len(rt.outbox.sent) == 2, timeout=3.0)

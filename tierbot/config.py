@@ -23,7 +23,7 @@ import os
 import tomllib
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
@@ -76,16 +76,55 @@ class CompactionConfig(_Model):
     loop_guard_seconds: float = Field(1.0, ge=0.0, le=3600.0)
     rescue_chunk_messages: int = Field(200, ge=1, le=100_000)
     predictive_start: bool = True
-    # Branches and task workers (branches/, workers/task.py).
+
+
+class BranchSettings(_Model):
+    """``[defaults.branches]``: forks of a channel's context (branches/), per channel, live."""
+
+    model_config = _LIVE_SECTION
+
+    #: Branches running at once in one channel (0 = no branch tool).
+    max_concurrent: int = Field(default=5, ge=0, le=100)
+    #: LLM calls one branch may make; the last one is offered no tools.
+    max_turns: int = Field(default=6, ge=1, le=100)
+    #: Wall clock; a branch past it fails and the channel is told.
+    timeout_seconds: float = Field(default=120.0, gt=0)
+    #: On a context-overflow error: force-compact and retry at most this often.
     max_overflow_retries: int = Field(default=2, ge=0, le=10)
-    max_concurrent_branches: int = Field(default=5, ge=0, le=100)
-    branch_max_turns: int = Field(default=6, ge=1, le=100)
-    branch_timeout_seconds: float = Field(default=120.0, gt=0)
+
+
+class TaskWorkerSettings(_Model):
+    """``[defaults.task_workers]``: long tool loops run in segments (workers/task.py)."""
+
+    model_config = _LIVE_SECTION
+
+    #: Task workers running at once in one channel (0 = no spawn_worker tool).
+    max_concurrent: int = Field(default=3, ge=0, le=100)
     turns_per_segment: int = Field(default=25, ge=1, le=1000)
     max_segments: int = Field(default=10, ge=1, le=1000)
     segment_compact_threshold: float = Field(default=0.70, gt=0.0, lt=1.0)
-    max_concurrent_workers: int = Field(default=3, ge=0, le=100)
-    worker_timeout_seconds: float = Field(default=600.0, gt=0)
+    #: Wall clock of one worker (time queued for a process-wide slot excluded).
+    timeout_seconds: float = Field(default=600.0, gt=0)
+    max_overflow_retries: int = Field(default=2, ge=0, le=10)
+
+
+#: Keys that lived under ``[defaults.compaction]`` (and ``[[channels]].compaction``) before
+#: branches and task workers got sections of their own: old key -> new (section, key)s.
+#: They still work; each use is reported with the key to write instead.
+MOVED_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "max_concurrent_branches": (("branches", "max_concurrent"),),
+    "branch_max_turns": (("branches", "max_turns"),),
+    "branch_timeout_seconds": (("branches", "timeout_seconds"),),
+    "max_overflow_retries": (
+        ("branches", "max_overflow_retries"),
+        ("task_workers", "max_overflow_retries"),
+    ),
+    "turns_per_segment": (("task_workers", "turns_per_segment"),),
+    "max_segments": (("task_workers", "max_segments"),),
+    "segment_compact_threshold": (("task_workers", "segment_compact_threshold"),),
+    "max_concurrent_workers": (("task_workers", "max_concurrent"),),
+    "worker_timeout_seconds": (("task_workers", "timeout_seconds"),),
+}
 
 
 _THRESHOLD_ORDER = (
@@ -124,8 +163,12 @@ def overrides_of(model: type[_Model], name: str) -> type[_Model]:
 
 if TYPE_CHECKING:
     CompactionOverride = _Model
+    BranchOverride = _Model
+    TaskWorkerOverride = _Model
 else:
     CompactionOverride = overrides_of(CompactionConfig, "CompactionOverride")
+    BranchOverride = overrides_of(BranchSettings, "BranchOverride")
+    TaskWorkerOverride = overrides_of(TaskWorkerSettings, "TaskWorkerOverride")
 
 
 class DefaultsConfig(_Model):
@@ -141,6 +184,8 @@ class DefaultsConfig(_Model):
     #: Sized once when a channel's actor starts.
     mailbox_size: int = Field(1000, ge=1, le=1_000_000, json_schema_extra=RESTART)
     compaction: CompactionConfig = CompactionConfig()
+    branches: BranchSettings = BranchSettings()
+    task_workers: TaskWorkerSettings = TaskWorkerSettings()
 
 
 class ChannelOverride(_Model):
@@ -152,6 +197,8 @@ class ChannelOverride(_Model):
     respond: RespondMode | None = None
     max_reply_tokens: int | None = Field(None, ge=16, le=200_000)
     compaction: CompactionOverride = CompactionOverride()
+    branches: BranchOverride = BranchOverride()
+    task_workers: TaskWorkerOverride = TaskWorkerOverride()
 
 
 class LLMConfig(_Model):
@@ -322,6 +369,8 @@ class ChannelSettings:
     respond: RespondMode
     max_reply_tokens: int
     compaction: CompactionConfig
+    branches: BranchSettings = field(default_factory=BranchSettings)
+    task_workers: TaskWorkerSettings = field(default_factory=TaskWorkerSettings)
 
 
 class Config(_Model):
@@ -340,12 +389,19 @@ class Config(_Model):
     channels: list[ChannelOverride] = Field([], json_schema_extra=LIVE)
 
     _source: str = PrivateAttr(default="<defaults>")
+    _deprecations: tuple[str, ...] = PrivateAttr(default=())
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _resolved: dict[str, ChannelSettings] = PrivateAttr(default_factory=dict)
 
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def deprecations(self) -> tuple[str, ...]:
+        """One line per deprecated key the file (or environment) still uses, naming the
+        key to write instead; the runtime logs them at start, ``config check`` prints them."""
+        return self._deprecations
 
     def storage_path(self) -> Path:
         """The database path; a relative path is relative to the config file's folder.
@@ -378,13 +434,22 @@ class Config(_Model):
             "max_reply_tokens": d.max_reply_tokens,
         }
         compaction: dict[str, Any] = d.compaction.model_dump()
+        branches: dict[str, Any] = d.branches.model_dump()
+        task_workers: dict[str, Any] = d.task_workers.model_dump()
         for ov in _matching(self.channels, key):
             for name in ("context_window", "system_prompt", "respond", "max_reply_tokens"):
                 value = getattr(ov, name)
                 if value is not None:
                     merged[name] = value
             compaction.update(ov.compaction.model_dump(exclude_none=True))
-        settings = ChannelSettings(compaction=CompactionConfig(**compaction), **merged)
+            branches.update(ov.branches.model_dump(exclude_none=True))
+            task_workers.update(ov.task_workers.model_dump(exclude_none=True))
+        settings = ChannelSettings(
+            compaction=CompactionConfig(**compaction),
+            branches=BranchSettings(**branches),
+            task_workers=TaskWorkerSettings(**task_workers),
+            **merged,
+        )
         self._resolved[key] = settings
         return settings
 
@@ -491,10 +556,13 @@ def validate_config(
 ) -> Config:
     """Validate raw TOML data into a :class:`Config`, or raise ConfigError."""
     env_paths = env_paths or {}
+    data, moved = _move_deprecated(data)
 
     def note(path: str) -> str:
-        var = env_paths.get(path)
-        return f" (from environment variable {var})" if var else ""
+        var = env_paths.get(moved.get(path, path))
+        if var:
+            return f" (from environment variable {var})"
+        return f" (set as {moved[path]}, deprecated)" if path in moved else ""
 
     try:
         config = Config.model_validate(data)
@@ -512,7 +580,43 @@ def validate_config(
         problems = [ConfigProblem(p.path, p.message + note(p.path)) for p in problems]
         raise ConfigError(source, problems)
     config._source = source
+    config._deprecations = tuple(
+        sorted({f"{old} is deprecated: write {new} instead" for new, old in moved.items()})
+    )
     return config
+
+
+def _move_deprecated(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``data`` with every key of :data:`MOVED_KEYS` moved to its new section (a key
+    already written there wins), and {new path: old path} for each move."""
+    moved: dict[str, str] = {}
+
+    def move(section: Any, prefix: str) -> Any:
+        if not isinstance(section, dict) or not isinstance(section.get("compaction"), dict):
+            return section
+        section = dict(section)
+        compaction = dict(section["compaction"])
+        for old, targets in MOVED_KEYS.items():
+            if old not in compaction:
+                continue
+            value = compaction.pop(old)
+            for new_section, new_key in targets:
+                target = section.get(new_section)
+                target = dict(target) if isinstance(target, dict) else {}
+                target.setdefault(new_key, value)
+                section[new_section] = target
+                moved[f"{prefix}{new_section}.{new_key}"] = f"{prefix}compaction.{old}"
+        section["compaction"] = compaction
+        return section
+
+    out = dict(data)
+    out["defaults"] = move(out.get("defaults"), "defaults.")
+    if out["defaults"] is None:
+        del out["defaults"]
+    channels = out.get("channels")
+    if isinstance(channels, list):
+        out["channels"] = [move(c, f"channels[{i}].") for i, c in enumerate(channels)]
+    return out, moved
 
 
 def _settings_for_override(config: Config, ov: ChannelOverride) -> CompactionConfig:

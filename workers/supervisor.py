@@ -207,10 +207,12 @@ class Supervisor:
         if self._closing:
             raise TaskFailed(f"channel {self.channel} is shutting down")
         if self.active(kind) >= limit:
-            plural = "branches" if kind == "branch" else "workers"
+            plural, section = (
+                ("branches", "branches") if kind == "branch" else ("workers", "task_workers")
+            )
             raise LimitReached(
                 f"{self.active(kind)} {plural} already run in this channel, the limit "
-                f"(max_concurrent_{plural}); wait for one to finish"
+                f"([defaults.{section}] max_concurrent); wait for one to finish"
             )
         row = await self.pool.records.create_run(self.channel, kind, task)
         handle = TaskHandle(

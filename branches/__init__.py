@@ -9,8 +9,8 @@ Public surface::
     await delegation.aclose()             # cancel every branch and worker of the channel
 
 A branch compacts its own copy before its first call when it is at or above
-``branch_preflight_threshold`` and force-compacts (at most
-``max_overflow_retries`` times) on a context-overflow error; task workers are
+``branch_preflight_threshold`` and force-compacts (at most ``[defaults.branches]
+max_overflow_retries`` times) on a context-overflow error; task workers are
 :mod:`workers.task`'s.
 
 This floor owns forks of a channel's context and the delegation tools. It may import

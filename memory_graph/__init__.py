@@ -7,8 +7,9 @@ Public surface (everything else in this package is private)::
         hits = await graph.recall("what does Alice drink?", channel=key)
         prompt_block = format_for_prompt(hits)
 
-Imports only tierbot's infrastructure (tierbot.config, tierbot.messages, tierbot.errors,
-tierbot.llm.base) and third-party libraries.
+This floor owns long-term memory and its tables (their schema and migrations are in
+:mod:`memory_graph.schema`).  It may import only the kernel (tierbot) and third-party
+libraries; channels and the application reach it through ``channels.memory``.
 """
 
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder

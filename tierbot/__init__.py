@@ -4,10 +4,14 @@ This package owns the vocabulary and the infrastructure of the whole bot: the
 message types (:mod:`tierbot.messages`), configuration (:mod:`tierbot.config`),
 the exception tree (:mod:`tierbot.errors`), exact token counting
 (:mod:`tierbot.tokens`), the LLM provider protocol and its implementations
-(:mod:`tierbot.llm`), the message store (:mod:`tierbot.store`), logging and
-retries.  It imports nothing of tierbot's other packages: ``memory_graph``,
-``compactor``, ``workers``, ``branches``, ``channels`` and the application in
-``bot`` all import from here, never the other way round.
+(:mod:`tierbot.llm`), the storage protocol (:mod:`tierbot.storage`) and its
+SQLite message store (:mod:`tierbot.store`), schema migrations
+(:mod:`tierbot.migrations`), typed events and their bus (:mod:`tierbot.events`),
+the compaction vocabulary (:mod:`tierbot.vocab`), channel keys
+(:mod:`tierbot.keys`), logging and retries.  It imports nothing of tierbot's
+other packages: ``memory_graph``, ``compactor``, ``workers``, ``branches``,
+``channels`` and the application in ``bot`` all import from here, never the
+other way round.
 
 :mod:`tierbot.testing` is the test kit for people who build on tierbot (fake
 Discord, Slack and LLM servers on 127.0.0.1, a scripted provider); the runtime

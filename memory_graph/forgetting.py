@@ -45,15 +45,17 @@ async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) 
             "SELECT rowid, sources, type, channel FROM memory_nodes WHERE id = ?", (memory_id,)
         ) as cur:
             row = await cur.fetchone()
-        if row is None or (channel is not None and not g.visible(channel, row[3])):
+        if row is None:
             return False
-        rowid, sources = int(row[0]), json.loads(row[1])
+        rowid, sources_json, node_type, node_channel = row
+        if channel is not None and not g.visible(channel, node_channel):
+            return False
         async with g.transaction():
-            await _tombstone(g, "message", sources, time.time())
-            await delete_nodes(g, [rowid], [memory_id])
-            if row[2] == "episode":
-                await episode_index.recompute_contexts(g, row[3])
-        g.unregister(rowid)
+            await _tombstone(g, "message", json.loads(sources_json), time.time())
+            await delete_nodes(g, [int(rowid)], [memory_id])
+            if node_type == "episode":
+                await episode_index.recompute_contexts(g, node_channel)
+        g.unregister(int(rowid))
         return True
 
 

@@ -82,16 +82,52 @@ _ROW_COLUMNS = (
 _NODE_COLUMNS = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
 
 
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    """One memory_nodes row as recall reads it (the columns of ``_ROW_COLUMNS``)."""
+
+    rowid: int
+    id: str
+    type: str
+    content: str
+    channel: str
+    sources: str  # JSON list of platform ids
+    created_at: float
+    updated_at: float
+    accessed_at: float
+    current_importance: float
+    author_id: str
+    superseded_by: str | None
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> NodeRow:
+        """The row as the database returned it, in ``_ROW_COLUMNS`` order."""
+        return cls(
+            int(row[0]),
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            float(row[6]),
+            float(row[7]),
+            float(row[8]),
+            float(row[9]),
+            row[10],
+            row[11],
+        )
+
+
 @dataclass(slots=True)
 class _Cand:
-    row: tuple[Any, ...]
+    row: NodeRow
     text: float = 0.0
     vec: float = 0.0
     spread: float = 0.0
 
     @property
     def rowid(self) -> int:
-        return int(self.row[0])
+        return self.row.rowid
 
 
 def _fail(argument: str, message: str) -> ToolError:
@@ -169,7 +205,7 @@ async def recall(
             vec_scores[rowid] = cos
     answer = expected_answer(text_query)
     shape = {r: _shape(g, c.row, answer) for r, c in cands.items()}
-    rows: list[tuple[Any, ...]] = [c.row for c in cands.values()]
+    rows: list[NodeRow] = [c.row for c in cands.values()]
     more = _vector_only(g, text_scores, best, vec_scores, limit, shape)
     rows += await _rows(g, more, types, since)
     for row in rows:
@@ -186,7 +222,7 @@ async def recall(
     rel = {r: _relevance(g, c, persons, mentions, shape[r]) for r, c in cands.items()}
     if windows:  # outside the dates the query names, a candidate counts for less
         for r, c in cands.items():
-            if not any(lo <= float(c.row[6]) <= hi for lo, hi in windows):
+            if not any(lo <= c.row.created_at <= hi for lo, hi in windows):
                 rel[r] /= 1.0 + DATE_BOOST
     await _expand(g, channel, cands, rel, types, since)
     now = time.time()
@@ -197,12 +233,12 @@ async def recall(
         # Platform ids are unique per channel only (Slack's ts): exclude in this channel.
         if (
             skip
-            and c.row[2] == "episode"
-            and c.row[4] == channel
-            and json.loads(c.row[5])[0] in skip
+            and c.row.type == "episode"
+            and c.row.channel == channel
+            and json.loads(c.row.sources)[0] in skip
         ):
             continue
-        updated, imp, sup = c.row[7], c.row[9], c.row[11]
+        updated, imp, sup = c.row.updated_at, c.row.current_importance, c.row.superseded_by
         s = rel[r] * (1.0 - IMPORTANCE_SHARE + IMPORTANCE_SHARE * float(imp))
         # Recency of the information itself; being recalled only slows its decay
         # (current_importance), so recall does not feed on its own results.
@@ -215,17 +251,17 @@ async def recall(
     scored.sort(key=lambda x: (-x[0], x[1]))
     hits = []
     for s, _, c in scored[:limit]:
-        _, id_, typ, content, ch, sources, created, *_rest = c.row
+        row = c.row
         hits.append(
             RecallHit(
-                id=id_,
-                type=typ,
-                content=content,
+                id=row.id,
+                type=row.type,
+                content=row.content,
                 score=float(s),
-                channel=ch,
-                source_message_ids=tuple(json.loads(sources)),
-                created_at=float(created),
-                author_id=c.row[10],
+                channel=row.channel,
+                source_message_ids=tuple(json.loads(row.sources)),
+                created_at=row.created_at,
+                author_id=row.author_id,
             )
         )
     if g.note_access([c.rowid for _, _, c in scored[:limit]], now) and not g.lock.locked():
@@ -336,8 +372,8 @@ async def _scored_in_scope(
         chosen.update([int(x) for x in labels[best] if int(x) in dated][:DATE_CANDIDATES])
     score_of = dict(zip(labels.tolist(), scores.tolist(), strict=True))
     for row in await _rows(g, chosen, None, since):
-        text_scores[int(row[0])] = score_of[int(row[0])]
-        cands[int(row[0])] = _Cand(row)
+        text_scores[row.rowid] = score_of[row.rowid]
+        cands[row.rowid] = _Cand(row)
 
 
 async def _text_candidates(
@@ -360,9 +396,10 @@ async def _text_candidates(
         sql += " AND n.created_at >= ?"
         params.append(float(since))
     async with g.db.execute(sql, params) as cur:
-        for s, *row in await cur.fetchall():
-            text_scores[int(row[0])] = -float(s)
-            cands[int(row[0])] = _Cand(tuple(row))
+        for s, *values in await cur.fetchall():
+            row = NodeRow.of(values)
+            text_scores[row.rowid] = -float(s)
+            cands[row.rowid] = _Cand(row)
 
 
 async def _cosines(g: MemoryGraph, qv: np.ndarray, rowids: list[int]) -> list[tuple[int, float]]:
@@ -384,7 +421,7 @@ async def _cosines(g: MemoryGraph, qv: np.ndarray, rowids: list[int]) -> list[tu
 
 async def _rows(
     g: MemoryGraph, rowids: set[int], types: Sequence[str] | None, since: float | None
-) -> list[tuple[Any, ...]]:
+) -> list[NodeRow]:
     """Rows of ``rowids`` still present, of the wanted types and not older than ``since``."""
     if not rowids:
         return []
@@ -397,7 +434,7 @@ async def _rows(
         sql += " AND created_at >= ?"
         params.append(float(since))
     async with g.db.execute(sql, params) as cur:
-        return [tuple(r) for r in await cur.fetchall()]
+        return [NodeRow.of(r) for r in await cur.fetchall()]
 
 
 def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:
@@ -416,11 +453,11 @@ def _relevance(
     return rel / (1.0 + PERSON_BOOST)
 
 
-def _shape(g: MemoryGraph, row: tuple[Any, ...], answer: re.Pattern[str] | None) -> float:
+def _shape(g: MemoryGraph, row: NodeRow, answer: re.Pattern[str] | None) -> float:
     """What a candidate's form says (0..1]: a raw message's prior, and whether it carries
     the kind of words the question asks for ("When ...?" and nothing placed in time)."""
-    factor = _message_prior(g, int(row[0]), row[3]) if row[2] == "episode" else 1.0
-    if answer is not None and answer.search(row[3]) is None:
+    factor = _message_prior(g, row.rowid, row.content) if row.type == "episode" else 1.0
+    if answer is not None and answer.search(row.content) is None:
         factor /= 1.0 + ANSWER_BOOST
     return factor
 
@@ -455,7 +492,7 @@ def _asks(content: str) -> bool:
 
 def _about(c: _Cand, persons: set[str], mentions: dict[int, set[int]]) -> bool:
     """Whether ``c`` was said by, or mentions (an entity link), one of ``persons``."""
-    if c.row[10] in persons:
+    if c.row.author_id in persons:
         return True
     return any(f"#{dst}" in persons for dst in mentions.get(c.rowid, ()))
 
@@ -477,9 +514,9 @@ async def _expand(
             gained[link.other] = flow
     missing = {r for r in gained if r not in cands}
     for row in await _rows(g, missing, types, since):
-        if g.visible(channel, row[4]):  # an edge never leaks across scopes
-            cands[int(row[0])] = _Cand(row)
-            rel[int(row[0])] = 0.0
+        if g.visible(channel, row.channel):  # an edge never leaks across scopes
+            cands[row.rowid] = _Cand(row)
+            rel[row.rowid] = 0.0
     for r, flow in gained.items():
         if r in cands and flow > rel[r]:
             cands[r].spread = flow
@@ -488,8 +525,8 @@ async def _expand(
 
 def _successors_first(scored: list[list[Any]]) -> None:
     """A superseded memory never outranks the memory that replaced it."""
-    by_id = {c.row[1]: item for item in scored for c in [item[2]]}
+    by_id = {item[2].row.id: item for item in scored}
     for item in scored:
-        successor = by_id.get(item[2].row[11])
+        successor = by_id.get(item[2].row.superseded_by)
         if successor is not None and item[0] >= successor[0]:
             item[0] = successor[0] * 0.99

@@ -61,7 +61,7 @@ def test_runtime_freezes_startup_objects_once_and_keeps_no_garbage(tmp_path: Pat
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -9,8 +9,15 @@ from typing import Any
 
 from bot.runtime import Runtime
 from compactor.scheduler import rescue_chunk
+from tests.channels.test_compaction import (
+    CH,
+    barely_smaller,
+    covered_tokens,
+    settings,
+    summary_of,
+    text,
+)
 from tests.helpers import export_ids, inbound, wait_for
-from tests.test_compaction import CH, barely_smaller, covered_tokens, settings, summary_of, text
 from tierbot.errors import TransientLLMError
 from tierbot.llm.base import ChatMessage, Completion
 from tierbot.messages import Message, Role

@@ -11,7 +11,7 @@ from bot.cli import main
 from tierbot.config import Config, load_config, validate_config
 from tierbot.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -43,12 +43,23 @@ def text(tokens: int) -> str:
 def record(rt: Runtime) -> list[Event]:
     """Every event the runtime's channels publish, in order."""
     seen: list[Event] = []
-    rt.registry.deps.events.subscribe(Event, seen.append)
+    rt.events.subscribe(Event, seen.append)
     return seen
 
 
 def of(seen: list[Event], kind: type[Any]) -> list[Any]:
     return [e for e in seen if isinstance(e, kind)]
+
+
+async def feed_until(rt: Runtime, seen: list[Event], kind: type[Event]) -> None:
+    """Send 50-token messages, one settled pass at a time, until an event of ``kind``."""
+    actor = await rt.registry.actor(CH)
+    n = 0
+    while not of(seen, kind):
+        await rt.submit(inbound(CH, text(50), pid=f"f{n}"))
+        await wait_for(lambda: actor.idle() or actor.compactor.running is not None)
+        n += 1
+    await rt.drain()
 
 
 async def test_a_turn_publishes_turn_completed_for_its_channel(make_config) -> None:
@@ -97,13 +108,7 @@ async def test_a_background_pass_publishes_started_then_finished_with_its_figure
     token figures show what it freed."""
     async with Runtime.open(make_config(settings()), llm=ScriptedLLM()) as rt:
         seen = record(rt)
-        actor = await rt.registry.actor(CH)
-        n = 0
-        while not of(seen, CompactionFinished):
-            await rt.submit(inbound(CH, text(50), pid=f"f{n}"))
-            await wait_for(lambda: actor.idle() or actor.compactor.running is not None)
-            n += 1
-        await rt.drain()
+        await feed_until(rt, seen, CompactionFinished)
         started, finished = of(seen, CompactionStarted), of(seen, CompactionFinished)
         assert started[0].kind is CompactionKind.BACKGROUND
         assert seen.index(started[0]) < seen.index(finished[0])
@@ -119,13 +124,7 @@ async def test_a_failed_pass_publishes_compaction_failed_with_its_reason(make_co
     llm.push("summary", TransientLLMError("upstream 503"))
     async with Runtime.open(make_config(settings()), llm=llm) as rt:
         seen = record(rt)
-        actor = await rt.registry.actor(CH)
-        n = 0
-        while not of(seen, CompactionFailed):
-            await rt.submit(inbound(CH, text(50), pid=f"f{n}"))
-            await wait_for(lambda: actor.idle() or actor.compactor.running is not None)
-            n += 1
-        await rt.drain()
+        await feed_until(rt, seen, CompactionFailed)
         failed = of(seen, CompactionFailed)[0]
         assert failed.outcome is Outcome.FAILED and "upstream 503" in failed.reason
 

@@ -104,21 +104,61 @@ async def check_health(rt: Runtime, adapters: Iterable[str] | None = None) -> He
     return Health(not failing, checks, failing)
 
 
+@dataclass(frozen=True, slots=True)
+class StatusSnapshot:
+    """What ``/status`` serves: the runtime at one instant.
+
+    ``channels`` are the fullest live channels (each a ``ChannelSnapshot`` as JSON plus its
+    ``mailbox`` depth); ``health`` is filled in by the endpoint, which alone checks it.
+    """
+
+    time: float
+    uptime_seconds: float
+    channels_live: int
+    channels: tuple[dict[str, Any], ...]
+    compactions_running: tuple[dict[str, str], ...]
+    pools: dict[str, dict[str, int]]
+    adapters: dict[str, dict[str, Any]]
+    messages: dict[str, int]
+    memory_index: dict[str, int] | None
+    recent_failures: tuple[dict[str, Any], ...]
+    config: dict[str, Any]
+
+    def to_json(self, health: Health | None = None) -> dict[str, Any]:
+        """The JSON body of ``/status`` (keys in field order, ``health`` last when given)."""
+        out: dict[str, Any] = {
+            "time": self.time,
+            "uptime_seconds": self.uptime_seconds,
+            "channels_live": self.channels_live,
+            "channels": list(self.channels),
+            "compactions_running": list(self.compactions_running),
+            "pools": self.pools,
+            "adapters": self.adapters,
+            "messages": self.messages,
+            "memory_index": self.memory_index,
+            "recent_failures": list(self.recent_failures),
+            "config": self.config,
+        }
+        if health is not None:
+            out["health"] = health.to_json()
+        return out
+
+
 def status_snapshot(
     rt: Runtime, watcher: ConfigWatcher | None = None, limit: int = STATUS_CHANNELS
-) -> dict[str, Any]:
-    """What ``/status`` serves: the fullest ``limit`` live channels and everything running."""
+) -> StatusSnapshot:
+    """The fullest ``limit`` live channels and everything running."""
     actors = sorted(rt.registry.actors.values(), key=lambda a: a.usage, reverse=True)
     channels = []
     for a in actors[:limit]:
         snap = a.snapshot().to_json()
         snap["mailbox"] = a.mailbox_depth
         channels.append(snap)
-    running = [
+    running = tuple(
         {"channel": a.key, "tier": a.compactor.running.kind.value}
         for a in actors
         if a.compactor.running is not None
-    ]
+    )
     cfg = rt.config
     if not cfg.ops.status_task_text:
         for snap in channels:
@@ -128,29 +168,27 @@ def status_snapshot(
         config["last_reload"] = watcher.last.to_json() if watcher.last else None
         config["last_applied"] = watcher.last_applied.to_json() if watcher.last_applied else None
         config["restart_required"] = list(watcher.restart_required)
-    return {
-        "time": time.time(),
-        "uptime_seconds": round(time.time() - rt.metrics.started, 3),
-        "channels_live": len(actors),
-        "channels": channels,
-        "compactions_running": running,
-        "pools": rt.metrics.pool_counts(rt),
-        "adapters": {
+    now = time.time()
+    return StatusSnapshot(
+        time=now,
+        uptime_seconds=round(now - rt.metrics.started, 3),
+        channels_live=len(actors),
+        channels=tuple(channels),
+        compactions_running=running,
+        pools=rt.metrics.pool_counts(rt),
+        adapters={
             **{name: {"connected": False, "problem": p} for name, p in rt.adapter_problems.items()},
             **{name: {"connected": a.connected()} for name, a in rt.adapters.items()},
         },
-        "messages": {
-            "stored": rt.registry.messages_in,
-            "duplicates": rt.registry.duplicates,
-        },
-        "memory_index": (
+        messages={"stored": rt.registry.messages_in, "duplicates": rt.registry.duplicates},
+        memory_index=(
             {"backlog": rt.memory.indexer.backlog, "indexed_upto": rt.memory.indexer.mark}
             if rt.memory is not None
             else None
         ),
-        "recent_failures": list(rt.metrics.recent_failures)[-20:],
-        "config": config,
-    }
+        recent_failures=tuple(list(rt.metrics.recent_failures)[-20:]),
+        config=config,
+    )
 
 
 def _without_task_text(run: dict[str, Any]) -> dict[str, Any]:
@@ -302,8 +340,8 @@ class OpsServer:
         except ValueError:
             return web.json_response({"error": "limit must be an integer"}, status=400)
         snap = status_snapshot(self.runtime, self.watcher, max(0, limit))
-        snap["health"] = (await check_health(self.runtime, self.adapters)).to_json()
-        return web.json_response(snap)
+        health = await check_health(self.runtime, self.adapters)
+        return web.json_response(snap.to_json(health))
 
 
 def _is_loopback(host: str) -> bool:

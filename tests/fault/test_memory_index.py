@@ -148,7 +148,7 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
         async with Runtime.open(hasty) as rt:
             from bot.ops import status_snapshot
 
-            assert status_snapshot(rt)["memory_index"] is not None
+            assert status_snapshot(rt).memory_index is not None
     db = Path(hasty.storage_path())
     left = [e for e in logs if e["event"] == "memory.index_backlog_at_shutdown"]
     assert len(left) == 1 and left[0]["log_level"] == "warning"
@@ -161,7 +161,7 @@ async def test_search_gap_after_shutdown_drain_timeout_is_logged_and_caught_up(
 
     async with Runtime.open(make_config({"memory": {"enabled": True}})) as rt:
         await rt.memory.indexer.flush()
-        assert status_snapshot(rt)["memory_index"]["backlog"] == 0
+        assert status_snapshot(rt).memory_index["backlog"] == 0
         for i in (0, 1, n // 2, n - 2, n - 1):
             hits = await rt.memory.search(code(i), channel=CHANNEL, limit=3)
             assert f"p{i}" in [pid for h in hits for pid in h["source_message_ids"]]

@@ -15,7 +15,6 @@ A scoped tombstone applies wherever that channel's memories are visible
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -30,32 +29,20 @@ if TYPE_CHECKING:
 
 
 async def _tombstone(g: MemoryGraph, kind: str, keys: Iterable[str], now: float) -> None:
-    # A repeated forget moves the time forward: an author tombstone blocks what was
-    # said up to the *latest* forget, not only up to the first.
-    await g.db.executemany(
-        "INSERT INTO memory_tombstones (kind, key, created_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (kind, key) DO UPDATE SET created_at = excluded.created_at",
-        [(kind, k, now) for k in dict.fromkeys(keys) if k],
-    )
+    await g.storage.add_tombstones(kind, keys, now)
 
 
 async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) -> bool:
     async with g.lock:
-        async with g.db.execute(
-            "SELECT rowid, sources, type, channel FROM memory_nodes WHERE id = ?", (memory_id,)
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            return False
-        rowid, sources_json, node_type, node_channel = row
-        if channel is not None and not g.visible(channel, node_channel):
+        node = await g.storage.node_ref(memory_id)
+        if node is None or (channel is not None and not g.visible(channel, node.channel)):
             return False
         async with g.transaction():
-            await _tombstone(g, "message", json.loads(sources_json), time.time())
-            await delete_nodes(g, [int(rowid)], [memory_id])
-            if node_type == "episode":
-                await episode_index.recompute_contexts(g, node_channel)
-        g.unregister(int(rowid))
+            await _tombstone(g, "message", node.sources, time.time())
+            await delete_nodes(g, [node.rowid], [memory_id])
+            if node.type == "episode":
+                await episode_index.recompute_contexts(g, node.channel)
+        g.unregister(node.rowid)
         return True
 
 
@@ -73,37 +60,20 @@ async def forget_author(
         return channel is None or g.visible(channel, node_channel)
 
     async with g.lock:
-        async with g.db.execute(
-            "SELECT rowid, id, channel, platform_id FROM memory_nodes "
-            "WHERE type = 'episode' AND author_id = ?",
-            (author_id,),
-        ) as cur:
-            episodes = [r for r in await cur.fetchall() if seen(r[2])]
-        async with g.db.execute(
-            "SELECT rowid, id, channel, sources FROM memory_nodes "
-            "WHERE type != 'episode' AND author_id = ? "
-            "UNION SELECT n.rowid, n.id, n.channel, n.sources FROM memory_sources s "
-            "JOIN memory_nodes e ON e.type = 'episode' AND e.author_id = ? "
-            "AND e.channel = s.channel AND e.platform_id = s.platform_id "
-            "JOIN memory_nodes n ON n.rowid = s.node",
-            (author_id, author_id),
-        ) as cur:
-            memories = [r for r in await cur.fetchall() if seen(r[2])]
-        messages: dict[tuple[str, str], None] = {(ch, pid): None for _, _, ch, pid in episodes}
-        authored = {r for r, *_ in memories}
+        nodes = [n for n in await g.storage.authored_nodes(author_id) if seen(n.channel)]
+        episodes = [n for n in nodes if n.platform_id is not None]
+        memories = [n for n in nodes if n.platform_id is None]
+        messages: dict[tuple[str, str], None] = {
+            (n.channel, n.platform_id): None for n in episodes if n.platform_id is not None
+        }
         # Sources of memories in the author's own name are the author's words; a memory
         # derived from several people's messages vanishes, but their messages stay.
-        async with g.db.execute(
-            "SELECT rowid, channel, sources FROM memory_nodes WHERE type != 'episode' "
-            "AND author_id = ?",
-            (author_id,),
-        ) as cur:
-            for _, ch, sources in await cur.fetchall():
-                if seen(ch):
-                    for pid in json.loads(sources):
-                        messages[(ch, pid)] = None
-        per_memory = Counter(ch for _, _, ch, _ in memories)
-        per_episode = Counter(ch for _, _, ch, _ in episodes)
+        for n in memories:
+            if n.own:
+                for pid in n.sources:
+                    messages[(n.channel, pid)] = None
+        per_memory = Counter(n.channel for n in memories)
+        per_episode = Counter(n.channel for n in episodes)
         per_message = Counter(ch for ch, _ in messages)
         report = ForgetReport(
             author_id=author_id,
@@ -118,8 +88,8 @@ async def forget_author(
         )
         if dry_run:
             return report
-        rowids = [r for r, *_ in episodes] + sorted(authored)
-        ids = [i for _, i, *_ in episodes] + [i for _, i, *_ in memories]
+        rowids = [n.rowid for n in episodes] + sorted(n.rowid for n in memories)
+        ids = [n.id for n in episodes] + [n.id for n in memories]
         now = time.time()
         async with g.transaction():
             if channel is None:
@@ -128,14 +98,11 @@ async def forget_author(
                 await _tombstone(g, "author_in", [scoped_key(author_id, channel)], now)
             await _tombstone(g, "message", [pid for _, pid in messages], now)
             await delete_nodes(g, rowids, ids)
-            for touched in sorted({ch for _, _, ch, _ in episodes}):
+            for touched in sorted({n.channel for n in episodes}):
                 await episode_index.recompute_contexts(g, touched)
         for r in rowids:
             g.unregister(r)
-        async with g.db.execute(
-            "SELECT DISTINCT workspace FROM memory_nodes WHERE author_id = ?", (author_id,)
-        ) as cur:
-            still_named = {ws for (ws,) in await cur.fetchall()}
+        still_named = await g.storage.author_workspaces(author_id)
         for workspace, table in g.names.items():
             if workspace not in still_named:
                 for keys in table.values():

@@ -35,6 +35,8 @@ from tierbot.messages import Message
 
 from . import background, episodes, forgetting, maintenance, recall, schema, tombstones, writing
 from .embedders import Embedder, embedder_from_config
+from .sqlite_storage import SQLiteMemoryStorage
+from .storage import MemoryStorage
 from .text import TEXT_VERSION, fts_tags, tag, terms
 from .types import (
     ForgetReport,
@@ -65,6 +67,8 @@ class MemoryGraph:
         index_dir: Path,
     ) -> None:
         self.db = db
+        #: The graph's durable state behind the storage protocol (see memory_graph.storage).
+        self.storage: MemoryStorage = SQLiteMemoryStorage(db)
         self.config = config
         self.embedder = embedder
         self.index_dir = index_dir
@@ -300,8 +304,8 @@ class MemoryGraph:
     # --- in-memory bookkeeping ------------------------------------------------
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """``async with g.transaction():`` one write transaction on the graph's connection."""
-        return schema.transaction(self.db)
+        """``async with g.transaction():`` one write transaction of the graph's storage."""
+        return self.storage.transaction()
 
     @contextlib.contextmanager
     def allocating_rowids(self) -> Iterator[Callable[[], int]]:

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Tombstones", "delete_nodes", "is_forgotten", "scoped_key", "tombstoned"]
 
-_CHUNK = 500
-
 
 @dataclass(frozen=True, slots=True)
 class Tombstones:
@@ -48,29 +46,14 @@ async def tombstoned(g: MemoryGraph, authors: Iterable[str], pids: Iterable[str]
     """The tombstones of the given authors (global and scoped) and platform ids."""
     dead_authors: dict[str, list[tuple[str | None, float]]] = {}
     dead_pids: set[str] = set()
-    author_list, pid_list = list(set(authors)), list(set(pids))
-    queries = (
-        ("author", author_list, "key"),
-        ("author_in", author_list, "substr(key, 1, instr(key, char(10)) - 1)"),
-        ("message", pid_list, "key"),
-    )
-    for kind, keys, column in queries:
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            async with g.db.execute(
-                "SELECT key, created_at FROM memory_tombstones "
-                f"WHERE kind = ? AND {column} IN ({marks})",
-                (kind, *chunk),
-            ) as cur:
-                for key, created in await cur.fetchall():
-                    if kind == "message":
-                        dead_pids.add(key)
-                    elif kind == "author":
-                        dead_authors.setdefault(key, []).append((None, float(created)))
-                    else:
-                        author, _, origin = key.partition("\n")
-                        dead_authors.setdefault(author, []).append((origin, float(created)))
+    for stone in await g.storage.find_tombstones(list(set(authors)), list(set(pids))):
+        if stone.kind == "message":
+            dead_pids.add(stone.key)
+        elif stone.kind == "author":
+            dead_authors.setdefault(stone.key, []).append((None, stone.created_at))
+        else:
+            author, _, origin = stone.key.partition("\n")
+            dead_authors.setdefault(author, []).append((origin, stone.created_at))
     return Tombstones(dead_authors, frozenset(dead_pids))
 
 
@@ -88,17 +71,6 @@ async def is_forgotten(
 
 
 async def delete_nodes(g: MemoryGraph, rowids: list[int], ids: list[str]) -> None:
-    """Delete nodes (edges and sources cascade) and their FTS rows; inside a transaction."""
-    for start in range(0, len(rowids), _CHUNK):
-        chunk = rowids[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        await g.db.execute(f"DELETE FROM memory_fts WHERE rowid IN ({marks})", chunk)
-        await g.db.execute(f"DELETE FROM memory_nodes WHERE rowid IN ({marks})", chunk)
-    for start in range(0, len(ids), _CHUNK):
-        chunk_ids = ids[start : start + _CHUNK]
-        marks = ",".join("?" * len(chunk_ids))
-        # A memory whose successor is gone is current again.
-        await g.db.execute(
-            f"UPDATE memory_nodes SET superseded_by = NULL WHERE superseded_by IN ({marks})",
-            chunk_ids,
-        )
+    """Delete nodes (edges and sources go with them) and their text-index rows; inside a
+    transaction."""
+    await g.storage.delete_nodes(rowids, ids)

@@ -1,0 +1,97 @@
+"""The memory graph's storage protocol: what the graph asks of the database under it.
+
+:class:`MemoryStorage` names operations, never SQL, and takes and returns plain
+values (the row types below), so a second backend (PostgreSQL with tsvector and
+pgvector) implements the same protocol and passes the same contract suite
+(``tests/contracts/test_memory_storage.py``).  The in-RAM indexes (hnswlib, the
+scope and term arrays) stay in :class:`~memory_graph.graph.MemoryGraph`, above it.
+
+:mod:`memory_graph.sqlite_storage` is the SQLite implementation.  Today the
+protocol covers the graph's bookkeeping and forgetting: transactions, meta
+values, tombstones, node deletion, and the reads forgetting needs.  Writing,
+episode indexing, recall and maintenance still run their SQL on the graph's
+connection; they move behind this protocol next, one family at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["AuthoredNode", "MemoryStorage", "NodeRef", "TombstoneKind", "TombstoneRow"]
+
+TombstoneKind = str  # "message" | "author" | "author_in"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """Enough of one node to forget it: its label, id, type, channel and source ids."""
+
+    rowid: int
+    id: str
+    type: str
+    channel: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuthoredNode:
+    """A node that came from an author: an episode (``platform_id`` set) or a memory
+    (``sources`` set) in their name, or a memory derived from one of their episodes."""
+
+    rowid: int
+    id: str
+    channel: str
+    platform_id: str | None
+    sources: tuple[str, ...]
+    own: bool  # in the author's own name (not merely derived from their words)
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneRow:
+    """A tombstone found: its kind, its key (an author id, a platform id, or
+    ``author id \\n channel`` for a scoped author forget) and when it was laid."""
+
+    kind: TombstoneKind
+    key: str
+    created_at: float
+
+
+class MemoryStorage(Protocol):
+    """Durable state of one memory graph (see the module docstring for its scope)."""
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """One write transaction: committed when the block ends, rolled back (and the
+        error re-raised) when it raises or is cancelled."""
+        ...
+
+    async def get_meta(self, key: str) -> str | None: ...
+
+    async def set_meta(self, key: str, value: str) -> None: ...
+
+    async def add_tombstones(self, kind: TombstoneKind, keys: Iterable[str], now: float) -> None:
+        """Lay (or move forward to ``now``) a tombstone per non-empty key."""
+        ...
+
+    async def find_tombstones(
+        self, authors: Sequence[str], platform_ids: Sequence[str]
+    ) -> list[TombstoneRow]:
+        """Every tombstone of these authors (global and scoped) and platform ids."""
+        ...
+
+    async def node_ref(self, memory_id: str) -> NodeRef | None: ...
+
+    async def authored_nodes(self, author_id: str) -> list[AuthoredNode]:
+        """The author's episodes and memories, and memories derived from their episodes."""
+        ...
+
+    async def author_workspaces(self, author_id: str) -> set[str]:
+        """Workspaces where nodes in ``author_id``'s name remain."""
+        ...
+
+    async def delete_nodes(self, rowids: Sequence[int], ids: Sequence[str]) -> None:
+        """Delete nodes with their edges, sources and text-index rows; a memory whose
+        successor is deleted is current again.  Inside the caller's transaction."""
+        ...

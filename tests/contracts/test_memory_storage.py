@@ -1,0 +1,113 @@
+"""The MemoryStorage contract, run against every implementation of memory_graph.storage.
+
+Each backend opens a memory graph whose ``storage`` is the implementation under test; the
+graph's public API writes the nodes the reads need.  SQLite is the one backend today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from memory_graph import MemoryGraph
+from memory_graph.storage import TombstoneRow
+from tierbot.config import MemoryConfig
+from tierbot.messages import Message, Role
+
+CH = "discord:111:1"
+OTHER = "discord:222:1"
+
+
+@pytest.fixture(params=["sqlite"])
+async def graph(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryGraph]:
+    assert request.param == "sqlite"
+    async with await MemoryGraph.open(
+        tmp_path / "tierbot.db", MemoryConfig.model_validate({})
+    ) as g:
+        yield g
+
+
+def said(pid: str, text: str, author: str = "u1", channel: str = CH) -> Message:
+    return Message(channel, pid, Role.USER, text, author_id=author, author_name=author, ts=1e9)
+
+
+async def test_meta_values_round_trip(graph: MemoryGraph) -> None:
+    s = graph.storage
+    assert await s.get_meta("contract.key") is None
+    async with s.transaction():
+        await s.set_meta("contract.key", "one")
+        await s.set_meta("contract.key", "two")
+    assert await s.get_meta("contract.key") == "two"
+
+
+async def test_tombstones_are_found_by_author_scope_and_message(graph: MemoryGraph) -> None:
+    s = graph.storage
+    async with s.transaction():
+        await s.add_tombstones("author", ["u1", ""], 10.0)
+        await s.add_tombstones("author_in", [f"u2\n{CH}"], 11.0)
+        await s.add_tombstones("message", ["p1", "p1", "p2"], 12.0)
+    found = await s.find_tombstones(["u1", "u2", "u3"], ["p1", "p9"])
+    assert sorted(found, key=lambda t: (t.kind, t.key)) == [
+        TombstoneRow("author", "u1", 10.0),
+        TombstoneRow("author_in", f"u2\n{CH}", 11.0),
+        TombstoneRow("message", "p1", 12.0),
+    ]
+    async with s.transaction():
+        await s.add_tombstones("author", ["u1"], 20.0)
+    assert await s.find_tombstones(["u1"], []) == [TombstoneRow("author", "u1", 20.0)], (
+        "forgetting again moves the tombstone forward"
+    )
+
+
+async def test_a_failed_transaction_leaves_nothing_behind(graph: MemoryGraph) -> None:
+    s = graph.storage
+    with pytest.raises(RuntimeError, match="midway"):
+        async with s.transaction():
+            await s.add_tombstones("message", ["p1"], 1.0)
+            await s.set_meta("contract.key", "half")
+            raise RuntimeError("midway")
+    assert await s.find_tombstones([], ["p1"]) == []
+    assert await s.get_meta("contract.key") is None
+    async with s.transaction():  # and the storage takes the next write
+        await s.add_tombstones("message", ["p2"], 2.0)
+    assert [t.key for t in await s.find_tombstones([], ["p2"])] == ["p2"]
+
+
+async def test_node_refs_and_what_an_author_left(graph: MemoryGraph) -> None:
+    s = graph.storage
+    assert await graph.add_episodes([said("p1", "I moved to Lisbon", "u1")]) == 1
+    assert await graph.add_episodes([said("p2", "nice", "u2")]) == 1
+    own = await graph.save("u1 prefers tea", "preference", channel=CH, author_id="u1")
+    derived = await graph.save(
+        "someone moved to Lisbon", "fact", channel=CH, author_id="u2", sources=["p1"]
+    )
+    ref = await s.node_ref(own.id)
+    assert ref is not None and (ref.id, ref.type, ref.channel) == (own.id, "preference", CH)
+    assert await s.node_ref("mem_nonexistent") is None
+    nodes = {n.id: n for n in await s.authored_nodes("u1")}
+    episode = next(n for n in nodes.values() if n.platform_id == "p1")
+    assert episode.own and episode.channel == CH
+    assert nodes[own.id].own and nodes[own.id].platform_id is None
+    assert not nodes[derived.id].own, "derived from u1's words, in u2's name"
+    assert len(nodes) == 3
+    assert await s.author_workspaces("u1") == {"discord:111"}
+    assert await s.author_workspaces("nobody") == set()
+
+
+async def test_deleting_a_successor_makes_its_predecessor_current_again(
+    graph: MemoryGraph,
+) -> None:
+    s = graph.storage
+    old = await graph.save("the deploy is on friday", "fact", channel=CH)
+    new = await graph.save("the deploy moved to monday", "fact", channel=CH, supersedes=old.id)
+    new_ref = await s.node_ref(new.id)
+    before = await graph.get(old.id)
+    assert new_ref is not None and before is not None and before["superseded_by"] == new.id
+    async with s.transaction():
+        await s.delete_nodes([new_ref.rowid], [new.id])
+    assert await s.node_ref(new.id) is None
+    after = await graph.get(old.id)
+    assert after is not None and after["superseded_by"] is None
+    assert after["edges"] == [], "the deleted node's edges went with it"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import structlog
 
-from . import edges, schema
+from . import edges
 from .tombstones import delete_nodes
 from .types import MaintenanceReport
 
@@ -48,35 +48,24 @@ async def run(g: MemoryGraph, now: float) -> MaintenanceReport:
 
 async def _decay(g: MemoryGraph, now: float) -> int:
     half_life = g.config.decay_half_life_days * 86400.0
-    marks = ",".join("?" * len(_DURABLE))
-    async with g.db.execute(
-        f"SELECT rowid, importance, accessed_at, current_importance FROM memory_nodes "
-        f"WHERE type NOT IN ({marks})",
-        _DURABLE,
-    ) as cur:
-        rows = await cur.fetchall()
+    rows = await g.storage.importance_rows(_DURABLE)
     if not rows:
         return 0
-    arr = np.array(rows, dtype=np.float64)
+    arr = np.array(
+        [(r.rowid, r.importance, r.accessed_at, r.current_importance) for r in rows],
+        dtype=np.float64,
+    )
     idle = np.maximum(0.0, now - arr[:, 2])
     current = arr[:, 1] * np.power(0.5, idle / half_life)
     changed = np.abs(current - arr[:, 3]) > 1e-9
     updates = [(float(c), int(r)) for c, r in zip(current[changed], arr[changed, 0], strict=True)]
-    await g.db.executemany(
-        "UPDATE memory_nodes SET current_importance = ? WHERE rowid = ?", updates
-    )
+    await g.storage.set_current_importance(updates)
     return len(updates)
 
 
 async def _prune(g: MemoryGraph, now: float) -> list[str]:
     cutoff = now - g.config.prune_age_days * 86400.0
-    marks = ",".join("?" * len(_DURABLE))
-    async with g.db.execute(
-        f"SELECT rowid, id FROM memory_nodes WHERE type NOT IN ({marks}) "
-        "AND current_importance < ? AND accessed_at < ? AND created_at < ?",
-        (*_DURABLE, g.config.prune_importance, cutoff, cutoff),
-    ) as cur:
-        rows = [(int(r), str(i)) for r, i in await cur.fetchall()]
+    rows = await g.storage.prunable(_DURABLE, g.config.prune_importance, cutoff)
     if not rows:
         return []
     async with g.transaction():
@@ -88,45 +77,29 @@ async def _prune(g: MemoryGraph, now: float) -> list[str]:
 
 async def _associate(g: MemoryGraph, now: float) -> int:
     """Link memories changed since the last pass to highly similar memories of their scope."""
-    since = float(await schema.get_meta(g.db, "associated_until") or 0.0)
+    since = float(await g.storage.get_meta("associated_until") or 0.0)
     threshold = g.config.association_threshold
-    async with g.db.execute(
-        "SELECT rowid, channel, embedding FROM memory_nodes WHERE type != 'episode' "
-        "AND updated_at >= ? AND embedding IS NOT NULL",
-        (since,),
-    ) as cur:
-        rows = await cur.fetchall()
+    rows = await g.storage.memory_vectors_since(since)
 
     def neighbours() -> list[tuple[int, int, float]]:
         out = []
-        for rowid, channel, blob in rows:
-            vec = np.frombuffer(blob, dtype=np.float32)
-            labels, sims = g.vector_search(vec, _ASSOCIATE_K, channel)
+        for row in rows:
+            labels, sims = g.vector_search(row.vector, _ASSOCIATE_K, row.channel)
             out += [
-                (int(rowid), int(lb), float(s))
+                (row.rowid, int(lb), float(s))
                 for lb, s in zip(labels, sims, strict=True)
-                if lb != rowid and s >= threshold
+                if lb != row.rowid and s >= threshold
             ]
         return out
 
     pairs = await asyncio.to_thread(neighbours)
     if pairs:
-        others = {b for _, b, _ in pairs}
-        marks = ",".join("?" * len(others))
-        async with g.db.execute(
-            f"SELECT rowid FROM memory_nodes WHERE type != 'episode' AND rowid IN ({marks})",
-            tuple(others),
-        ) as cur:
-            memories = {int(r) for (r,) in await cur.fetchall()}
+        memories = await g.storage.memory_rowids({b for _, b, _ in pairs})
         pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs if b in memories]
         pairs = list({(a, b): (a, b, s) for a, b, s in pairs}.values())
-        linked = await edges.existing(g.db, [(a, b) for a, b, _ in pairs], "related_to")
+        linked = await edges.existing(g.storage, [(a, b) for a, b, _ in pairs], "related_to")
         pairs = [(a, b, s) for a, b, s in pairs if (a, b) not in linked]
     async with g.transaction():
-        await g.db.executemany(
-            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-            "VALUES (?, ?, 'related_to', ?, ?)",
-            [(a, b, s, now) for a, b, s in pairs],
-        )
-        await schema.set_meta(g.db, "associated_until", repr(time.time()))
+        await g.storage.add_links([(a, b, "related_to", s, now) for a, b, s in pairs])
+        await g.storage.set_meta("associated_until", repr(time.time()))
     return len(pairs)

@@ -32,7 +32,7 @@ import numpy as np
 from tierbot.errors import ToolError
 from tierbot.keys import workspace_of
 
-from . import background, edges
+from . import background
 from .answers import expected_answer
 from .dates import find_windows
 from .schema import fetch_all, marks
@@ -218,7 +218,7 @@ async def recall(
     persons = _persons(g, channel, q_terms)
     mentions: dict[int, set[int]] = {}
     if any(p.startswith("#") for p in persons):  # entity names: follow "mentions" links
-        mentions = await edges.targets(g.db, cands, "mentions")
+        mentions = await g.storage.link_targets(cands, "mentions")
     rel = {r: _relevance(g, c, persons, mentions, shape[r]) for r, c in cands.items()}
     if windows:  # outside the dates the query names, a candidate counts for less
         for r, c in cands.items():
@@ -508,7 +508,7 @@ async def _expand(
     """Let the best candidates' graph neighbours (both directions) inherit part of their score."""
     seeds = sorted(rel, key=lambda r: -rel[r])[:EXPAND_SEEDS]
     gained: dict[int, float] = {}
-    for link in await edges.links_of(g.db, seeds):
+    for link in await g.storage.links_of(seeds):
         flow = rel[link.node] * EXPAND_SHARE * EDGE_MULTIPLIER.get(link.type, 1.0) * link.weight
         if flow > gained.get(link.other, 0.0):
             gained[link.other] = flow

@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import aiosqlite
+import numpy as np
 
 from . import schema
-from .storage import AuthoredNode, NodeRef, TombstoneKind, TombstoneRow
+from .storage import (
+    AuthoredNode,
+    ImportanceRow,
+    Link,
+    NodeRef,
+    StoredVector,
+    TombstoneKind,
+    TombstoneRow,
+)
 
 __all__ = ["SQLiteMemoryStorage"]
 
@@ -141,3 +150,89 @@ class SQLiteMemoryStorage:
                 f"WHERE superseded_by IN ({schema.marks(len(chunk))})",
                 chunk,
             )
+
+    # -- links ------------------------------------------------------------------------------
+    # Both directions are indexed (the primary key leads with src, memory_edges_dst with
+    # dst), so each read is one indexed query per chunk.
+
+    async def links_of(self, rowids: Collection[int]) -> list[Link]:
+        out: list[Link] = []
+        for ids in _chunks(sorted(set(rowids))):
+            marks = schema.marks(len(ids))
+            sql = (
+                f"SELECT src, dst, type, weight FROM memory_edges WHERE src IN ({marks}) "
+                f"UNION ALL SELECT dst, src, type, weight FROM memory_edges WHERE dst IN ({marks}) "
+                "ORDER BY 1, 2, 3"
+            )
+            for node, other, typ, weight in await schema.fetch_all(self._db, sql, (*ids, *ids)):
+                out.append(Link(int(node), int(other), str(typ), float(weight)))
+        return out
+
+    async def link_targets(self, rowids: Collection[int], type_: str) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for ids in _chunks(sorted(set(rowids))):
+            sql = (
+                "SELECT src, dst FROM memory_edges "
+                f"WHERE type = ? AND src IN ({schema.marks(len(ids))})"
+            )
+            for src, dst in await schema.fetch_all(self._db, sql, (type_, *ids)):
+                out.setdefault(int(src), set()).add(int(dst))
+        return out
+
+    async def add_links(self, links: Sequence[tuple[int, int, str, float, float]]) -> None:
+        await self._db.executemany(
+            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            links,
+        )
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    async def importance_rows(self, except_types: Sequence[str]) -> list[ImportanceRow]:
+        rows = await schema.fetch_all(
+            self._db,
+            "SELECT rowid, importance, accessed_at, current_importance FROM memory_nodes "
+            f"WHERE type NOT IN ({schema.marks(len(except_types))})",
+            except_types,
+        )
+        return [ImportanceRow(int(r), float(i), float(a), float(c)) for r, i, a, c in rows]
+
+    async def set_current_importance(self, values: Sequence[tuple[float, int]]) -> None:
+        await self._db.executemany(
+            "UPDATE memory_nodes SET current_importance = ? WHERE rowid = ?", values
+        )
+
+    async def prunable(
+        self, except_types: Sequence[str], below: float, idle_before: float
+    ) -> list[tuple[int, str]]:
+        rows = await schema.fetch_all(
+            self._db,
+            f"SELECT rowid, id FROM memory_nodes WHERE type NOT IN "
+            f"({schema.marks(len(except_types))}) "
+            "AND current_importance < ? AND accessed_at < ? AND created_at < ?",
+            (*except_types, below, idle_before, idle_before),
+        )
+        return [(int(r), str(i)) for r, i in rows]
+
+    async def memory_vectors_since(self, since: float) -> list[StoredVector]:
+        rows = await schema.fetch_all(
+            self._db,
+            "SELECT rowid, channel, embedding FROM memory_nodes WHERE type != 'episode' "
+            "AND updated_at >= ? AND embedding IS NOT NULL",
+            (since,),
+        )
+        return [
+            StoredVector(int(r), ch, np.frombuffer(blob, dtype=np.float32)) for r, ch, blob in rows
+        ]
+
+    async def memory_rowids(self, rowids: Collection[int]) -> set[int]:
+        out: set[int] = set()
+        for ids in _chunks(sorted(set(rowids))):
+            rows = await schema.fetch_all(
+                self._db,
+                "SELECT rowid FROM memory_nodes WHERE type != 'episode' "
+                f"AND rowid IN ({schema.marks(len(ids))})",
+                ids,
+            )
+            out.update(int(r) for (r,) in rows)
+        return out

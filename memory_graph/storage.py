@@ -7,20 +7,32 @@ pgvector) implements the same protocol and passes the same contract suite
 scope and term arrays) stay in :class:`~memory_graph.graph.MemoryGraph`, above it.
 
 :mod:`memory_graph.sqlite_storage` is the SQLite implementation.  Today the
-protocol covers the graph's bookkeeping and forgetting: transactions, meta
-values, tombstones, node deletion, and the reads forgetting needs.  Writing,
-episode indexing, recall and maintenance still run their SQL on the graph's
-connection; they move behind this protocol next, one family at a time.
+protocol covers the graph's bookkeeping, forgetting, links and upkeep:
+transactions, meta values, tombstones, node deletion, what forgetting reads, the
+links between nodes, and what decay, pruning and association read and write.
+Writing, episode indexing and recall's candidate queries still run their SQL on
+the graph's connection; they move behind this protocol next, one family at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["AuthoredNode", "MemoryStorage", "NodeRef", "TombstoneKind", "TombstoneRow"]
+import numpy as np
+
+__all__ = [
+    "AuthoredNode",
+    "ImportanceRow",
+    "Link",
+    "MemoryStorage",
+    "NodeRef",
+    "StoredVector",
+    "TombstoneKind",
+    "TombstoneRow",
+]
 
 TombstoneKind = str  # "message" | "author" | "author_in"
 
@@ -59,6 +71,35 @@ class TombstoneRow:
     created_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One link as seen from ``node``: ``other`` is at its far end, either direction."""
+
+    node: int
+    other: int
+    type: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class ImportanceRow:
+    """What decay needs of one node."""
+
+    rowid: int
+    importance: float
+    accessed_at: float
+    current_importance: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVector:
+    """A node's stored embedding (float32), with the channel that scopes it."""
+
+    rowid: int
+    channel: str
+    vector: np.ndarray
+
+
 class MemoryStorage(Protocol):
     """Durable state of one memory graph (see the module docstring for its scope)."""
 
@@ -94,4 +135,41 @@ class MemoryStorage(Protocol):
     async def delete_nodes(self, rowids: Sequence[int], ids: Sequence[str]) -> None:
         """Delete nodes with their edges, sources and text-index rows; a memory whose
         successor is deleted is current again.  Inside the caller's transaction."""
+        ...
+
+    # -- links ------------------------------------------------------------------------------
+
+    async def links_of(self, rowids: Collection[int]) -> list[Link]:
+        """Every link touching one of ``rowids``, outgoing and incoming, in a stable order."""
+        ...
+
+    async def link_targets(self, rowids: Collection[int], type_: str) -> dict[int, set[int]]:
+        """``src -> {dst}`` of the outgoing links of type ``type_`` from ``rowids``."""
+        ...
+
+    async def add_links(self, links: Sequence[tuple[int, int, str, float, float]]) -> None:
+        """Add ``(src, dst, type, weight, created_at)`` links; an existing one stays."""
+        ...
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    async def importance_rows(self, except_types: Sequence[str]) -> list[ImportanceRow]: ...
+
+    async def set_current_importance(self, values: Sequence[tuple[float, int]]) -> None:
+        """``(current importance, rowid)`` pairs."""
+        ...
+
+    async def prunable(
+        self, except_types: Sequence[str], below: float, idle_before: float
+    ) -> list[tuple[int, str]]:
+        """``(rowid, id)`` of nodes under ``below`` importance, neither accessed nor created
+        since ``idle_before``."""
+        ...
+
+    async def memory_vectors_since(self, since: float) -> list[StoredVector]:
+        """Stored vectors of memories (not episodes) updated at or after ``since``."""
+        ...
+
+    async def memory_rowids(self, rowids: Collection[int]) -> set[int]:
+        """Which of ``rowids`` are memories (not episodes)."""
         ...

@@ -111,3 +111,44 @@ async def test_deleting_a_successor_makes_its_predecessor_current_again(
     after = await graph.get(old.id)
     assert after is not None and after["superseded_by"] is None
     assert after["edges"] == [], "the deleted node's edges went with it"
+
+
+async def test_links_are_read_from_both_ends_and_added_once(graph: MemoryGraph) -> None:
+    s = graph.storage
+    a = await s.node_ref((await graph.save("alpha fact", "fact", channel=CH)).id)
+    b = await s.node_ref((await graph.save("beta fact about rust", "fact", channel=CH)).id)
+    assert a is not None and b is not None
+    async with s.transaction():
+        await s.add_links([(a.rowid, b.rowid, "related_to", 0.9, 1.0)])
+        await s.add_links([(a.rowid, b.rowid, "related_to", 0.1, 2.0)])  # already there
+    assert [(x.node, x.other, x.type, x.weight) for x in await s.links_of([b.rowid])] == [
+        (b.rowid, a.rowid, "related_to", 0.9)
+    ]
+    assert await s.link_targets([a.rowid, b.rowid], "related_to") == {a.rowid: {b.rowid}}
+    assert await s.link_targets([a.rowid], "mentions") == {}
+
+
+async def test_upkeep_reads_memories_never_episodes(graph: MemoryGraph) -> None:
+    s = graph.storage
+    await graph.add_episodes([said("p1", "raw words stay")])
+    pref = await graph.save("u1 likes green tea", "preference", channel=CH)
+    ident = await graph.save("I am the deploy bot", "identity", channel=CH)
+    pref_ref, ident_ref = await s.node_ref(pref.id), await s.node_ref(ident.id)
+    assert pref_ref is not None and ident_ref is not None
+    rows = await s.importance_rows(("episode", "identity", "entity"))
+    assert [r.rowid for r in rows] == [pref_ref.rowid]
+    async with s.transaction():
+        await s.set_current_importance([(0.01, pref_ref.rowid)])
+    [after] = await s.importance_rows(("episode", "identity", "entity"))
+    assert after.current_importance == 0.01
+    assert await s.prunable(("episode", "identity", "entity"), 0.05, idle_before=1.0) == []
+    far_future = 1e12
+    assert await s.prunable(("episode", "identity", "entity"), 0.05, far_future) == [
+        (pref_ref.rowid, pref.id)
+    ]
+    vectors = await s.memory_vectors_since(0.0)
+    assert {v.rowid for v in vectors} == {pref_ref.rowid, ident_ref.rowid}
+    assert all(v.vector.dtype.name == "float32" and v.vector.size > 0 for v in vectors)
+    assert await s.memory_vectors_since(far_future) == []
+    episode = next(n for n in await s.authored_nodes("u1") if n.platform_id == "p1")
+    assert await s.memory_rowids([episode.rowid, pref_ref.rowid]) == {pref_ref.rowid}

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,7 +17,8 @@ from tierbot.keys import workspace_of
 from tierbot.messages import Message, Role
 
 from . import tombstones
-from .schema import fetch_all, marks
+from .schema import fetch_all
+from .storage import EpisodeRow
 from .text import content_hash, embed_text, fts_tags, terms
 from .types import MAX_CONTENT_BYTES
 
@@ -64,11 +64,6 @@ def _contexts(seq: list[tuple[float, list[str]]]) -> list[tuple[str, str]]:
     return out
 
 
-#: memory_meta key of the live indexer's high-water mark: every stored message with an id
-#: at or below it has been considered for indexing (indexed, or skipped by rule).
-INDEXED_UPTO = "indexed_upto"
-
-
 @dataclass(slots=True)
 class _Plan:
     """One channel's new episodes, prepared off the lock-free path, written in one go."""
@@ -76,12 +71,9 @@ class _Plan:
     channel: str
     workspace: str
     new: list[Message]
-    rowids: list[int]
-    node_rows: list[tuple[Any, ...]]
-    fts_rows: list[tuple[Any, ...]]
+    rows: list[EpisodeRow]
     ctx_rows: list[tuple[str, str, int]]
     edges: list[tuple[int, int, str, float, float]]
-    vecs: np.ndarray
 
 
 async def add_episodes(
@@ -118,12 +110,7 @@ async def add_episodes(
                 for plan in plans:
                     await _write_plan(g, plan)
                 if indexed_upto is not None:
-                    await g.db.execute(
-                        "INSERT INTO memory_meta (key, value) VALUES (?, ?) "
-                        "ON CONFLICT(key) DO UPDATE SET value = "
-                        "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-                        (INDEXED_UPTO, int(indexed_upto)),
-                    )
+                    await g.storage.raise_indexed_upto(indexed_upto)
         for plan in plans:
             await _apply_plan(g, plan)
     return sum(len(p.new) for p in plans)
@@ -131,25 +118,13 @@ async def add_episodes(
 
 async def indexed_upto(g: MemoryGraph) -> int:
     """The live indexer's high-water mark (0 when it never ran)."""
-    async with g.db.execute("SELECT value FROM memory_meta WHERE key = ?", (INDEXED_UPTO,)) as cur:
-        row = await cur.fetchone()
-    return int(row[0]) if row is not None else 0
+    return await g.storage.indexed_upto()
 
 
 async def _plan_channel(
     g: MemoryGraph, channel: str, msgs: list[Message], new_rowid: Callable[[], int]
 ) -> _Plan | None:
-    pids = list(dict.fromkeys(m.platform_id for m in msgs))
-    have: set[str] = set()
-    for start in range(0, len(pids), 500):
-        chunk = pids[start : start + 500]
-        rows = await fetch_all(
-            g.db,
-            "SELECT platform_id FROM memory_nodes WHERE channel = ? "
-            f"AND platform_id IN ({marks(len(chunk))})",
-            [channel, *chunk],
-        )
-        have.update(r[0] for r in rows)
+    have = await g.storage.episode_platform_ids(channel, [m.platform_id for m in msgs])
     fresh: dict[str, Message] = {}
     for m in sorted(msgs, key=lambda m: (m.ts, m.id)):
         if m.platform_id not in have and m.platform_id not in fresh:
@@ -157,19 +132,13 @@ async def _plan_channel(
     if not fresh:
         return None
     new = list(fresh.values())
-    prev = await fetch_all(
-        g.db,
-        "SELECT rowid, created_at, content, author_name FROM memory_nodes "
-        "WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC LIMIT ?",
-        [channel, 2 * CONTEXT_REACH],
-    )
-    prev.reverse()
+    prev = await g.storage.latest_episodes(channel, 2 * CONTEXT_REACH)
     ws = workspace_of(channel)
 
     def prepare() -> tuple[list[tuple[str, str]], np.ndarray, list[tuple[str, str, str, str]]]:
         # Tokenising, stemming and embedding are CPU work: off the event loop, so
         # indexing never stalls the channels' turns.
-        seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name in prev]
+        seq = [(p.created_at, terms(f"{p.author_name} {p.content}")) for p in prev]
         seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
         texts = [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
         tags = [fts_tags(ws, channel, "episode", _truncate(m.text), m.author_name) for m in new]
@@ -177,74 +146,47 @@ async def _plan_channel(
 
     contexts, vecs, tags = await asyncio.to_thread(prepare)
     now = time.time()
-    node_rows, fts_rows = [], []
-    rowids = []
+    rows = []
     for k, m in enumerate(new):
-        rowid = new_rowid()
-        rowids.append(rowid)
         near, far = contexts[len(prev) + k]
         text = _truncate(m.text)
-        node_rows.append(
-            (
-                rowid,
-                episode_id(channel, m.platform_id),
-                text,
-                content_hash(text),
-                m.ts,
-                m.ts,
-                now,
-                channel,
-                ws,
-                m.author_id,
-                m.author_name,
-                m.platform_id,
-                json.dumps([m.platform_id]),
-                near,
-                far,
-                vecs[k].tobytes(),
-                g.embedder.identity,
+        words, ws_tag, ch_tag, ty_tag = tags[k]
+        rows.append(
+            EpisodeRow(
+                rowid=new_rowid(),
+                id=episode_id(channel, m.platform_id),
+                content=text,
+                content_hash=content_hash(text),
+                created_at=m.ts,
+                indexed_at=now,
+                channel=channel,
+                workspace=ws,
+                author_id=m.author_id,
+                author_name=m.author_name,
+                platform_id=m.platform_id,
+                near=near,
+                far=far,
+                vector=vecs[k],
+                embedder=g.embedder.identity,
+                terms=words,
+                workspace_tag=ws_tag,
+                channel_tag=ch_tag,
+                type_tag=ty_tag,
             )
         )
-        fts_rows.append((rowid, *tags[k], near, far))
     first = max(0, len(prev) - CONTEXT_REACH)
-    ctx_rows = [(*contexts[k], prev[k][0]) for k in range(first, len(prev))]
-    derived = []
-    for part in chunked(list(fresh), 500):
-        chunk = list(part)
-        derived += await fetch_all(
-            g.db,
-            "SELECT node, platform_id FROM memory_sources WHERE channel = ? "
-            f"AND platform_id IN ({marks(len(chunk))})",
-            [channel, *chunk],
-        )
-    rowid_of = {m.platform_id: r for m, r in zip(new, rowids, strict=True)}
+    ctx_rows = [(*contexts[k], prev[k].rowid) for k in range(first, len(prev))]
+    derived = await g.storage.sources_citing(channel, list(fresh))
+    rowid_of = {r.platform_id: r.rowid for r in rows}
     edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in derived]
-    return _Plan(channel, ws, new, rowids, node_rows, fts_rows, ctx_rows, edges, vecs)
+    return _Plan(channel, ws, new, rows, ctx_rows, edges)
 
 
 async def _write_plan(g: MemoryGraph, plan: _Plan) -> None:
     """The plan's rows, inside the caller's transaction."""
-    await g.db.executemany(
-        "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
-        "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
-        "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
-        "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-        "?, ?)",
-        plan.node_rows,
-    )
-    await g.db.executemany(
-        "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        plan.fts_rows,
-    )
-    await g.db.executemany(
-        "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", plan.ctx_rows
-    )
-    await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", plan.ctx_rows)
-    await g.db.executemany(
-        "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        plan.edges,
-    )
+    await g.storage.insert_episodes(plan.rows)
+    await g.storage.set_contexts(plan.ctx_rows)
+    await g.storage.add_links(plan.edges)
 
 
 async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
@@ -253,9 +195,9 @@ async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
     Episodes stay out of the in-RAM vector index: one per message, they would make the
     process grow with the whole history.  Their vectors live in SQLite and recall scores
     its text candidates with them (see recall.py)."""
-    for m, rowid, fts_row in zip(plan.new, plan.rowids, plan.fts_rows, strict=True):
-        g.count_terms(fts_row[1], fts_row[5], fts_row[6])
-        g.register(rowid, plan.workspace, plan.channel, vectorized=False)
+    for m, row in zip(plan.new, plan.rows, strict=True):
+        g.count_terms(row.terms, row.near, row.far)
+        g.register(row.rowid, plan.workspace, plan.channel, vectorized=False)
         if m.author_name:
             g.add_name(plan.workspace, m.author_name, m.author_id)
 
@@ -299,12 +241,6 @@ def _vec(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def chunked(seq: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
-    """Consecutive slices of ``seq`` of at most ``n`` items."""
-    for i in range(0, len(seq), n):
-        yield seq[i : i + n]
-
-
 async def recompute_contexts(g: MemoryGraph, channel: str) -> int:
     """Recompute every episode's neighbour context in ``channel`` (after deletions).
 
@@ -312,20 +248,12 @@ async def recompute_contexts(g: MemoryGraph, channel: str) -> int:
     columns; only rows whose context changed are rewritten.  Runs inside the
     caller's transaction.
     """
-    rows = await fetch_all(
-        g.db,
-        "SELECT rowid, created_at, content, author_name, near_text, far_text FROM memory_nodes "
-        "WHERE channel = ? AND type = 'episode' ORDER BY rowid",
-        [channel],
-    )
-    seq = [(ts, terms(f"{name} {content}")) for _, ts, content, name, _, _ in rows]
+    rows = await g.storage.channel_episodes(channel)
+    seq = [(r.created_at, terms(f"{r.author_name} {r.content}")) for r in rows]
     changed = [
-        (near, far, row[0])
-        for row, (near, far) in zip(rows, _contexts(seq), strict=True)
-        if (near, far) != (row[4], row[5])
+        (near, far, r.rowid)
+        for r, (near, far) in zip(rows, _contexts(seq), strict=True)
+        if (near, far) != (r.near, r.far)
     ]
-    await g.db.executemany(
-        "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changed
-    )
-    await g.db.executemany("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changed)
+    await g.storage.set_contexts(changed)
     return len(changed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Collection, Iterable, Sequence
+from typing import Any
 
 import aiosqlite
 import numpy as np
@@ -17,6 +18,8 @@ import numpy as np
 from . import schema
 from .storage import (
     AuthoredNode,
+    EpisodeContext,
+    EpisodeRow,
     ImportanceRow,
     Link,
     NodeRef,
@@ -236,3 +239,119 @@ class SQLiteMemoryStorage:
             )
             out.update(int(r) for (r,) in rows)
         return out
+
+    # -- episodes -----------------------------------------------------------------------------
+
+    async def indexed_upto(self) -> int:
+        value = await schema.get_meta(self._db, _INDEXED_UPTO)
+        return int(value) if value is not None else 0
+
+    async def raise_indexed_upto(self, message_id: int) -> None:
+        await self._db.execute(
+            "INSERT INTO memory_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = "
+            "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+            (_INDEXED_UPTO, int(message_id)),
+        )
+
+    async def episode_platform_ids(self, channel: str, platform_ids: Sequence[str]) -> set[str]:
+        have: set[str] = set()
+        for chunk in _chunks(list(dict.fromkeys(platform_ids))):
+            rows = await schema.fetch_all(
+                self._db,
+                "SELECT platform_id FROM memory_nodes WHERE channel = ? "
+                f"AND platform_id IN ({schema.marks(len(chunk))})",
+                [channel, *chunk],
+            )
+            have.update(r[0] for r in rows)
+        return have
+
+    async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
+        rows = await schema.fetch_all(
+            self._db,
+            f"SELECT {_EPISODE_CONTEXT} FROM memory_nodes "
+            "WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC LIMIT ?",
+            [channel, limit],
+        )
+        return [_episode_context(r) for r in reversed(rows)]
+
+    async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
+        rows = await schema.fetch_all(
+            self._db,
+            f"SELECT {_EPISODE_CONTEXT} FROM memory_nodes "
+            "WHERE channel = ? AND type = 'episode' ORDER BY rowid",
+            [channel],
+        )
+        return [_episode_context(r) for r in rows]
+
+    async def sources_citing(
+        self, channel: str, platform_ids: Sequence[str]
+    ) -> list[tuple[int, str]]:
+        out: list[tuple[int, str]] = []
+        for chunk in _chunks(list(platform_ids)):
+            rows = await schema.fetch_all(
+                self._db,
+                "SELECT node, platform_id FROM memory_sources WHERE channel = ? "
+                f"AND platform_id IN ({schema.marks(len(chunk))})",
+                [channel, *chunk],
+            )
+            out += [(int(node), pid) for node, pid in rows]
+        return out
+
+    async def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
+        await self._db.executemany(
+            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+            "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
+            "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?)",
+            [
+                (
+                    r.rowid,
+                    r.id,
+                    r.content,
+                    r.content_hash,
+                    r.created_at,
+                    r.created_at,
+                    r.indexed_at,
+                    r.channel,
+                    r.workspace,
+                    r.author_id,
+                    r.author_name,
+                    r.platform_id,
+                    json.dumps([r.platform_id]),
+                    r.near,
+                    r.far,
+                    r.vector.astype(np.float32).tobytes(),
+                    r.embedder,
+                )
+                for r in rows
+            ],
+        )
+        await self._db.executemany(
+            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (r.rowid, r.terms, r.workspace_tag, r.channel_tag, r.type_tag, r.near, r.far)
+                for r in rows
+            ],
+        )
+
+    async def set_contexts(self, changes: Sequence[tuple[str, str, int]]) -> None:
+        await self._db.executemany(
+            "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changes
+        )
+        await self._db.executemany(
+            "UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changes
+        )
+
+
+#: memory_meta key of the live indexer's high-water mark: every stored message with an id
+#: at or below it has been considered for indexing (indexed, or skipped by rule).
+_INDEXED_UPTO = "indexed_upto"
+_EPISODE_CONTEXT = "rowid, created_at, content, author_name, near_text, far_text"
+
+
+def _episode_context(row: Sequence[Any]) -> EpisodeContext:
+    rowid, created, content, name, near, far = row
+    return EpisodeContext(int(rowid), float(created), content, name, near, far)

@@ -7,11 +7,12 @@ pgvector) implements the same protocol and passes the same contract suite
 scope and term arrays) stay in :class:`~memory_graph.graph.MemoryGraph`, above it.
 
 :mod:`memory_graph.sqlite_storage` is the SQLite implementation.  Today the
-protocol covers the graph's bookkeeping, forgetting, links and upkeep:
+protocol covers the graph's bookkeeping, forgetting, links, upkeep and episodes:
 transactions, meta values, tombstones, node deletion, what forgetting reads, the
-links between nodes, and what decay, pruning and association read and write.
-Writing, episode indexing and recall's candidate queries still run their SQL on
-the graph's connection; they move behind this protocol next, one family at a time.
+links between nodes, what decay, pruning and association read and write, and
+indexing archived messages as episodes.  Saving memories, recall's candidate
+queries and the graph's own state loading still run their SQL on the graph's
+connection; they move behind this protocol next, one family at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import numpy as np
 
 __all__ = [
     "AuthoredNode",
+    "EpisodeContext",
+    "EpisodeRow",
     "ImportanceRow",
     "Link",
     "MemoryStorage",
@@ -100,6 +103,48 @@ class StoredVector:
     vector: np.ndarray
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeRow:
+    """One archived message as an episode node, with its text-index fields.
+
+    ``terms`` and the ``*_tag`` fields are what :func:`memory_graph.text.fts_tags` makes
+    of it (stemmed words; workspace, channel and type tags); ``near``/``far`` are the
+    words of its neighbouring turns.
+    """
+
+    rowid: int
+    id: str
+    content: str
+    content_hash: str
+    created_at: float
+    indexed_at: float
+    channel: str
+    workspace: str
+    author_id: str
+    author_name: str
+    platform_id: str
+    near: str
+    far: str
+    vector: np.ndarray
+    embedder: str
+    terms: str
+    workspace_tag: str
+    channel_tag: str
+    type_tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeContext:
+    """What an episode's neighbours need of it to rebuild their context columns."""
+
+    rowid: int
+    created_at: float
+    content: str
+    author_name: str
+    near: str
+    far: str
+
+
 class MemoryStorage(Protocol):
     """Durable state of one memory graph (see the module docstring for its scope)."""
 
@@ -172,4 +217,40 @@ class MemoryStorage(Protocol):
 
     async def memory_rowids(self, rowids: Collection[int]) -> set[int]:
         """Which of ``rowids`` are memories (not episodes)."""
+        ...
+
+    # -- episodes -----------------------------------------------------------------------------
+
+    async def indexed_upto(self) -> int:
+        """The live indexer's high-water mark (0 when it never ran)."""
+        ...
+
+    async def raise_indexed_upto(self, message_id: int) -> None:
+        """Move the mark up to ``message_id`` (never down); inside a transaction."""
+        ...
+
+    async def episode_platform_ids(self, channel: str, platform_ids: Sequence[str]) -> set[str]:
+        """Which of ``platform_ids`` already have an episode in ``channel``."""
+        ...
+
+    async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
+        """The channel's newest ``limit`` episodes, oldest first."""
+        ...
+
+    async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
+        """Every episode of ``channel``, oldest first."""
+        ...
+
+    async def sources_citing(
+        self, channel: str, platform_ids: Sequence[str]
+    ) -> list[tuple[int, str]]:
+        """``(memory rowid, platform id)`` of memories that cite these messages as sources."""
+        ...
+
+    async def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
+        """Insert episode nodes and their text-index rows; inside a transaction."""
+        ...
+
+    async def set_contexts(self, changes: Sequence[tuple[str, str, int]]) -> None:
+        """``(near, far, rowid)``: rewrite episodes' context columns (and their index)."""
         ...

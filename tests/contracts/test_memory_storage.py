@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memory_graph import MemoryGraph
-from memory_graph.storage import TombstoneRow
+from memory_graph.storage import EpisodeRow, TombstoneRow
 from tierbot.config import MemoryConfig
 from tierbot.messages import Message, Role
 
@@ -152,3 +153,56 @@ async def test_upkeep_reads_memories_never_episodes(graph: MemoryGraph) -> None:
     assert await s.memory_vectors_since(far_future) == []
     episode = next(n for n in await s.authored_nodes("u1") if n.platform_id == "p1")
     assert await s.memory_rowids([episode.rowid, pref_ref.rowid]) == {pref_ref.rowid}
+
+
+def episode(rowid: int, pid: str, text: str, ts: float, channel: str = CH) -> EpisodeRow:
+    return EpisodeRow(
+        rowid=rowid,
+        id=f"ep_{pid}",
+        content=text,
+        content_hash=f"h{rowid}",
+        created_at=ts,
+        indexed_at=ts,
+        channel=channel,
+        workspace="discord:111",
+        author_id="u1",
+        author_name="ada",
+        platform_id=pid,
+        near="",
+        far="",
+        vector=np.ones(4, dtype=np.float32),
+        embedder="test",
+        terms=text,
+        workspace_tag="w",
+        channel_tag="c",
+        type_tag="episode",
+    )
+
+
+async def test_episodes_are_stored_found_and_their_contexts_rewritten(graph: MemoryGraph) -> None:
+    s = graph.storage
+    async with s.transaction():
+        await s.insert_episodes(
+            [episode(9001, "p1", "first", 1.0), episode(9002, "p2", "second", 2.0)]
+        )
+        await s.insert_episodes([episode(9003, "p3", "elsewhere", 3.0, channel=OTHER)])
+    assert await s.episode_platform_ids(CH, ["p1", "p2", "p3", "p4"]) == {"p1", "p2"}
+    assert [e.content for e in await s.latest_episodes(CH, 1)] == ["second"]
+    assert [e.rowid for e in await s.channel_episodes(CH)] == [9001, 9002], "oldest first"
+    async with s.transaction():
+        await s.set_contexts([("near words", "far words", 9001)])
+    first = (await s.channel_episodes(CH))[0]
+    assert (first.near, first.far) == ("near words", "far words")
+    cited = await graph.save("a fact from p2", "fact", channel=CH, sources=["p2"])
+    ref = await s.node_ref(cited.id)
+    assert ref is not None
+    assert await s.sources_citing(CH, ["p1", "p2"]) == [(ref.rowid, "p2")]
+
+
+async def test_the_indexing_mark_only_moves_up(graph: MemoryGraph) -> None:
+    s = graph.storage
+    assert await s.indexed_upto() == 0
+    async with s.transaction():
+        await s.raise_indexed_upto(40)
+        await s.raise_indexed_upto(12)
+    assert await s.indexed_upto() == 40

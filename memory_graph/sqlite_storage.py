@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import aiosqlite
@@ -22,6 +22,8 @@ from .storage import (
     EpisodeRow,
     ImportanceRow,
     Link,
+    MemoryRow,
+    NodeBrief,
     NodeRef,
     StoredVector,
     TombstoneKind,
@@ -344,6 +346,128 @@ class SQLiteMemoryStorage:
         await self._db.executemany(
             "UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changes
         )
+
+    # -- saving memories --------------------------------------------------------------------
+
+    async def _briefs(self, column: str, keys: Collection[Any]) -> list[NodeBrief]:
+        out: list[NodeBrief] = []
+        for chunk in _chunks(list(keys)):
+            rows = await schema.fetch_all(
+                self._db,
+                f"SELECT {_BRIEF} FROM memory_nodes WHERE {column} IN ({schema.marks(len(chunk))})",
+                chunk,
+            )
+            out += [_brief(r) for r in rows]
+        return out
+
+    async def briefs_by_id(self, ids: Collection[str]) -> dict[str, NodeBrief]:
+        return {b.id: b for b in await self._briefs("id", ids)}
+
+    async def briefs_by_rowid(self, rowids: Collection[int]) -> dict[int, NodeBrief]:
+        return {b.rowid: b for b in await self._briefs("rowid", rowids)}
+
+    async def current_memories_by_hash(self, hashes: Collection[str]) -> list[NodeBrief]:
+        out: list[NodeBrief] = []
+        for chunk in _chunks(list(hashes)):
+            rows = await schema.fetch_all(
+                self._db,
+                f"SELECT {_BRIEF} FROM memory_nodes WHERE superseded_by IS NULL "
+                f"AND type != 'episode' AND content_hash IN ({schema.marks(len(chunk))})",
+                chunk,
+            )
+            out += [_brief(r) for r in rows]
+        return out
+
+    async def episode_rowids(self, channel: str, platform_ids: Collection[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in _chunks(list(platform_ids)):
+            rows = await schema.fetch_all(
+                self._db,
+                "SELECT rowid, platform_id FROM memory_nodes WHERE channel = ? "
+                f"AND platform_id IN ({schema.marks(len(chunk))})",
+                [channel, *chunk],
+            )
+            out.update({pid: int(r) for r, pid in rows})
+        return out
+
+    async def insert_memories(self, rows: Sequence[MemoryRow]) -> None:
+        await self._db.executemany(
+            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+            "author_id, sources, embedding, embedder) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    r.rowid,
+                    r.id,
+                    r.type,
+                    r.content,
+                    r.content_hash,
+                    r.importance,
+                    r.importance,
+                    r.created_at,
+                    r.created_at,
+                    r.created_at,
+                    r.channel,
+                    r.workspace,
+                    r.author_id,
+                    json.dumps(list(r.sources)),
+                    r.vector.astype(np.float32).tobytes(),
+                    r.embedder,
+                )
+                for r in rows
+            ],
+        )
+        await self._db.executemany(
+            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty) VALUES (?, ?, ?, ?, ?)",
+            [(r.rowid, r.terms, r.workspace_tag, r.channel_tag, r.type_tag) for r in rows],
+        )
+        await self._db.executemany(
+            "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
+            "VALUES (?, ?, ?, ?)",
+            [(r.rowid, r.channel, s, k) for r in rows for k, s in enumerate(r.sources)],
+        )
+
+    async def supersede(self, pairs: Sequence[tuple[str, int]]) -> None:
+        await self._db.executemany(
+            "UPDATE memory_nodes SET superseded_by = ?, updated_at = updated_at WHERE rowid = ?",
+            pairs,
+        )
+
+    async def merge_into(
+        self,
+        rowid: int,
+        importance: Callable[[float], float],
+        sources: Sequence[str],
+        now: float,
+    ) -> None:
+        rows = await schema.fetch_all(
+            self._db,
+            "SELECT importance, sources, channel FROM memory_nodes WHERE rowid = ?",
+            [rowid],
+        )
+        imp, sources_json, channel = rows[0]
+        raised = importance(float(imp))
+        have = json.loads(sources_json)
+        added = [s for s in dict.fromkeys(sources) if s not in have]
+        await self._db.execute(
+            "UPDATE memory_nodes SET importance = ?, current_importance = ?, updated_at = ?, "
+            "sources = ? WHERE rowid = ?",
+            (raised, raised, now, json.dumps(have + added), rowid),
+        )
+        await self._db.executemany(
+            "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
+            "VALUES (?, ?, ?, ?)",
+            [(rowid, channel, s, len(have) + k) for k, s in enumerate(added)],
+        )
+
+
+_BRIEF = "rowid, id, channel, type, superseded_by, content_hash"
+
+
+def _brief(row: Sequence[Any]) -> NodeBrief:
+    rowid, id_, channel, type_, sup, digest = row
+    return NodeBrief(int(rowid), id_, channel, type_, sup, digest)
 
 
 #: memory_meta key of the live indexer's high-water mark: every stored message with an id

@@ -7,18 +7,19 @@ pgvector) implements the same protocol and passes the same contract suite
 scope and term arrays) stay in :class:`~memory_graph.graph.MemoryGraph`, above it.
 
 :mod:`memory_graph.sqlite_storage` is the SQLite implementation.  Today the
-protocol covers the graph's bookkeeping, forgetting, links, upkeep and episodes:
-transactions, meta values, tombstones, node deletion, what forgetting reads, the
-links between nodes, what decay, pruning and association read and write, and
-indexing archived messages as episodes.  Saving memories, recall's candidate
-queries and the graph's own state loading still run their SQL on the graph's
-connection; they move behind this protocol next, one family at a time.
+protocol covers the graph's bookkeeping, forgetting, links, upkeep, episodes and
+saved memories: transactions, meta values, tombstones, node deletion, what
+forgetting reads, the links between nodes, what decay, pruning and association
+read and write, indexing archived messages as episodes, and saving, deduplicating,
+merging and superseding memories.  Recall's candidate queries and the graph's own
+state loading still run their SQL on the graph's connection; they move behind
+this protocol next.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,7 +31,9 @@ __all__ = [
     "EpisodeRow",
     "ImportanceRow",
     "Link",
+    "MemoryRow",
     "MemoryStorage",
+    "NodeBrief",
     "NodeRef",
     "StoredVector",
     "TombstoneKind",
@@ -131,6 +134,41 @@ class EpisodeRow:
     workspace_tag: str
     channel_tag: str
     type_tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """One saved memory node, with its text-index fields (see :class:`EpisodeRow`)."""
+
+    rowid: int
+    id: str
+    type: str
+    content: str
+    content_hash: str
+    importance: float
+    created_at: float
+    channel: str
+    workspace: str
+    author_id: str
+    sources: tuple[str, ...]
+    vector: np.ndarray
+    embedder: str
+    terms: str
+    workspace_tag: str
+    channel_tag: str
+    type_tag: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeBrief:
+    """What saving needs to know of an existing node."""
+
+    rowid: int
+    id: str
+    channel: str
+    type: str
+    superseded_by: str | None
+    content_hash: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,4 +291,39 @@ class MemoryStorage(Protocol):
 
     async def set_contexts(self, changes: Sequence[tuple[str, str, int]]) -> None:
         """``(near, far, rowid)``: rewrite episodes' context columns (and their index)."""
+        ...
+
+    # -- saving memories --------------------------------------------------------------------
+
+    async def briefs_by_id(self, ids: Collection[str]) -> dict[str, NodeBrief]: ...
+
+    async def briefs_by_rowid(self, rowids: Collection[int]) -> dict[int, NodeBrief]: ...
+
+    async def current_memories_by_hash(self, hashes: Collection[str]) -> list[NodeBrief]:
+        """Memories (not episodes, not superseded) whose content hash is one of ``hashes``."""
+        ...
+
+    async def episode_rowids(self, channel: str, platform_ids: Collection[str]) -> dict[str, int]:
+        """``platform id -> episode rowid`` in ``channel``."""
+        ...
+
+    async def insert_memories(self, rows: Sequence[MemoryRow]) -> None:
+        """Insert memory nodes, their text-index rows and their sources (ranked in order);
+        inside a transaction."""
+        ...
+
+    async def supersede(self, pairs: Sequence[tuple[str, int]]) -> None:
+        """``(successor id, rowid)``: mark each node superseded by that memory."""
+        ...
+
+    async def merge_into(
+        self,
+        rowid: int,
+        importance: Callable[[float], float],
+        sources: Sequence[str],
+        now: float,
+    ) -> None:
+        """Fold a duplicate into node ``rowid``: its importance becomes
+        ``importance(stored importance)``, ``sources`` are appended (new ones only, ranked
+        after the existing), and it is updated ``now``.  Inside a transaction."""
         ...

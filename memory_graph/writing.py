@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import secrets
 import time
@@ -18,7 +17,7 @@ from tierbot.errors import ToolError
 from tierbot.keys import workspace_of
 
 from . import tombstones
-from .schema import fetch_all, marks
+from .storage import MemoryRow
 from .text import content_hash, fts_tags, terms
 from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
 
@@ -90,21 +89,16 @@ async def _check_references(g: MemoryGraph, items: Sequence[MemoryDraft]) -> Non
     refs = {r for d in items for r in (*d.related_to, *([d.supersedes] if d.supersedes else []))}
     if not refs:
         return
-    rows = await fetch_all(
-        g.db,
-        f"SELECT id, rowid, channel, type FROM memory_nodes WHERE id IN ({marks(len(refs))})",
-        list(refs),
-    )
-    known = {i: (r, ch, t) for i, r, ch, t in rows}
+    known = await g.storage.briefs_by_id(refs)
     for d in items:
         checks = [("related_to", r) for r in d.related_to]
         if d.supersedes:
             checks.append(("supersedes", d.supersedes))
         for arg, ref in checks:
             hit = known.get(ref)
-            if hit is None or not g.visible(d.channel, hit[1]):
+            if hit is None or not g.visible(d.channel, hit.channel):
                 raise _fail(arg, f"no memory with id {ref!r}")
-            if arg == "supersedes" and hit[2] == "episode":
+            if arg == "supersedes" and hit.type == "episode":
                 raise _fail(arg, f"{ref!r} is an archived message; only memories can be superseded")
 
 
@@ -130,15 +124,9 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
     """Point each plan at an existing (or earlier in-batch) near-duplicate to merge into."""
     threshold = g.config.dedupe_threshold
     hashes = {content_hash(p.draft.content): p for p in plans}
-    rows = await fetch_all(
-        g.db,
-        "SELECT rowid, content_hash, channel, type FROM memory_nodes WHERE superseded_by IS NULL "
-        f"AND type != 'episode' AND content_hash IN ({marks(len(hashes))})",
-        list(hashes),
-    )
     exact: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
-    for rowid, h, ch, typ in rows:
-        exact[h].append((rowid, ch, typ))
+    for b in await g.storage.current_memories_by_hash(list(hashes)):
+        exact[b.content_hash].append((b.rowid, b.channel, b.type))
 
     def knn() -> list[list[tuple[int, float]]]:
         # Unfiltered and batched: a near-duplicate (cosine >= 0.95) is among the few
@@ -154,13 +142,8 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
     cand = {lb for hits in near for lb, s in hits if s >= threshold}
     info: dict[int, tuple[str, str, str | None]] = {}
     if cand:
-        rows = await fetch_all(
-            g.db,
-            "SELECT rowid, channel, type, superseded_by FROM memory_nodes "
-            f"WHERE rowid IN ({marks(len(cand))})",
-            list(cand),
-        )
-        info = {r: (ch, t, sup) for r, ch, t, sup in rows}
+        briefs = await g.storage.briefs_by_rowid(cand)
+        info = {r: (b.channel, b.type, b.superseded_by) for r, b in briefs.items()}
     batch_twins = _twins(np.stack([p.vector for p in plans]), threshold)
     for i, p in enumerate(plans):
         d = p.draft
@@ -222,49 +205,40 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
         episodes: dict[tuple[str, str], int] = {}
         for ch, pids in pids_by_channel.items():
             if pids:
-                rows = await fetch_all(
-                    g.db,
-                    "SELECT rowid, platform_id FROM memory_nodes WHERE channel = ? "
-                    f"AND platform_id IN ({marks(len(pids))})",
-                    [ch, *pids],
-                )
-                episodes.update({(ch, pid): r for r, pid in rows})
+                found = await g.storage.episode_rowids(ch, pids)
+                episodes.update({(ch, pid): r for pid, r in found.items()})
         ref_rows: dict[str, int] = {}
         refs = {r for p in plans for r in (*p.draft.related_to, p.draft.supersedes) if r}
         if refs:
-            rows = await fetch_all(
-                g.db,
-                f"SELECT id, rowid FROM memory_nodes WHERE id IN ({marks(len(refs))})",
-                list(refs),
-            )
-            ref_rows = dict(rows)
-        node_rows, fts_rows, src_rows, edge_rows, supersede_rows = [], [], [], [], []
+            ref_rows = {i: b.rowid for i, b in (await g.storage.briefs_by_id(refs)).items()}
+        rows: list[MemoryRow] = []
+        edge_rows, supersede_rows = [], []
         for p in new:
             d = p.draft
             ws = workspace_of(d.channel)
             imp = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
-            node_rows.append(
-                (
-                    p.rowid,
-                    p.id,
-                    d.memory_type,
-                    d.content,
-                    content_hash(d.content),
-                    imp,
-                    imp,
-                    now,
-                    now,
-                    now,
-                    d.channel,
-                    ws,
-                    d.author_id,
-                    json.dumps(p.sources),
-                    p.vector.astype(np.float32).tobytes(),
-                    g.embedder.identity,
+            words, ws_tag, ch_tag, ty_tag = fts_tags(ws, d.channel, d.memory_type, d.content, "")
+            rows.append(
+                MemoryRow(
+                    rowid=p.rowid,
+                    id=p.id,
+                    type=d.memory_type,
+                    content=d.content,
+                    content_hash=content_hash(d.content),
+                    importance=imp,
+                    created_at=now,
+                    channel=d.channel,
+                    workspace=ws,
+                    author_id=d.author_id,
+                    sources=tuple(p.sources),
+                    vector=p.vector,
+                    embedder=g.embedder.identity,
+                    terms=words,
+                    workspace_tag=ws_tag,
+                    channel_tag=ch_tag,
+                    type_tag=ty_tag,
                 )
             )
-            fts_rows.append((p.rowid, *fts_tags(ws, d.channel, d.memory_type, d.content, "")))
-            src_rows += [(p.rowid, d.channel, s, k) for k, s in enumerate(p.sources)]
             p.edges += [(p.rowid, ref_rows[r], "related_to", 1.0) for r in d.related_to]
             if d.supersedes:
                 p.edges.append((p.rowid, ref_rows[d.supersedes], "updates", 1.0))
@@ -287,39 +261,16 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
             adding = asyncio.ensure_future(asyncio.to_thread(g.vectors.add, labels, matrix))
         try:
             async with g.transaction():
-                await g.db.executemany(
-                    "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
-                    "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
-                    "author_id, sources, embedding, embedder) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    node_rows,
-                )
-                await g.db.executemany(
-                    "INSERT INTO memory_fts (rowid, terms, ws, ch, ty) VALUES (?, ?, ?, ?, ?)",
-                    fts_rows,
-                )
-                await g.db.executemany(
-                    "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
-                    "VALUES (?, ?, ?, ?)",
-                    src_rows,
-                )
-                await g.db.executemany(
-                    "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    edge_rows,
-                )
-                await g.db.executemany(
-                    "UPDATE memory_nodes SET superseded_by = ?, updated_at = updated_at "
-                    "WHERE rowid = ?",
-                    supersede_rows,
-                )
+                await g.storage.insert_memories(rows)
+                await g.storage.add_links(edge_rows)
+                await g.storage.supersede(supersede_rows)
                 for p in merges:
                     await _merge(g, p, now)
         finally:
             if adding is not None:
                 await adding
-    for p, fts_row in zip(new, fts_rows, strict=True):
-        g.count_terms(fts_row[1])
+    for p, row in zip(new, rows, strict=True):
+        g.count_terms(row.terms)
         g.register(p.rowid, workspace_of(p.draft.channel), p.draft.channel)
         if p.draft.memory_type == "entity":
             g.add_name(workspace_of(p.draft.channel), p.draft.content, f"#{p.rowid}")
@@ -334,32 +285,15 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
 
 
 async def _id_of(g: MemoryGraph, rowid: int) -> str:
-    rows = await fetch_all(g.db, "SELECT id FROM memory_nodes WHERE rowid = ?", [rowid])
-    return str(rows[0][0])
+    return (await g.storage.briefs_by_rowid([rowid]))[rowid].id
 
 
 async def _merge(g: MemoryGraph, p: _Plan, now: float) -> None:
     """Fold ``p`` into its near-duplicate: raise importance, append new sources."""
-    rows = await fetch_all(
-        g.db,
-        "SELECT importance, sources, channel FROM memory_nodes WHERE rowid = ?",
-        [p.merge_into],
-    )
-    imp, sources_json, channel = rows[0]
     d = p.draft
     mine = DEFAULT_IMPORTANCE[d.memory_type] if d.importance is None else float(d.importance)
-    raised = min(1.0, max(float(imp), mine) + _MERGE_BUMP)
-    sources = json.loads(sources_json)
-    added = [s for s in p.sources if s not in sources]
-    await g.db.execute(
-        "UPDATE memory_nodes SET importance = ?, current_importance = ?, updated_at = ?, "
-        "sources = ? WHERE rowid = ?",
-        (raised, raised, now, json.dumps(sources + added), p.merge_into),
-    )
-    await g.db.executemany(
-        "INSERT OR IGNORE INTO memory_sources (node, channel, platform_id, rank) "
-        "VALUES (?, ?, ?, ?)",
-        [(p.merge_into, channel, s, len(sources) + k) for k, s in enumerate(added)],
+    await g.storage.merge_into(
+        p.merge_into, lambda stored: min(1.0, max(stored, mine) + _MERGE_BUMP), p.sources, now
     )
 
 

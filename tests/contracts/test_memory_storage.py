@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memory_graph import MemoryGraph
-from memory_graph.storage import EpisodeRow, TombstoneRow
+from memory_graph.storage import EpisodeRow, MemoryRow, TombstoneRow
 from tierbot.config import MemoryConfig
 from tierbot.messages import Message, Role
 
@@ -158,7 +158,7 @@ async def test_upkeep_reads_memories_never_episodes(graph: MemoryGraph) -> None:
 def episode(rowid: int, pid: str, text: str, ts: float, channel: str = CH) -> EpisodeRow:
     return EpisodeRow(
         rowid=rowid,
-        id=f"ep_{pid}",
+        id=f"ep_{channel}_{pid}",
         content=text,
         content_hash=f"h{rowid}",
         created_at=ts,
@@ -206,3 +206,64 @@ async def test_the_indexing_mark_only_moves_up(graph: MemoryGraph) -> None:
         await s.raise_indexed_upto(40)
         await s.raise_indexed_upto(12)
     assert await s.indexed_upto() == 40
+
+
+def memory(rowid: int, id_: str, content: str, sources: tuple[str, ...] = ()) -> MemoryRow:
+    return MemoryRow(
+        rowid=rowid,
+        id=id_,
+        type="fact",
+        content=content,
+        content_hash=f"hash:{content}",
+        importance=0.4,
+        created_at=5.0,
+        channel=CH,
+        workspace="discord:111",
+        author_id="u1",
+        sources=sources,
+        vector=np.ones(4, dtype=np.float32),
+        embedder="test",
+        terms=content,
+        workspace_tag="w",
+        channel_tag="c",
+        type_tag="fact",
+    )
+
+
+async def test_saved_memories_are_found_by_id_rowid_and_hash(graph: MemoryGraph) -> None:
+    s = graph.storage
+    async with s.transaction():
+        await s.insert_memories(
+            [memory(8001, "mem_a", "alpha", ("p1", "p2")), memory(8002, "mem_b", "beta")]
+        )
+    by_id = await s.briefs_by_id(["mem_a", "mem_missing"])
+    assert list(by_id) == ["mem_a"] and by_id["mem_a"].rowid == 8001
+    assert (await s.briefs_by_rowid([8002]))[8002].id == "mem_b"
+    assert [b.id for b in await s.current_memories_by_hash(["hash:alpha", "hash:zeta"])] == [
+        "mem_a"
+    ]
+    async with s.transaction():
+        await s.supersede([("mem_b", 8001)])
+    assert await s.current_memories_by_hash(["hash:alpha"]) == [], "superseded: not current"
+    assert (await s.briefs_by_id(["mem_a"]))["mem_a"].superseded_by == "mem_b"
+    ref = await s.node_ref("mem_a")
+    assert ref is not None and ref.sources == ("p1", "p2")
+
+
+async def test_a_merge_raises_importance_and_appends_only_new_sources(graph: MemoryGraph) -> None:
+    s = graph.storage
+    async with s.transaction():
+        await s.insert_memories([memory(8101, "mem_m", "merge target", ("p1",))])
+        await s.merge_into(8101, lambda stored: stored + 0.25, ["p1", "p2", "p2"], 9.0)
+    ref = await s.node_ref("mem_m")
+    assert ref is not None and ref.sources == ("p1", "p2")
+    [row] = [r for r in await s.importance_rows(()) if r.rowid == 8101]
+    assert row.importance == pytest.approx(0.65) and row.current_importance == pytest.approx(0.65)
+
+
+async def test_episode_rowids_map_platform_ids_of_one_channel(graph: MemoryGraph) -> None:
+    s = graph.storage
+    async with s.transaction():
+        await s.insert_episodes([episode(9101, "p7", "seven", 1.0)])
+        await s.insert_episodes([episode(9102, "p7", "seven elsewhere", 1.0, channel=OTHER)])
+    assert await s.episode_rowids(CH, ["p7", "p8"]) == {"p7": 9101}

@@ -3,6 +3,7 @@ or Docker can restart them (a corrupt database: see test_storage.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -79,3 +80,43 @@ def test_no_adapter_exits_within_seconds(tmp_path: Path) -> None:
     code, err = _run_bounded(["run", "--config", str(cfg)])
     assert code == 1 and "no adapter is running" in last_line(err)
     assert os.path.exists(tmp_path / "bot.db")
+
+
+async def test_a_memory_graph_that_fails_after_opening_leaves_no_thread_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory indexer failing to start, after the graph's connection is open, raises out
+    of Runtime.open with every database thread closed: a left-over aiosqlite thread (not a
+    daemon) would keep a process that cannot run alive instead of letting it exit."""
+    import threading
+
+    from bot.runtime import Runtime
+    from channels.memory import EpisodeIndexer
+    from tierbot.config import load_config
+    from tierbot.testing.scripted import ScriptedLLM
+
+    def broken(self: EpisodeIndexer) -> None:
+        raise RuntimeError("indexer refused to start")
+
+    monkeypatch.setattr(EpisodeIndexer, "start", broken)
+    cfg = load_config(write_config(tmp_path, memory=True), environ={})
+
+    def database_threads() -> set[threading.Thread]:
+        # Not the event loop's own executor (asyncio_N), which asyncio.run shuts down.
+        return {
+            t
+            for t in threading.enumerate()
+            if not t.daemon
+            and not t.name.startswith("asyncio_")
+            and t is not threading.main_thread()
+        }
+
+    before = database_threads()
+    with pytest.raises(RuntimeError, match="indexer refused to start"):
+        await Runtime.open(cfg, llm=ScriptedLLM())
+    for _ in range(200):  # aiosqlite joins its thread shortly after close() returns
+        left = sorted(database_threads() - before, key=str)
+        if not left:
+            break
+        await asyncio.sleep(0.01)
+    assert not left, f"threads left running: {left}"

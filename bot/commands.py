@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from channels import ChannelSnapshot
-from channels.memory import MemoryService
 from tierbot.messages import InboundMessage
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
@@ -158,10 +157,6 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     return await cmd.handler(Invocation(rt, msg, name, arg))
 
 
-def _memory(inv: Invocation) -> MemoryService | None:
-    return inv.runtime.memory
-
-
 # -- the commands, in /help order ------------------------------------------------------------
 
 
@@ -169,7 +164,7 @@ def _memory(inv: Invocation) -> MemoryService | None:
 async def _status(inv: Invocation) -> str:
     rt = inv.runtime
     actor = await rt.registry.actor(inv.channel)
-    memory = _memory(inv)
+    memory = inv.runtime.memory
     memories = await memory.count(inv.channel) if memory is not None else None
     last = await rt.store.compactions(inv.channel, limit=1)
     return render_status(actor.snapshot(), memories, last[0] if last else None)
@@ -194,7 +189,7 @@ async def _history(inv: Invocation) -> str:
 
 @command("/memory", "  /memory QUERY    what I remember about QUERY")
 async def _recall(inv: Invocation) -> str:
-    memory = _memory(inv)
+    memory = inv.runtime.memory
     if memory is None:
         return MEMORY_DISABLED
     if not inv.arg:
@@ -220,7 +215,7 @@ async def _compact(inv: Invocation) -> str:
     admin=True,
 )
 async def _forget(inv: Invocation) -> str:
-    memory = _memory(inv)
+    memory = inv.runtime.memory
     if memory is None:
         return MEMORY_DISABLED
     rt = inv.runtime

@@ -26,8 +26,6 @@ __all__ = [
     "TaskRecords",
     "Transcript",
     "TranscriptRow",
-    "create_run",
-    "finish_run",
     "read_runs",
     "read_transcript",
 ]
@@ -139,34 +137,6 @@ class Transcript:
             await self.store.write(op)
 
 
-async def create_run(store: Store, channel: str, kind: str, task: str) -> int:
-    """Insert a run's row; its id names the run (``worker-12``) across restarts."""
-
-    async def op(db: aiosqlite.Connection) -> int:
-        cur = await db.execute(
-            "INSERT INTO tasks (channel, kind, task, status, created) VALUES (?,?,?,?,?)",
-            (channel, kind, task, "queued", time.time()),
-        )
-        return int(cur.lastrowid or 0)
-
-    row: int = await store.write(op)
-    return row
-
-
-async def finish_run(
-    store: Store, row: int, *, status: str, result: str, error: str, stats: dict[str, Any]
-) -> None:
-    """Record how run ``row`` ended."""
-
-    async def op(db: aiosqlite.Connection) -> None:
-        await db.execute(
-            "UPDATE tasks SET status=?, finished=?, result=?, error=?, stats=? WHERE id=?",
-            (status, time.time(), result, error, json.dumps(stats, default=str), row),
-        )
-
-    await store.write(op)
-
-
 async def read_runs(store: Store, channel: str) -> list[dict[str, Any]]:
     """Every run of ``channel``, oldest first (read through the writer: sees every commit)."""
 
@@ -207,22 +177,38 @@ class TaskRecords:
 
     The runtime builds one over the SQLite store it opened and hands it to the
     :class:`~workers.supervisor.TaskPool`; nothing above this floor sees the SQL.
+    Writes go through the store's single writer.
     """
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
     async def create_run(self, channel: str, kind: str, task: str) -> int:
-        return await create_run(self.store, channel, kind, task)
+        """Insert a run's row; its id names the run (``worker-12``) across restarts."""
+
+        async def op(db: aiosqlite.Connection) -> int:
+            cur = await db.execute(
+                "INSERT INTO tasks (channel, kind, task, status, created) VALUES (?,?,?,?,?)",
+                (channel, kind, task, "queued", time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+        row: int = await self.store.write(op)
+        return row
 
     async def finish_run(
         self, row: int, *, status: str, result: str, error: str, stats: dict[str, Any]
     ) -> None:
-        await finish_run(self.store, row, status=status, result=result, error=error, stats=stats)
+        """Record how run ``row`` ended."""
+
+        async def op(db: aiosqlite.Connection) -> None:
+            await db.execute(
+                "UPDATE tasks SET status=?, finished=?, result=?, error=?, stats=? WHERE id=?",
+                (status, time.time(), result, error, json.dumps(stats, default=str), row),
+            )
+
+        await self.store.write(op)
 
     def transcript(self, row: int) -> Transcript:
         """The transcript of run ``row``, to append to."""
         return Transcript(self.store, row)
-
-    async def runs(self, channel: str) -> list[dict[str, Any]]:
-        return await read_runs(self.store, channel)

@@ -127,12 +127,10 @@ async def latencies(
 async def ann_quality(graph: MemoryGraph, corpus: Corpus, samples: int, workspaces: int) -> float:
     """Mean overlap of the index's top 10 with exact top 10, within one workspace's scope."""
     channel = channel_of(0, workspaces)
-    async with graph.db.execute(
-        "SELECT rowid, embedding FROM memory_nodes WHERE workspace = ?", ("discord:0",)
-    ) as cur:
-        rows = await cur.fetchall()
-    labels = np.array([r for r, _ in rows], dtype=np.int64)
-    matrix = np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows])
+    in_scope = np.flatnonzero(graph.ws_of == graph.codes["discord:0"]).tolist()
+    rows = await graph.storage.embeddings(graph.embedder.identity, in_scope)
+    labels = np.array([r.rowid for r in rows], dtype=np.int64)
+    matrix = np.stack([r.vector for r in rows])
     overlaps = []
     for _ in range(samples):
         qv = graph.embedder.embed([corpus.sentence(3, 7)])[0]

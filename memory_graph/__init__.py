@@ -7,9 +7,13 @@ Public surface (everything else in this package is private)::
         hits = await graph.recall("what does Alice drink?", channel=key)
         prompt_block = format_for_prompt(hits)
 
-This floor owns long-term memory and its tables (their schema and migrations are in
-:mod:`memory_graph.schema`).  It may import only the kernel (tierbot) and third-party
-libraries; channels and the application reach it through ``channels.memory``.
+This floor owns long-term memory and its tables.  The graph keeps its durable state
+behind :class:`memory_graph.storage.MemoryStorage` (on SQLite:
+:mod:`memory_graph.sqlite_storage` and :mod:`memory_graph.sqlite_search`, tables and
+migrations in :mod:`memory_graph.schema`); the in-RAM indexes (hnswlib, scope codes,
+term counts) sit above it in the graph.  It may import only the kernel (tierbot) and
+third-party libraries; channels and the application reach it through
+``channels.memory``.
 """
 
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder

@@ -17,7 +17,6 @@ from tierbot.keys import workspace_of
 from tierbot.messages import Message, Role
 
 from . import tombstones
-from .schema import fetch_all
 from .storage import EpisodeRow
 from .text import content_hash, embed_text, fts_tags, terms
 from .types import MAX_CONTENT_BYTES
@@ -204,41 +203,31 @@ async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
 
 async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
     """Add to the vector index every memory with rowid > ``since``; re-embed stale rows,
-    episodes included (their vectors stay in SQLite only)."""
+    episodes included (their vectors stay in storage only)."""
     identity = g.embedder.identity
     last = since
     while True:
-        rows = await fetch_all(
-            g.db,
-            "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "
-            "WHERE rowid > ? AND (type != 'episode' OR embedder != ? OR embedding IS NULL) "
-            "ORDER BY rowid LIMIT 20000",
-            [last, identity],
-        )
+        rows = await g.storage.embedding_rows(last, identity, 20_000)
         if not rows:
             return
-        last = rows[-1][0]
-        stale = [r for r in rows if r[2] != identity or r[1] is None]
-        fresh_vecs: dict[int, np.ndarray] = {}
+        last = rows[-1].rowid
+        stale = [r for r in rows if r.embedder != identity or r.vector is None]
+        fresh: dict[int, np.ndarray] = {}
         if stale:
-            texts = [embed_text(t, c, n) for _, _, _, t, c, n in stale]
+            texts = [embed_text(r.type, r.content, r.author_name) for r in stale]
             mat = await asyncio.to_thread(g.embedder.embed, texts)
-            fresh_vecs = {r[0]: v for r, v in zip(stale, mat, strict=True)}
+            fresh = {r.rowid: v for r, v in zip(stale, mat, strict=True)}
             if not g.read_only:
-                await g.db.executemany(
-                    "UPDATE memory_nodes SET embedding = ?, embedder = ? WHERE rowid = ?",
-                    [(v.tobytes(), identity, r) for r, v in fresh_vecs.items()],
-                )
-        rows = [r for r in rows if r[3] != "episode"]
-        if not rows:
+                await g.storage.set_embeddings(identity, list(fresh.items()))
+        # Every row without a current vector was just embedded: none is None here.
+        memories = [r for r in rows if r.type != "episode"]
+        if not memories:
             continue
-        labels = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = np.stack([fresh_vecs[r[0]] if r[0] in fresh_vecs else _vec(r[1]) for r in rows])
+        labels = np.array([r.rowid for r in memories], dtype=np.int64)
+        matrix = np.stack(
+            [fresh[r.rowid] if r.vector is None or r.rowid in fresh else r.vector for r in memories]
+        )
         await asyncio.to_thread(g.vectors.add, labels, matrix)
-
-
-def _vec(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=np.float32)
 
 
 async def recompute_contexts(g: MemoryGraph, channel: str) -> int:

@@ -1,9 +1,10 @@
 """MemoryGraph: the resource that owns the memory tables, the vector index and the scope views.
 
 One instance per process and database.  Writes are serialised by one lock; reads
-run concurrently with them on the same aiosqlite connection (SQLite serialises).
-SQLite is the source of truth: the FTS5 table and the hnswlib file are rebuilt
-from it whenever they are missing, corrupt or built by another embedder.
+run concurrently with them through the graph's storage (:attr:`MemoryGraph.storage`,
+a :class:`~memory_graph.storage.MemoryStorage`; no SQL here).  The stored nodes are
+the source of truth: the text index and the hnswlib file are rebuilt from them
+whenever they are missing, corrupt or built by another embedder.
 
 Scope: under ``[memory] scope = "workspace"`` a node is visible from every channel
 of its workspace, except a node of a *private* channel (``set_private``; the fact
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from pathlib import Path
@@ -33,11 +33,11 @@ from tierbot.errors import StoreError
 from tierbot.keys import ChannelKey, workspace_of
 from tierbot.messages import Message
 
-from . import background, episodes, forgetting, maintenance, recall, schema, tombstones, writing
+from . import background, episodes, forgetting, maintenance, recall, tombstones, writing
 from .embedders import Embedder, embedder_from_config
 from .sqlite_storage import SQLiteMemoryStorage
-from .storage import MemoryStorage
-from .text import TEXT_VERSION, fts_tags, tag, terms
+from .storage import MemoryStorage, TextFilter
+from .text import TEXT_VERSION, terms
 from .types import (
     ForgetReport,
     MaintenanceReport,
@@ -61,14 +61,13 @@ class MemoryGraph:
 
     def __init__(
         self,
-        db: aiosqlite.Connection,
+        storage: MemoryStorage,
         config: MemoryConfig,
         embedder: Embedder,
         index_dir: Path,
     ) -> None:
-        self.db = db
         #: The graph's durable state behind the storage protocol (see memory_graph.storage).
-        self.storage: MemoryStorage = SQLiteMemoryStorage(db)
+        self.storage = storage
         self.config = config
         self.embedder = embedder
         self.index_dir = index_dir
@@ -128,23 +127,19 @@ class MemoryGraph:
             )
         if embedder is None:
             embedder = await asyncio.to_thread(embedder_from_config, config)
-        db = await schema.connect(str(db_path), read_only=read_only)
-        self = cls(db, config, embedder, Path(index_dir))
+        storage = await SQLiteMemoryStorage.open(db_path, read_only=read_only)
+        self = cls(storage, config, embedder, Path(index_dir))
         self.read_only = read_only
         try:
-            if read_only:
-                await schema.check(db)
-            else:
-                await schema.migrate(db)
             await self._load_state()
             await self._ensure_fts()
             await self._ensure_vectors()
             if config.background_rows:  # load the word frequencies now, not in a first recall
                 await asyncio.to_thread(background.table)
             if not read_only:
-                await schema.set_meta(db, "clean_shutdown", "0")
+                await storage.set_meta("clean_shutdown", "0")
         except BaseException as exc:
-            await db.close()
+            await storage.close()
             if isinstance(exc, OSError | aiosqlite.Error):
                 raise StoreError(
                     f"cannot open the memory graph in {db_path} (index {index_dir}): {exc}"
@@ -169,99 +164,43 @@ class MemoryGraph:
             return
         self._closed = True
         if self.read_only:
-            await self.db.close()
+            await self.storage.close()
             return
         try:
             async with self.lock:
                 await self.flush_access()
                 await asyncio.to_thread(self.vectors.save, self.index_dir)
-                await schema.set_meta(self.db, "clean_shutdown", "1")
+                await self.storage.set_meta("clean_shutdown", "1")
         finally:
-            await self.db.close()
+            await self.storage.close()
 
     async def _load_state(self) -> None:
-        # AUTOINCREMENT's counter: a deleted node's rowid (its index label) is never reused.
-        async with self.db.execute(
-            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'memory_nodes'), 0),"
-            " COALESCE((SELECT MAX(rowid) FROM memory_nodes), 0))"
-        ) as cur:
-            row = await cur.fetchone()
-        self.next_rowid = int(row[0] if row else 0) + 1
+        storage = self.storage
+        self.next_rowid = await storage.max_rowid() + 1
         self._grow(self.next_rowid)
-        self.private = {
-            str(ch)
-            for (ch,) in await schema.fetch_all(
-                self.db, "SELECT channel FROM memory_private_channels", ()
-            )
-        }
-        # fetchall, not async iteration: aiosqlite fetches one row per thread hop.
-        for rowid, ws, ch, typ in await schema.fetch_all(
-            self.db, "SELECT rowid, workspace, channel, type FROM memory_nodes", ()
-        ):
-            self.register(rowid, ws, ch, vectorized=typ != "episode")
-        for ws, author_id, author_name in await schema.fetch_all(
-            self.db,
-            "SELECT DISTINCT workspace, author_id, author_name FROM memory_nodes "
-            "WHERE author_name != ''",
-            (),
-        ):
+        self.private = await storage.private_channels()
+        for n in await storage.node_scopes():
+            self.register(n.rowid, n.workspace, n.channel, vectorized=n.type != "episode")
+        for ws, author_id, author_name in await storage.author_names():
             self.add_name(ws, author_name, author_id)
-        for rowid, ws, content in await schema.fetch_all(
-            self.db, "SELECT rowid, workspace, content FROM memory_nodes WHERE type = 'entity'", ()
-        ):
+        for rowid, ws, content in await storage.entity_names():
             self.add_name(ws, content, f"#{rowid}")
 
     async def _ensure_fts(self) -> None:
-        async with self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_fts'"
-        ) as cur:
-            exists = await cur.fetchone() is not None
-        ok = exists and await schema.get_meta(self.db, "fts_version") == TEXT_VERSION
-        if self.read_only:
-            if not ok:
+        storage = self.storage
+        # After an unclean shutdown the index is checked, not trusted.
+        verify = not self.read_only and await storage.get_meta("clean_shutdown") != "1"
+        state = await storage.text_index_state(TEXT_VERSION, verify)
+        if state != "ok":
+            if self.read_only:
                 raise StoreError(
                     "the memory search index is missing or was built by another tierbot "
                     "version; start the bot once (it rebuilds the index), then search again"
                 )
-            await self._load_df()
-            return
-        if ok and await schema.get_meta(self.db, "clean_shutdown") != "1":
-            try:
-                await self.db.execute(
-                    "INSERT INTO memory_fts(memory_fts, rank) VALUES ('integrity-check', 1)"
-                )
-            except aiosqlite.Error:
-                ok = False
-        if ok:
-            await self._load_df()
-            return
-        log.info("memory.fts_rebuild", reason="missing" if not exists else "stale or corrupt")
-        await self.db.execute("DROP TABLE IF EXISTS memory_fts")
-        await self.db.execute(schema.FTS_DDL)
-        async with self.transaction():
-            await self.db.execute(
-                "INSERT INTO memory_fts (rowid, terms, near, far, ws, ch, ty) "
-                "SELECT rowid, '', near_text, far_text, '', '', '' FROM memory_nodes"
-            )
-            rows = []
-            sql = "SELECT rowid, content, author_name, workspace, channel, type FROM memory_nodes"
-            for rowid, content, author_name, ws, ch, typ in await schema.fetch_all(
-                self.db, sql, ()
-            ):
-                rows.append((*fts_tags(ws, ch, typ, content, author_name), rowid))
-            await self.db.executemany(
-                "UPDATE memory_fts SET terms = ?, ws = ?, ch = ?, ty = ? WHERE rowid = ?", rows
-            )
-            await schema.set_meta(self.db, "fts_version", TEXT_VERSION)
-        await self._load_df()
-
-    async def _load_df(self) -> None:
-        await self.db.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_fts_vocab "
-            "USING fts5vocab(main, memory_fts, 'row')"
-        )
-        async with self.db.execute("SELECT term, doc FROM temp.memory_fts_vocab") as cur:
-            self.df = {str(t): int(n) for t, n in await cur.fetchall()}
+            reason = "missing" if state == "missing" else "stale or corrupt"
+            log.info("memory.fts_rebuild", reason=reason)
+            await storage.rebuild_text_index(TEXT_VERSION)
+        self.df = await storage.term_frequencies()
 
     def count_terms(self, *texts: str) -> None:
         """Note one new row holding the (space-separated) terms of ``texts``."""
@@ -297,7 +236,7 @@ class MemoryGraph:
         await episodes.catch_up_vectors(self, since)
         if self.read_only:
             return
-        await schema.set_meta(self.db, "embedder", identity)
+        await self.storage.set_meta("embedder", identity)
         if loaded is None:
             await asyncio.to_thread(self.vectors.save, self.index_dir)
 
@@ -401,17 +340,10 @@ class MemoryGraph:
         async with self.lock:
             if (channel in self.private) == private:
                 return False
+            await self.storage.mark_private(channel, private, time.time())
             if private:
-                await self.db.execute(
-                    "INSERT OR IGNORE INTO memory_private_channels (channel, marked_at) "
-                    "VALUES (?, ?)",
-                    (channel, time.time()),
-                )
                 self.private.add(channel)
             else:
-                await self.db.execute(
-                    "DELETE FROM memory_private_channels WHERE channel = ?", (channel,)
-                )
                 self.private.discard(channel)
             self._scope_keys.clear()
             # The set changes first: a node registered while this reads is scoped anew
@@ -420,14 +352,9 @@ class MemoryGraph:
             prefix = channel + ":"
             rows = []
             if any(k == channel or k.startswith(prefix) for k in self.codes):
-                rows = await schema.fetch_all(
-                    self.db,
-                    "SELECT rowid, workspace, channel FROM memory_nodes "
-                    "WHERE channel = ? OR substr(channel, 1, ?) = ?",
-                    (channel, len(prefix), prefix),
-                )
-            for rowid, ws, ch in rows:
-                self._rescope(int(rowid), self._private_scope(ch) or ws)
+                rows = await self.storage.channel_tree_scopes(channel)
+            for n in rows:
+                self._rescope(n.rowid, self._private_scope(n.channel) or n.workspace)
         log.info("memory.channel_privacy", channel=channel, private=private, nodes=len(rows))
         return True
 
@@ -484,18 +411,19 @@ class MemoryGraph:
         for t in terms(name)[:4]:
             table.setdefault(t, set()).add(key)
 
-    def _scope(self, channel: str) -> tuple[str, np.ndarray, int]:
+    def _scope(self, channel: str) -> tuple[TextFilter, np.ndarray, int]:
         if self.config.scope == "channel":
-            return f'ch : "{tag("c", channel)}"', self.ch_of, self.codes.get(channel, -2)
-        # The FTS tag is the real workspace (rows do not store privacy): a superset of a
-        # private scope, narrowed by the codes (recall checks them on every candidate).
+            where = TextFilter("channel", channel)
+            return where, self.ch_of, self.codes.get(channel, -2)
+        # The text filter is the real workspace (rows do not store privacy): a superset of
+        # a private scope, narrowed by the codes (recall checks them on every candidate).
         ws = workspace_of(channel)
         key = self._private_scope(channel) or ws
-        return f'ws : "{tag("w", ws)}"', self.ws_of, self.codes.get(key, -2)
+        return TextFilter("workspace", ws), self.ws_of, self.codes.get(key, -2)
 
-    def scope_clause(self, channel: str) -> str:
-        """An FTS5 clause matching at least what ``channel`` may see (check
-        :meth:`scope_codes` too: a private scope is narrower than its clause)."""
+    def text_scope(self, channel: str) -> TextFilter:
+        """A text-search filter matching at least what ``channel`` may see (check
+        :meth:`scope_codes` too: a private scope is narrower than its filter)."""
         return self._scope(channel)[0]
 
     def scope_codes(self, channel: str) -> tuple[np.ndarray, int]:
@@ -547,11 +475,7 @@ class MemoryGraph:
         rows = [(self.pending_counts[r], self.pending_access[r], r) for r in self.pending_counts]
         self.pending_counts, self.pending_access = {}, {}
         self._last_flush = time.monotonic()
-        await self.db.executemany(
-            "UPDATE memory_nodes SET access_count = access_count + ?, "
-            "accessed_at = MAX(accessed_at, ?) WHERE rowid = ?",
-            rows,
-        )
+        await self.storage.add_access(rows)
 
     def note_access(self, rowids: Sequence[int], now: float) -> bool:
         for r in rowids:
@@ -629,15 +553,10 @@ class MemoryGraph:
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         """One node as a JSON-able dict (with its edges), or None."""
         await self.flush_access()
-        async with self.db.execute(
-            f"SELECT {_NODE_COLUMNS} FROM memory_nodes WHERE id = ?", (memory_id,)
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        node = await self.storage.node_record(memory_id)
+        if node is None:
             return None
-        node = _node_dict(row)
-        where = "WHERE s.id = ? OR d.id = ?"
-        node["edges"] = [e async for e in self._edges_sql(where, (memory_id, memory_id))]
+        node["edges"] = [e async for e in self.storage.export_edges(memory_id)]
         return node
 
     async def forget(self, memory_id: str, *, channel: str | None = None) -> bool:
@@ -675,46 +594,13 @@ class MemoryGraph:
 
     async def count(self, channel: str | None = None) -> int:
         """Memories (not episodes) visible from ``channel``, or all of them."""
-        sql = "SELECT channel, COUNT(*) FROM memory_nodes WHERE type != 'episode' GROUP BY channel"
-        async with self.db.execute(sql) as cur:
-            rows = await cur.fetchall()
-        return sum(n for ch, n in rows if channel is None or self.visible(channel, ch))
+        counts = await self.storage.memory_counts()
+        return sum(n for ch, n in counts.items() if channel is None or self.visible(channel, ch))
 
     async def export(self) -> AsyncIterator[dict[str, Any]]:
         """Every node then every edge, as JSON-able dicts (``kind`` tells them apart)."""
         await self.flush_access()
-        async with self.db.execute(
-            f"SELECT {_NODE_COLUMNS} FROM memory_nodes ORDER BY rowid"
-        ) as cur:
-            cur.arraysize = 500
-            async for row in cur:
-                yield {"kind": "node", **_node_dict(row)}
-        async for edge in self._edges_sql("", ()):
+        async for node in self.storage.export_nodes():
+            yield {"kind": "node", **node}
+        async for edge in self.storage.export_edges():
             yield {"kind": "edge", **edge}
-
-    async def _edges_sql(
-        self, where: str, params: tuple[str, ...]
-    ) -> AsyncIterator[dict[str, Any]]:
-        sql = (
-            "SELECT s.id, d.id, e.type, e.weight, e.created_at FROM memory_edges e "
-            "JOIN memory_nodes s ON s.rowid = e.src JOIN memory_nodes d ON d.rowid = e.dst "
-            f"{where} ORDER BY e.rowid"
-        )
-        async with self.db.execute(sql, params) as cur:
-            cur.arraysize = 500
-            async for src, dst, typ, weight, created in cur:
-                yield {"src": src, "dst": dst, "type": typ, "weight": weight, "created_at": created}
-
-
-_NODE_COLUMNS = (
-    "id, type, content, importance, current_importance, created_at, updated_at, accessed_at, "
-    "access_count, channel, workspace, author_id, author_name, platform_id, sources, superseded_by"
-)
-
-
-def _node_dict(row: Sequence[Any]) -> dict[str, Any]:
-    keys = [k.strip() for k in _NODE_COLUMNS.split(",")]
-    node = dict(zip(keys, row, strict=True))
-    node["sources"] = json.loads(node["sources"])
-    node["scope"] = node.pop("workspace")
-    return node

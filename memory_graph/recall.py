@@ -24,7 +24,7 @@ import math
 import re
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,15 +35,13 @@ from tierbot.keys import workspace_of
 from . import background
 from .answers import expected_answer
 from .dates import find_windows
-from .schema import fetch_all, marks
-from .text import fts_query, tag, terms
+from .storage import NodeRow, TermWeight, TextFilter
+from .text import terms
 from .types import EDGE_MULTIPLIER, MAX_RECALL_LIMIT, MemoryType, RecallHit
 
 if TYPE_CHECKING:
     from .graph import MemoryGraph
 
-BM25_WEIGHTS = (1.0, 0.6, 0.3, 0.0, 0.0, 0.0)  # terms, near, far, ws, ch, ty
-BM25_K1 = 1.2  # FTS5's
 #: Share of relevance given to vector similarity when the embedder does not say
 #: (an embedder may set ``recall_weight``: the lexical default sets 0.1, see embedders.py).
 VECTOR_WEIGHT = 0.4
@@ -74,48 +72,6 @@ PRIOR_FLOOR = (
 )
 IMPORTANCE_SHARE = 0.2
 RECENCY_SHARE = 0.1
-
-_ROW_COLUMNS = (
-    "rowid, id, type, content, channel, sources, created_at, updated_at, accessed_at, "
-    "current_importance, author_id, superseded_by"
-)
-_NODE_COLUMNS = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
-
-
-@dataclass(frozen=True, slots=True)
-class NodeRow:
-    """One memory_nodes row as recall reads it (the columns of ``_ROW_COLUMNS``)."""
-
-    rowid: int
-    id: str
-    type: str
-    content: str
-    channel: str
-    sources: str  # JSON list of platform ids
-    created_at: float
-    updated_at: float
-    accessed_at: float
-    current_importance: float
-    author_id: str
-    superseded_by: str | None
-
-    @classmethod
-    def of(cls, row: Sequence[Any]) -> NodeRow:
-        """The row as the database returned it, in ``_ROW_COLUMNS`` order."""
-        return cls(
-            int(row[0]),
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            row[5],
-            float(row[6]),
-            float(row[7]),
-            float(row[8]),
-            float(row[9]),
-            row[10],
-            row[11],
-        )
 
 
 @dataclass(slots=True)
@@ -161,7 +117,6 @@ async def recall(
     exclude: Collection[str] = (),
 ) -> list[RecallHit]:
     check_args(query, limit, types, since)
-    clause = g.scope_clause(channel)
     windows, text_query = find_windows(query)
     q_terms = terms(text_query)
     cands: dict[int, _Cand] = {}
@@ -174,10 +129,7 @@ async def recall(
     vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
     text_scores: dict[int, float] = {}
     if search_terms:
-        type_filter = ""
-        if types:
-            type_filter = " AND ty : (" + " OR ".join(f'"{tag("t", t)}"' for t in types) + ")"
-        match = f"{{terms near far}} : ({fts_query(search_terms)}){type_filter}"
+        type_filter = TextFilter(types=tuple(types or ()))
         if affordable:
             await _scored_in_scope(
                 g, channel, search_terms, type_filter, since, windows, text_scores, cands
@@ -185,9 +137,11 @@ async def recall(
         else:
             # Ranking every posting of a very common term costs O(postings): when even
             # the rarest term is that common, score only its newest postings in scope.
-            match = f"{clause} AND {match}"
-            limit_fts = FTS_CANDIDATES * 2
-            await _text_candidates(g, match, limit_fts, since, text_scores, cands)
+            where = replace(g.text_scope(channel), types=type_filter.types)
+            found = await g.storage.newest_matches(search_terms, where, FTS_CANDIDATES * 2, since)
+            for score, row in found:
+                text_scores[row.rowid] = score
+                cands[row.rowid] = _Cand(row)
             # The clause is the workspace's: a private scope is narrower, as the codes say.
             arr, code = g.scope_codes(channel)
             for r in [r for r in cands if r >= len(arr) or arr[r] != code]:
@@ -316,7 +270,7 @@ async def _scored_in_scope(
     g: MemoryGraph,
     channel: str,
     search_terms: list[str],
-    type_filter: str,
+    type_filter: TextFilter,
     since: float | None,
     windows: list[tuple[float, float]],
     text_scores: dict[int, float],
@@ -324,34 +278,23 @@ async def _scored_in_scope(
 ) -> None:
     """Score every posting of the (budgeted) terms, keep the caller's scope, fetch the best.
 
-    One FTS5 query per term (summed in one statement), so each term's BM25 can be
-    re-weighted from FTS5's idf to the idf blended with English word frequencies
-    (background.py); FTS5's multi-term BM25 is the sum of these per-term scores, so
-    nothing else changes.  FTS5's n for a term is the index's df (exact but for rows
-    deleted since the graph was opened; the tf part is clamped, so that error is bounded).
-    Scope is checked against the in-memory scope codes rather than with an FTS clause:
-    intersecting with a workspace tag costs O(size of the workspace) per query.
+    The storage scores each term apart (its saturating tf part times our weight), so
+    each term's weight is the idf blended with English word frequencies (background.py)
+    rather than the text index's own; a multi-term BM25 is the sum of such per-term
+    scores, so nothing else changes.  Scope is checked against the in-memory scope
+    codes rather than in the text search: intersecting with a workspace costs
+    O(size of the workspace) per query.
     """
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    # bm25 = -(idf * a saturating tf part below k1 + 1): recover that part, apply our idf.
-    one = (
-        f"SELECT rowid, min(-bm25(memory_fts, {weights}) / ?, {BM25_K1 + 1.0}) * ? AS s "
-        "FROM memory_fts WHERE memory_fts MATCH ?"
-    )
     n_rows = max(g.n_rows, 1)
-    params: list[Any] = []
-    for t in search_terms:
-        n = g.df.get(t, 0)
-        quoted = '"' + t.replace('"', '""') + '"'
-        params += [
-            background.fts_idf(n_rows, n),
-            background.blended_idf(n_rows, n, t, g.config.background_rows),
-            f"{{terms near far}} : {quoted}{type_filter}",
-        ]
-    union = " UNION ALL ".join([one] * len(search_terms))
-    # MATERIALIZED: flattened into the aggregate, bm25() would lose its FTS5 context.
-    sql = f"WITH u AS MATERIALIZED ({union}) SELECT rowid, sum(s) FROM u GROUP BY rowid"
-    hits = await fetch_all(g.db, sql, params)
+    weighted = [
+        TermWeight(
+            t,
+            g.df.get(t, 0),
+            background.blended_idf(n_rows, g.df.get(t, 0), t, g.config.background_rows),
+        )
+        for t in search_terms
+    ]
+    hits = await g.storage.term_scores(weighted, n_rows, type_filter)
     if not hits:
         return
     labels = np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits))
@@ -363,12 +306,8 @@ async def _scored_in_scope(
     best = np.argsort(-scores, kind="stable")
     chosen = {int(x) for x in labels[best[:FTS_CANDIDATES]]}
     if windows and len(labels):  # the best matches inside the dates the query names, too
-        rows = await fetch_all(
-            g.db,
-            f"SELECT rowid, created_at FROM memory_nodes WHERE rowid IN ({marks(len(labels))})",
-            labels.tolist(),
-        )
-        dated = {int(r) for r, ts in rows if any(lo <= ts <= hi for lo, hi in windows)}
+        created = await g.storage.created_at(labels.tolist())
+        dated = {r for r, ts in created.items() if any(lo <= ts <= hi for lo, hi in windows)}
         chosen.update([int(x) for x in labels[best] if int(x) in dated][:DATE_CANDIDATES])
     score_of = dict(zip(labels.tolist(), scores.tolist(), strict=True))
     for row in await _rows(g, chosen, None, since):
@@ -376,47 +315,15 @@ async def _scored_in_scope(
         cands[row.rowid] = _Cand(row)
 
 
-async def _text_candidates(
-    g: MemoryGraph,
-    match: str,
-    limit: int,
-    since: float | None,
-    text_scores: dict[int, float],
-    cands: dict[int, _Cand],
-) -> None:
-    """Add the newest FTS matches (joined with their nodes in one round trip)."""
-    weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-    sql = (
-        f"SELECT f.s, {_NODE_COLUMNS} FROM (SELECT rowid, bm25(memory_fts, {weights}) AS s "
-        "FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f "
-        "JOIN memory_nodes n ON n.rowid = f.rowid WHERE 1"
-    )
-    params: list[Any] = [match, limit]
-    if since is not None:
-        sql += " AND n.created_at >= ?"
-        params.append(float(since))
-    async with g.db.execute(sql, params) as cur:
-        for s, *values in await cur.fetchall():
-            row = NodeRow.of(values)
-            text_scores[row.rowid] = -float(s)
-            cands[row.rowid] = _Cand(row)
-
-
 async def _cosines(g: MemoryGraph, qv: np.ndarray, rowids: list[int]) -> list[tuple[int, float]]:
     """(rowid, cosine with ``qv``) from the stored vectors of the current embedder."""
     if not rowids:
         return []
-    sql = (
-        "SELECT rowid, embedding FROM memory_nodes WHERE embedder = ? AND embedding IS NOT NULL "
-        f"AND rowid IN ({','.join('?' * len(rowids))})"
-    )
-    async with g.db.execute(sql, [g.embedder.identity, *rowids]) as cur:
-        found = list(await cur.fetchall())
+    found = await g.storage.embeddings(g.embedder.identity, rowids)
     if not found:
         return []
-    matrix = np.frombuffer(b"".join(blob for _, blob in found), dtype=np.float32)
-    sims = matrix.reshape(len(found), -1) @ qv.astype(np.float32)
-    return [(int(r), float(s)) for (r, _), s in zip(found, sims, strict=True)]
+    sims = np.stack([v.vector for v in found]) @ qv.astype(np.float32)
+    return [(v.rowid, float(s)) for v, s in zip(found, sims, strict=True)]
 
 
 async def _rows(
@@ -425,16 +332,7 @@ async def _rows(
     """Rows of ``rowids`` still present, of the wanted types and not older than ``since``."""
     if not rowids:
         return []
-    sql = f"SELECT {_ROW_COLUMNS} FROM memory_nodes WHERE rowid IN ({','.join('?' * len(rowids))})"
-    params: list[Any] = list(rowids)
-    if types:
-        sql += f" AND type IN ({','.join('?' * len(types))})"
-        params += list(types)
-    if since is not None:
-        sql += " AND created_at >= ?"
-        params.append(float(since))
-    async with g.db.execute(sql, params) as cur:
-        return [NodeRow.of(r) for r in await cur.fetchall()]
+    return await g.storage.node_rows(rowids, types, since)
 
 
 def _persons(g: MemoryGraph, channel: str, q_terms: list[str]) -> set[str]:

@@ -7,15 +7,18 @@ are :mod:`memory_graph.schema`'s.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable, Collection, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import numpy as np
 
+from tierbot.errors import StoreError
+
 from . import schema
+from .sqlite_search import SQLiteSearch, blob_vector
 from .storage import (
     AuthoredNode,
     EpisodeContext,
@@ -35,26 +38,47 @@ __all__ = ["SQLiteMemoryStorage"]
 #: Rows per ``IN (...)`` list, well under SQLite's variable limit.
 _CHUNK = 500
 
+_BRIEF = "rowid, id, channel, type, superseded_by, content_hash"
+
 
 def _chunks(values: Sequence[object]) -> Iterable[list[object]]:
     for start in range(0, len(values), _CHUNK):
         yield list(values[start : start + _CHUNK])
 
 
-class SQLiteMemoryStorage:
+class SQLiteMemoryStorage(SQLiteSearch):
     """The memory graph's tables in tierbot's SQLite file."""
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
+        self._closed = False
 
-    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
-        return schema.transaction(self._db)
+    @classmethod
+    async def open(cls, path: Path, *, read_only: bool = False) -> SQLiteMemoryStorage:
+        """Connect to ``path`` and create or upgrade the tables (``read_only``: check them,
+        change nothing).  Raises StoreError naming the file when it cannot."""
+        db = await schema.connect(str(path), read_only=read_only)
+        try:
+            if read_only:
+                await schema.check(db)
+            else:
+                await schema.migrate(db)
+        except BaseException as exc:
+            await db.close()
+            if isinstance(exc, OSError | aiosqlite.Error):
+                raise StoreError(f"cannot open the memory graph in {path}: {exc}") from exc
+            raise
+        return cls(db)
 
-    async def get_meta(self, key: str) -> str | None:
-        return await schema.get_meta(self._db, key)
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """The aiosqlite connection (for SQLite-specific tests and tools only)."""
+        return self._db
 
-    async def set_meta(self, key: str, value: str) -> None:
-        await schema.set_meta(self._db, key, value)
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._db.close()
 
     # -- tombstones ---------------------------------------------------------------------
 
@@ -226,9 +250,7 @@ class SQLiteMemoryStorage:
             "AND updated_at >= ? AND embedding IS NOT NULL",
             (since,),
         )
-        return [
-            StoredVector(int(r), ch, np.frombuffer(blob, dtype=np.float32)) for r, ch, blob in rows
-        ]
+        return [StoredVector(int(r), ch, blob_vector(blob)) for r, ch, blob in rows]
 
     async def memory_rowids(self, rowids: Collection[int]) -> set[int]:
         out: set[int] = set()
@@ -460,9 +482,6 @@ class SQLiteMemoryStorage:
             "VALUES (?, ?, ?, ?)",
             [(rowid, channel, s, len(have) + k) for k, s in enumerate(added)],
         )
-
-
-_BRIEF = "rowid, id, channel, type, superseded_by, content_hash"
 
 
 def _brief(row: Sequence[Any]) -> NodeBrief:

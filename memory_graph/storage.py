@@ -7,26 +7,34 @@ pgvector) implements the same protocol and passes the same contract suite
 scope and term arrays) stay in :class:`~memory_graph.graph.MemoryGraph`, above it.
 
 :mod:`memory_graph.sqlite_storage` is the SQLite implementation.  Today the
-protocol covers the graph's bookkeeping, forgetting, links, upkeep, episodes and
-saved memories: transactions, meta values, tombstones, node deletion, what
+protocol covers everything the graph keeps on disk: its lifecycle and the state
+it loads at open (scopes, names, private channels, the text index and its term
+frequencies), transactions, meta values, tombstones, node deletion, what
 forgetting reads, the links between nodes, what decay, pruning and association
-read and write, indexing archived messages as episodes, and saving, deduplicating,
-merging and superseding memories.  Recall's candidate queries and the graph's own
-state loading still run their SQL on the graph's connection; they move behind
-this protocol next.
+read and write, indexing archived messages as episodes, saving, deduplicating,
+merging and superseding memories, recall's text and vector candidates, access
+counts, and export.  No module above it runs SQL.
+
+Text search is asked for in words, never in a backend's query syntax: a
+:class:`TextFilter` (which workspace or channel, which types) and stemmed terms with
+the weight recall gives each (:class:`TermWeight`).  How a backend scores one
+term in one row (FTS5's bm25 here, ``ts_rank`` over a ``tsvector`` elsewhere) is
+its own business, as long as the part it returns saturates as bm25's does.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 __all__ = [
+    "TF_SATURATION",
     "AuthoredNode",
+    "EmbeddingRow",
     "EpisodeContext",
     "EpisodeRow",
     "ImportanceRow",
@@ -35,12 +43,98 @@ __all__ = [
     "MemoryStorage",
     "NodeBrief",
     "NodeRef",
+    "NodeRow",
+    "NodeScope",
     "StoredVector",
+    "TermWeight",
+    "TextFilter",
     "TombstoneKind",
     "TombstoneRow",
 ]
 
 TombstoneKind = str  # "message" | "author" | "author_in"
+
+#: The most one term's tf part scores in one row (bm25's k1 + 1, with FTS5's k1 = 1.2):
+#: :meth:`MemoryStorage.term_scores` saturates there on every backend.
+TF_SATURATION = 2.2
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    """One node as recall reads it."""
+
+    rowid: int
+    id: str
+    type: str
+    content: str
+    channel: str
+    sources: str  # JSON list of platform ids
+    created_at: float
+    updated_at: float
+    accessed_at: float
+    current_importance: float
+    author_id: str
+    superseded_by: str | None
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> NodeRow:
+        """The row as a database returned it, in field order."""
+        return cls(
+            int(row[0]),
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            float(row[6]),
+            float(row[7]),
+            float(row[8]),
+            float(row[9]),
+            row[10],
+            row[11],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScope:
+    """Where one node was said, as the graph's in-RAM scope arrays need it."""
+
+    rowid: int
+    workspace: str
+    channel: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextFilter:
+    """Which rows a text search may return: those of one workspace or one channel
+    (``scope`` names which; None: any), of the given types (empty: any)."""
+
+    scope: Literal["workspace", "channel"] | None = None
+    value: str = ""
+    types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TermWeight:
+    """One stemmed query term, how many rows hold it (the graph's running count), and
+    the weight (an idf) recall gives a match of it."""
+
+    term: str
+    df: int
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingRow:
+    """A node's stored embedding and what re-embedding it would need."""
+
+    rowid: int
+    vector: np.ndarray | None  # None: never embedded
+    embedder: str
+    type: str
+    content: str
+    author_name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,4 +420,114 @@ class MemoryStorage(Protocol):
         """Fold a duplicate into node ``rowid``: its importance becomes
         ``importance(stored importance)``, ``sources`` are appended (new ones only, ranked
         after the existing), and it is updated ``now``.  Inside a transaction."""
+        ...
+
+    # -- lifecycle and the state the graph loads at open ----------------------------------
+
+    async def close(self) -> None:
+        """Release the connection; idempotent."""
+        ...
+
+    async def max_rowid(self) -> int:
+        """The highest rowid ever assigned (deleted ones count: a label is never reused)."""
+        ...
+
+    async def node_scopes(self) -> list[NodeScope]: ...
+
+    async def author_names(self) -> list[tuple[str, str, str]]:
+        """Distinct ``(workspace, author id, author name)`` of named nodes."""
+        ...
+
+    async def entity_names(self) -> list[tuple[int, str, str]]:
+        """``(rowid, workspace, content)`` of every entity node."""
+        ...
+
+    async def private_channels(self) -> set[str]: ...
+
+    async def mark_private(self, channel: str, private: bool, now: float) -> None: ...
+
+    async def channel_tree_scopes(self, channel: str) -> list[NodeScope]:
+        """Nodes of ``channel`` and of its threads (``channel:…``)."""
+        ...
+
+    async def text_index_state(self, version: str, verify: bool) -> str:
+        """``"ok"``, ``"missing"`` or ``"stale"`` (built by another text version, or, with
+        ``verify``, failing its integrity check)."""
+        ...
+
+    async def rebuild_text_index(self, version: str) -> None:
+        """Build the text index afresh from the nodes (stamped ``version``), in a
+        transaction of its own."""
+        ...
+
+    async def term_frequencies(self) -> dict[str, int]:
+        """How many rows hold each indexed term."""
+        ...
+
+    # -- recall ----------------------------------------------------------------------------
+
+    async def term_scores(
+        self, terms: Sequence[TermWeight], n_rows: int, where: TextFilter
+    ) -> list[tuple[int, float]]:
+        """``(rowid, score)`` of every row matching a term (and ``where``): the sum, over
+        the terms it holds, of a saturating tf part (0 to :data:`TF_SATURATION`, as bm25's)
+        times the term's weight.  ``n_rows`` is the graph's row count, for backends whose
+        index scores with an idf of its own."""
+        ...
+
+    async def newest_matches(
+        self, terms: Sequence[str], where: TextFilter, limit: int, since: float | None
+    ) -> list[tuple[float, NodeRow]]:
+        """Up to ``limit`` of the newest rows holding any of ``terms`` (and ``where``),
+        created at or after ``since``, each with a relevance score (higher is better)."""
+        ...
+
+    async def node_rows(
+        self, rowids: Collection[int], types: Sequence[str] | None, since: float | None
+    ) -> list[NodeRow]:
+        """The rows of ``rowids`` still present, of ``types`` (None: any), not older than
+        ``since``."""
+        ...
+
+    async def created_at(self, rowids: Collection[int]) -> dict[int, float]: ...
+
+    async def embeddings(self, embedder: str, rowids: Collection[int]) -> list[StoredVector]:
+        """Stored vectors of ``rowids`` made by ``embedder`` (others are left out)."""
+        ...
+
+    async def embedding_rows(self, after: int, embedder: str, limit: int) -> list[EmbeddingRow]:
+        """Up to ``limit`` rows above rowid ``after``, in rowid order: every memory, and
+        the episodes whose vector is missing or was made by another embedder."""
+        ...
+
+    async def set_embeddings(
+        self, embedder: str, vectors: Sequence[tuple[int, np.ndarray]]
+    ) -> None:
+        """Store ``(rowid, vector)`` as made by ``embedder``."""
+        ...
+
+    async def add_access(self, rows: Sequence[tuple[int, float, int]]) -> None:
+        """``(count, accessed at, rowid)``: add to access counts; accessed_at only moves up."""
+        ...
+
+    # -- reading nodes out -------------------------------------------------------------------
+
+    async def memory_counts(self) -> dict[str, int]:
+        """``channel -> memories`` (episodes left out)."""
+        ...
+
+    async def node_record(self, memory_id: str) -> dict[str, Any] | None:
+        """One node as its export record (see :meth:`export_nodes`), or None."""
+        ...
+
+    def export_nodes(self) -> AsyncIterator[dict[str, Any]]:
+        """Every node in rowid order, as JSON-able records: id, type, content, importance,
+        current_importance, created_at, updated_at, accessed_at, access_count, channel,
+        scope (its workspace), author_id, author_name, platform_id, sources (a list) and
+        superseded_by."""
+        ...
+
+    def export_edges(self, memory_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Edges (of ``memory_id``, either end, or all) as ``src``, ``dst`` (node ids),
+        ``type``, ``weight``, ``created_at``, in creation order."""
         ...

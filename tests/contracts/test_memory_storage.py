@@ -6,28 +6,15 @@ graph's public API writes the nodes the reads need.  SQLite is the one backend t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from memory_graph import MemoryGraph
 from memory_graph.storage import EpisodeRow, MemoryRow, TombstoneRow
-from tierbot.config import MemoryConfig
 from tierbot.messages import Message, Role
 
 CH = "discord:111:1"
 OTHER = "discord:222:1"
-
-
-@pytest.fixture(params=["sqlite"])
-async def graph(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryGraph]:
-    assert request.param == "sqlite"
-    async with await MemoryGraph.open(
-        tmp_path / "tierbot.db", MemoryConfig.model_validate({})
-    ) as g:
-        yield g
 
 
 def said(pid: str, text: str, author: str = "u1", channel: str = CH) -> Message:

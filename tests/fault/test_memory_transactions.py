@@ -38,7 +38,7 @@ async def test_regression_a_write_cancelled_while_waiting_for_the_file_lock_leav
             # Wait until the write is blocked inside SQLite on the lock, then cancel it.
             for _ in range(400):
                 await asyncio.sleep(0.005)
-                if g.lock.locked() and g.db.in_transaction is False:
+                if g.lock.locked() and g.storage.connection.in_transaction is False:
                     break
             await asyncio.sleep(0.2)
             task.cancel()
@@ -53,4 +53,4 @@ async def test_regression_a_write_cancelled_while_waiting_for_the_file_lock_leav
         assert await g.add_episodes([_msg("p2", "the heron database runs on kestrel")]) == 1
         hits = await g.recall("heron database", channel="c:1", limit=3)
         assert any("heron" in h.content for h in hits)
-        assert not g.db.in_transaction
+        assert not g.storage.connection.in_transaction

@@ -460,7 +460,7 @@ async def test_nodes_saved_after_the_last_index_save_are_caught_up(db_path: Path
         await g.save("first memory about llamas", "fact", channel=GUILD_A)
     g = await MemoryGraph.open(db_path, config())
     await g.save("second memory about alpacas", "fact", channel=GUILD_A)
-    await g.db.close()  # dies without aclose: the index file still holds one vector
+    await g.storage.close()  # dies without aclose: the index file still holds one vector
     async with await MemoryGraph.open(db_path, config()) as g2:
         assert len(g2.vectors) == 2
         hits = await g2.recall("alpacas", channel=GUILD_A, types=["fact"])

@@ -475,13 +475,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 async def export_history(cfg: Config, channel: str) -> list[dict[str, Any]]:
-    from tierbot.store import Store
+    from tierbot.backends import open_store
 
     path = cfg.storage_path()
-    if not path.is_file():
+    if cfg.storage.backend == "sqlite" and not path.is_file():
         raise UsageError(f"no store at {path}: check [storage] path in {cfg.source}")
     rows = []
-    async with await Store.open(path, read_only=True) as store:
+    async with await open_store(cfg, read_only=True) as store:
         async for m in store.export(channel):
             rows.append(
                 {

@@ -206,14 +206,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 async def compaction_history(cfg: Config, channel: str, limit: int) -> list[CompactionRecord]:
     """The newest ``limit`` compactions of ``channel``, oldest first, read from the store."""
-    from tierbot.store import Store
+    from tierbot.backends import open_store
 
     path = cfg.storage_path()
-    if not path.exists():
+    if cfg.storage.backend == "sqlite" and not path.exists():
         raise OpsUnavailable(
             f"no store at {path}: check [storage] path in {cfg.source}", usage=True
         )
-    async with await Store.open(path, read_only=True) as store:
+    async with await open_store(cfg, read_only=True) as store:
         records = await store.compactions(channel, limit)
     return list(reversed(records))
 

@@ -10,7 +10,6 @@ import json
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from bot.cli_config import config_from
@@ -26,17 +25,18 @@ class _NoSuchReply(Exception):
     """The id names no kept reply, or there is no store: bad input, exit 2."""
 
 
-def _store_path(cfg: Config) -> Path:
+def _check_store(cfg: Config) -> None:
+    """A SQLite store must exist (a PostgreSQL one says so when it is opened)."""
     path = cfg.storage_path()
-    if not path.is_file():
+    if cfg.storage.backend == "sqlite" and not path.is_file():
         raise _NoSuchReply(f"no store at {path}: check [storage] path in {cfg.source}")
-    return path
 
 
 async def _list(cfg: Config) -> list[dict[str, Any]]:
-    from tierbot.store import Store
+    from tierbot.backends import open_store
 
-    async with await Store.open(_store_path(cfg), read_only=True) as store:
+    _check_store(cfg)
+    async with await open_store(cfg, read_only=True) as store:
         kept = await store.undelivered()
     return [
         {
@@ -56,9 +56,10 @@ async def _list(cfg: Config) -> list[dict[str, Any]]:
 
 
 async def _settle(cfg: Config, reply_id: int, *, drop: bool) -> None:
-    from tierbot.store import Store
+    from tierbot.backends import open_store
 
-    async with await Store.open(_store_path(cfg), synchronous=cfg.storage.synchronous) as store:
+    _check_store(cfg)
+    async with await open_store(cfg) as store:
         done = await (store.drop_undelivered if drop else store.release_undelivered)(reply_id)
     if not done:
         raise _NoSuchReply(f"no kept reply with id {reply_id} ('tierbot replies list' shows them)")

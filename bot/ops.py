@@ -34,10 +34,9 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.reload import ConfigWatcher
+from tierbot.store import Store
 
 if TYPE_CHECKING:
-    import aiosqlite
-
     from bot.runtime import Runtime
 
 log = structlog.get_logger("tierbot.ops")
@@ -62,16 +61,17 @@ class Health:
         }
 
 
-async def _noop(db: aiosqlite.Connection) -> None:
+async def _noop(conn: Any) -> None:
     return None
 
 
 async def store_check(rt: Runtime, within: float = STORE_PROBE_SECONDS) -> str:
     """``ok``, or why the store cannot take a write (a transaction round trip + file access)."""
-    path = rt.store.path
-    for p in (path, path.parent):
-        if p.exists() and not os.access(p, os.W_OK):
-            return f"not writable: {p}"
+    if isinstance(rt.store, Store):
+        path = rt.store.path
+        for p in (path, path.parent):
+            if p.exists() and not os.access(p, os.W_OK):
+                return f"not writable: {p}"
     try:
         await asyncio.wait_for(rt.store.write(_noop), within)
     except TimeoutError:

@@ -39,6 +39,7 @@ from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
 from channels import ChannelDeps, ChannelRegistry, to_message
 from channels.memory import MemoryService
+from tierbot.backends import AnyStore, open_store
 from tierbot.config import Config, RespondMode
 from tierbot.errors import FatalAdapterError
 from tierbot.events import Bus, DeliveryFailed, MessageReceived, ReplySent
@@ -46,10 +47,11 @@ from tierbot.keys import ChannelKey
 from tierbot.llm.base import LLMProvider
 from tierbot.llm.factory import make_provider
 from tierbot.messages import InboundMessage
+from tierbot.pg.store import PostgresStore
 from tierbot.retry import Backoff, retry_forever
-from tierbot.store import Store, UndeliveredReply
+from tierbot.storage import UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
-from workers import TASK_TABLES, CompactionWorker, TaskPool, TaskRecords, WorkerPool
+from workers import TASK_TABLES, TASK_TABLES_PG, CompactionWorker, TaskPool, TaskRecords, WorkerPool
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -90,7 +92,7 @@ class Runtime(Dispatcher):
         *,
         events: Bus,
         metrics: Metrics,
-        store: Store,
+        store: AnyStore,
         counter: TokenCounter,
         llm: MeteredProvider,
         memory: MemoryService | None,
@@ -190,12 +192,10 @@ class Runtime(Dispatcher):
             opened.callback(metrics.close)
             encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
             counter = get_counter(encoding)
-            store = await Store.open(
-                cfg.storage_path(),
-                synchronous=cfg.storage.synchronous,
-                commit_batch=cfg.storage.commit_batch,
-                busy_timeout=cfg.storage.busy_timeout_seconds,
-                components=(TASK_TABLES,),
+            store = await open_store(
+                cfg,
+                environ=environ,
+                components={"sqlite": (TASK_TABLES,), "postgres": (TASK_TABLES_PG,)},
             )
             opened.push_async_callback(store.aclose)
             provider = MeteredProvider(
@@ -226,7 +226,8 @@ class Runtime(Dispatcher):
         _freeze_startup_heap()
         for line in cfg.deprecations:
             log.warning("config.deprecated", source=cfg.source, detail=line)
-        log.info("runtime.started", provider=provider.name, store=str(cfg.storage_path()))
+        where = store.where if isinstance(store, PostgresStore) else str(cfg.storage_path())
+        log.info("runtime.started", provider=provider.name, store=where)
         return rt
 
     @property

@@ -59,3 +59,22 @@ def _reset_logging() -> Any:
 
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """One private PostgreSQL (with pgvector) for the whole run; tests take databases."""
+    from tierbot.testing.postgres import PostgresServer
+
+    server = PostgresServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_dsn(pg_server: Any) -> str:
+    """A fresh, empty database on the session's PostgreSQL server."""
+    dsn: str = pg_server.create_database()
+    return dsn

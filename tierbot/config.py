@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from tierbot.errors import ConfigError, ConfigProblem
@@ -217,12 +225,33 @@ class LLMConfig(_Model):
 
 
 class StorageConfig(_Model):
-    """Where the SQLite database lives and how it commits."""
+    """Where messages and memories live and how they commit.
 
+    ``backend = "sqlite"`` (the default) keeps everything in the file at ``path``;
+    ``"postgres"`` uses the server whose connection string is in the environment
+    variable ``dsn_env`` names (the secret never lives in this file), with a pool of
+    ``pool_min``..``pool_max`` connections.
+    """
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
     path: str = "data/tierbot.db"
     synchronous: Literal["full", "normal"] = "full"
     commit_batch: int = Field(512, ge=1, le=100_000)
     busy_timeout_seconds: float = Field(10.0, ge=0, le=3600)
+    dsn_env: str = Field("TIERBOT_DATABASE_URL", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    pool_min: int = Field(2, ge=1, le=1000)
+    pool_max: int = Field(10, ge=1, le=1000)
+    connect_timeout_seconds: float = Field(10.0, gt=0, le=600)
+    #: A statement running longer fails (0: no limit).
+    statement_timeout_seconds: float = Field(60.0, ge=0, le=86_400)
+
+    @model_validator(mode="after")
+    def _pool_bounds(self) -> StorageConfig:
+        if self.pool_min > self.pool_max:
+            raise ValueError(
+                f"pool_min ({self.pool_min}) is larger than pool_max ({self.pool_max})"
+            )
+        return self
 
 
 class LoggingConfig(_Model):

@@ -245,6 +245,8 @@ class Store:
     (the task-worker records) use to join the writer's batches.
     """
 
+    backend = "sqlite"
+
     def __init__(
         self,
         path: Path,

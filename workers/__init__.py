@@ -22,13 +22,14 @@ from workers.compaction import (
     minable,
 )
 from workers.pool import WorkerPool
-from workers.records import TASK_TABLES, TaskRecords
+from workers.records import TASK_TABLES, TASK_TABLES_PG, TaskRecords
 from workers.supervisor import LimitReached, Supervisor, TaskFailed, TaskOutcome, TaskPool
 from workers.task import TaskWorker, WorkerLimits
 from workers.tools import ToolRegistry
 
 __all__ = [
     "TASK_TABLES",
+    "TASK_TABLES_PG",
     "CompactionJob",
     "CompactionOutcome",
     "CompactionWorker",

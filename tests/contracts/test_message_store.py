@@ -1,9 +1,9 @@
 """The MessageStore contract, run against every implementation of tierbot.storage.MessageStore.
 
-Each implementation is a fixture parameter: a way to open a store at a path, and a way to
-make its database refuse one row (to tell a constraint error from a duplicate).  SQLite is
-the one implementation today; a new backend adds itself to ``BACKENDS`` and must pass all of
-this unchanged.
+Each implementation is a fixture parameter: a way to open a store at a place (a path for
+SQLite; for PostgreSQL, a database on the session's private server, one per place), and a
+way to make its database refuse one row (to tell a constraint error from a duplicate).
+A new backend adds itself to ``BACKENDS`` and must pass all of this unchanged.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from tierbot.errors import StoreError
 from tierbot.messages import Message, Role, State
+from tierbot.pg.store import PostgresStore
 from tierbot.storage import ChannelState, CompactionRecord, MessageStore
 from tierbot.store import Store
+from tierbot.testing.postgres import PostgresServer
 from tierbot.vocab import CompactionKind, Outcome
 
 
@@ -27,10 +30,10 @@ class Backend:
     name: str
     open: Callable[[Path], Awaitable[MessageStore]]
     #: Make the database refuse any row whose text is "poison" (a constraint, not a dup).
-    poison: Callable[[Path], None]
+    poison: Callable[[Path], Awaitable[None]]
 
 
-def _sqlite_poison(path: Path) -> None:
+async def _sqlite_poison(path: Path) -> None:
     with sqlite3.connect(path) as db:
         db.execute(
             "CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.text = 'poison' "
@@ -42,12 +45,41 @@ async def _sqlite_open(path: Path) -> MessageStore:
     return await Store.open(path, synchronous="normal")
 
 
-BACKENDS = [Backend("sqlite", _sqlite_open, _sqlite_poison)]
+class _Postgres:
+    """PostgreSQL: each place (a path) is one database on the session's server."""
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self.dsns: dict[Path, str] = {}
+
+    def dsn(self, path: Path) -> str:
+        if path not in self.dsns:
+            self.dsns[path] = self.server.create_database()
+        return self.dsns[path]
+
+    async def open(self, path: Path) -> MessageStore:
+        return await PostgresStore.connect(self.dsn(path))
+
+    async def poison(self, path: Path) -> None:
+        conn = await asyncpg.connect(self.dsn(path))
+        try:
+            await conn.execute(
+                "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.text = 'poison' THEN RAISE EXCEPTION 'poisoned row refused'; END IF; "
+                "RETURN NEW; END $$; "
+                "CREATE TRIGGER poison BEFORE INSERT ON messages FOR EACH ROW "
+                "EXECUTE FUNCTION poison()"
+            )
+        finally:
+            await conn.close()
 
 
-@pytest.fixture(params=BACKENDS, ids=lambda b: b.name)
+@pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest) -> Backend:
-    return request.param  # type: ignore[no-any-return]
+    if request.param == "sqlite":
+        return Backend("sqlite", _sqlite_open, _sqlite_poison)
+    pg = _Postgres(request.getfixturevalue("pg_server"))
+    return Backend("postgres", pg.open, pg.poison)
 
 
 @pytest.fixture
@@ -89,7 +121,7 @@ async def test_a_constraint_error_raises_and_is_never_reported_as_a_duplicate(
     path = tmp_path / "poisoned.db"
     s = await backend.open(path)
     await s.aclose()
-    backend.poison(path)
+    await backend.poison(path)
     s = await backend.open(path)
     try:
         with pytest.raises(StoreError, match="poisoned row refused"):
@@ -184,3 +216,11 @@ async def test_forgetting_an_author_deletes_only_their_messages(store: MessageSt
     assert await store.count_author_messages("u1") == 1
     assert await store.delete_author_messages("u1") == 1
     assert [m.text for m in await store.load_live("c")] == ["theirs"]
+
+
+async def test_text_with_a_nul_character_is_stored_not_refused(store: MessageStore) -> None:
+    stored = await store.append(msg("p1", "before\x00after"))
+    assert stored is not None
+    [back] = await store.load_live("c")
+    assert back.text.startswith("before") and back.text.endswith("after")
+    assert len(back.text) == len("before\x00after")

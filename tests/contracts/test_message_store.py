@@ -8,6 +8,7 @@ A new backend adds itself to ``BACKENDS`` and must pass all of this unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -128,6 +129,18 @@ async def test_a_constraint_error_raises_and_is_never_reported_as_a_duplicate(
             await s.append(msg("p1", "poison"))
         ok = await s.append_many([msg("p2", "fine")])
         assert ok[0] is not None, "the store goes on after refusing one row"
+        # Writes committed together: the refused one fails alone, the others land.
+        results = await asyncio.gather(
+            *(s.append(msg(f"q{i}", "poison" if i == 3 else f"ok {i}")) for i in range(8)),
+            return_exceptions=True,
+        )
+        assert isinstance(results[3], StoreError)
+        assert all(
+            r is not None and not isinstance(r, BaseException)
+            for i, r in enumerate(results)
+            if i != 3
+        )
+        assert len(await s.load_live("c")) == 1 + 7
     finally:
         await s.aclose()
 

@@ -319,11 +319,11 @@ async def _cosines(g: MemoryGraph, qv: np.ndarray, rowids: list[int]) -> list[tu
     """(rowid, cosine with ``qv``) from the stored vectors of the current embedder."""
     if not rowids:
         return []
-    found = await g.storage.embeddings(g.embedder.identity, rowids)
+    found, matrix = await g.storage.embedding_matrix(g.embedder.identity, rowids)
     if not found:
         return []
-    sims = np.stack([v.vector for v in found]) @ qv.astype(np.float32)
-    return [(v.rowid, float(s)) for v, s in zip(found, sims, strict=True)]
+    sims = matrix @ qv.astype(np.float32)
+    return [(r, float(s)) for r, s in zip(found, sims.tolist(), strict=True)]
 
 
 async def _rows(

@@ -221,6 +221,19 @@ class SQLiteSearch:
         rows = await self._in(sql, rowids, [embedder])
         return [StoredVector(int(r), ch, blob_vector(blob)) for r, ch, blob in rows]
 
+    async def embedding_matrix(
+        self, embedder: str, rowids: Collection[int]
+    ) -> tuple[list[int], np.ndarray]:
+        sql = (
+            "SELECT rowid, embedding FROM memory_nodes WHERE rowid IN ({}) "
+            "AND embedder = ? AND embedding IS NOT NULL"
+        )
+        rows = await self._in(sql, rowids, [embedder])
+        if not rows:
+            return [], np.empty((0, 0), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
+        return [int(r) for r, _ in rows], matrix.reshape(len(rows), -1)
+
     async def embedding_rows(self, after: int, embedder: str, limit: int) -> list[EmbeddingRow]:
         sql = (
             "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "

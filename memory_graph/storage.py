@@ -495,6 +495,12 @@ class MemoryStorage(Protocol):
         """Stored vectors of ``rowids`` made by ``embedder`` (others are left out)."""
         ...
 
+    async def embedding_matrix(
+        self, embedder: str, rowids: Collection[int]
+    ) -> tuple[list[int], np.ndarray]:
+        """:meth:`embeddings` as (rowids, one float32 row per rowid): recall's hot path."""
+        ...
+
     async def embedding_rows(self, after: int, embedder: str, limit: int) -> list[EmbeddingRow]:
         """Up to ``limit`` rows above rowid ``after``, in rowid order: every memory, and
         the episodes whose vector is missing or was made by another embedder."""

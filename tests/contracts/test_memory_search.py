@@ -154,6 +154,10 @@ async def test_rows_dates_and_vectors_of_rowids(graph: MemoryGraph) -> None:
     vectors = {v.rowid: v.vector for v in await s.embeddings(identity, many)}
     assert set(vectors) == {ep, mem} and vectors[ep].dtype == np.float32
     assert await s.embeddings("some-other-embedder", many) == []
+    labels, matrix = await s.embedding_matrix(identity, many)
+    assert sorted(labels) == sorted([ep, mem])
+    assert all(np.array_equal(matrix[i], vectors[r]) for i, r in enumerate(labels))
+    assert (await s.embedding_matrix("some-other-embedder", many))[0] == []
 
 
 async def test_stale_embeddings_are_listed_and_replaced(graph: MemoryGraph) -> None:

@@ -128,9 +128,8 @@ async def ann_quality(graph: MemoryGraph, corpus: Corpus, samples: int, workspac
     """Mean overlap of the index's top 10 with exact top 10, within one workspace's scope."""
     channel = channel_of(0, workspaces)
     in_scope = np.flatnonzero(graph.ws_of == graph.codes["discord:0"]).tolist()
-    rows = await graph.storage.embeddings(graph.embedder.identity, in_scope)
-    labels = np.array([r.rowid for r in rows], dtype=np.int64)
-    matrix = np.stack([r.vector for r in rows])
+    found, matrix = await graph.storage.embedding_matrix(graph.embedder.identity, in_scope)
+    labels = np.array(found, dtype=np.int64)
     overlaps = []
     for _ in range(samples):
         qv = graph.embedder.embed([corpus.sentence(3, 7)])[0]

@@ -22,7 +22,6 @@ from .storage import (
     EmbeddingRow,
     NodeRow,
     NodeScope,
-    StoredVector,
     TermWeight,
     TextFilter,
 )
@@ -212,14 +211,6 @@ class SQLiteSearch:
     async def created_at(self, rowids: Collection[int]) -> dict[int, float]:
         sql = "SELECT rowid, created_at FROM memory_nodes WHERE rowid IN ({})"
         return {int(r): float(ts) for r, ts in await self._in(sql, rowids)}
-
-    async def embeddings(self, embedder: str, rowids: Collection[int]) -> list[StoredVector]:
-        sql = (
-            "SELECT rowid, channel, embedding FROM memory_nodes WHERE rowid IN ({}) "
-            "AND embedder = ? AND embedding IS NOT NULL"
-        )
-        rows = await self._in(sql, rowids, [embedder])
-        return [StoredVector(int(r), ch, blob_vector(blob)) for r, ch, blob in rows]
 
     async def embedding_matrix(
         self, embedder: str, rowids: Collection[int]

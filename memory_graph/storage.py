@@ -491,14 +491,11 @@ class MemoryStorage(Protocol):
 
     async def created_at(self, rowids: Collection[int]) -> dict[int, float]: ...
 
-    async def embeddings(self, embedder: str, rowids: Collection[int]) -> list[StoredVector]:
-        """Stored vectors of ``rowids`` made by ``embedder`` (others are left out)."""
-        ...
-
     async def embedding_matrix(
         self, embedder: str, rowids: Collection[int]
     ) -> tuple[list[int], np.ndarray]:
-        """:meth:`embeddings` as (rowids, one float32 row per rowid): recall's hot path."""
+        """The stored vectors of ``rowids`` made by ``embedder`` (others are left out), as
+        (their rowids, one float32 row per rowid)."""
         ...
 
     async def embedding_rows(self, after: int, embedder: str, limit: int) -> list[EmbeddingRow]:

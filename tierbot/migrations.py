@@ -33,7 +33,7 @@ import structlog
 
 from tierbot.errors import StoreError
 
-__all__ = ["VERSION_TABLE", "Migrations", "migrate", "statements", "version"]
+__all__ = ["VERSION_TABLE", "Migrations", "check_known", "migrate", "statements", "version"]
 
 log = structlog.get_logger("tierbot.migrations")
 
@@ -98,6 +98,12 @@ async def version(db: aiosqlite.Connection, m: Migrations, *, where: str = "") -
             raise
         row = None
     current = int(row[0]) if row is not None else await _legacy_version(db, m.legacy)
+    return check_known(m, current, where)
+
+
+def check_known(m: Migrations, current: int, where: str = "") -> int:
+    """``current``, unless it is newer than this code knows: then StoreError (an older
+    tierbot must not write a schema it does not know).  Every backend's runner calls it."""
     if current > m.latest:
         place = f" of {where}" if where else ""
         raise StoreError(

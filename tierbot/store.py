@@ -37,6 +37,7 @@ import aiosqlite
 import structlog
 
 from tierbot.errors import StoreError
+from tierbot.groupcommit import WriteQueue, WriteResult
 from tierbot.messages import Message, Role, State
 from tierbot.migrations import Migrations, migrate, version
 from tierbot.storage import ChannelState, CompactionRecord, MessageStore, UndeliveredReply
@@ -267,7 +268,7 @@ class Store:
         self._db: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._lock: WriterLock | None = None
-        self._queue: asyncio.Queue[tuple[WriteOp, asyncio.Future[Any]] | None] = asyncio.Queue()
+        self._queue: WriteQueue[WriteOp] = WriteQueue()
         self._writer: asyncio.Task[None] | None = None
         self.commits = 0
 
@@ -357,7 +358,7 @@ class Store:
         lock. Safe to call twice, and after a failed open."""
         try:
             if self._writer is not None:
-                await self._queue.put(None)
+                await self._queue.stop()
                 await self._writer
                 self._writer = None
         finally:
@@ -386,26 +387,13 @@ class Store:
                 if self.read_only
                 else "the store is closed"
             )
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        await self._queue.put((op, fut))
-        return await fut
+        return await self._queue.submit(op)
 
     async def _write_loop(self) -> None:
         db = self._db
         assert db is not None
-        stopping = False
-        while not stopping:
-            first = await self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self._commit_batch and not self._queue.empty():
-                nxt = self._queue.get_nowait()
-                if nxt is None:
-                    stopping = True
-                    break
-                batch.append(nxt)
-            results: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        while (batch := await self._queue.next_batch(self._commit_batch)) is not None:
+            results: list[WriteResult] = []
             try:
                 await db.execute("BEGIN IMMEDIATE")
                 for op, fut in batch:
@@ -436,13 +424,7 @@ class Store:
                         log.error("store.rollback_failed", error=str(again))
                 err = self._error(exc)
                 results = [(fut, None, err) for _, fut in batch]
-            for fut, value, error in results:
-                if fut.done():
-                    continue
-                if error is not None:
-                    fut.set_exception(error)
-                else:
-                    fut.set_result(value)
+            self._queue.settle(results)
 
     def _error(self, exc: Exception) -> Exception:
         """SQLite's own errors become a StoreError naming the store and the real cause."""

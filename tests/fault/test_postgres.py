@@ -167,3 +167,65 @@ def _stored(dsn: str, channel: str) -> int:
             await conn.close()
 
     return asyncio.run(count())
+
+
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_memory_on_postgres_is_refused_in_one_line_until_it_exists(
+    tmp_path: Path, pg_dsn: str, command: str
+) -> None:
+    cfg = pg_config(tmp_path)
+    cfg.write_text(
+        cfg.read_text().replace("[memory]\nenabled = false\n", "[memory]\nenabled = true\n")
+    )
+    feed = write_lines(tmp_path / "feed.jsonl", messages(2))
+    args = ["run"] if command == "run" else ["replay", str(feed), "--channel", "s:1"]
+    code, _, err, took = tierbot([*args, "--config", str(cfg)], {"TIERBOT_DATABASE_URL": pg_dsn})
+    assert code == 1, err
+    line = last_line(err)
+    assert line.startswith("tierbot: ") and "[memory] enabled = false" in line, err
+    assert no_traceback(err) and took < EXIT_BOUND
+
+
+def test_a_message_the_database_refuses_is_never_reported_stored(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """A row PostgreSQL refuses (a constraint) fails the replay, non-zero, naming the
+    database's reason; it is not counted as stored nor as a duplicate."""
+    cfg = pg_config(tmp_path)
+    rows = messages(5)
+    rows[2]["text"] = "poison"
+    feed = write_lines(tmp_path / "feed.jsonl", rows)
+    args = [
+        "replay",
+        str(feed),
+        "--channel",
+        "pg:p",
+        "--listen-only",
+        "--json",
+        "--config",
+        str(cfg),
+    ]
+    first = write_lines(tmp_path / "first.jsonl", rows[:1])
+    setup = ["replay", str(first), "--channel", "pg:p", "--listen-only", "--config", str(cfg)]
+    code, _, err, _ = tierbot(setup, {"TIERBOT_DATABASE_URL": pg_dsn}, timeout=60)
+    assert code == 0, err  # creates the tables
+
+    async def poison() -> None:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            await conn.execute(
+                "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.text = 'poison' THEN RAISE EXCEPTION 'poisoned row refused'; END IF; "
+                "RETURN NEW; END $$; "
+                "CREATE TRIGGER poison BEFORE INSERT ON messages FOR EACH ROW "
+                "EXECUTE FUNCTION poison()"
+            )
+        finally:
+            await conn.close()
+
+    asyncio.run(poison())
+    code, out, err, _ = tierbot(args, {"TIERBOT_DATABASE_URL": pg_dsn}, timeout=60)
+    assert code != 0, out + err
+    assert "poisoned row refused" in err
+    stored = [m["text"] for m in _export(cfg, pg_dsn, "pg:p") if m["role"] == "user"]
+    assert "poison" not in stored

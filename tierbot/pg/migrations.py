@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncpg
 import structlog
 
-from tierbot.errors import StoreError
-from tierbot.migrations import VERSION_TABLE, Migrations
+from tierbot.migrations import VERSION_TABLE, Migrations, check_known
 
 __all__ = ["migrate", "version"]
 
@@ -40,13 +39,7 @@ async def version(conn: asyncpg.Connection, m: Migrations, *, where: str = "") -
             f"SELECT version FROM {VERSION_TABLE} WHERE component = $1", m.component
         )
         current = int(row or 0)
-    if current > m.latest:
-        place = f" of {where}" if where else ""
-        raise StoreError(
-            f"the {m.component} schema{place} is version {current}, newer than this "
-            f"tierbot ({m.latest}); upgrade tierbot"
-        )
-    return current
+    return check_known(m, current, where)
 
 
 async def migrate(conn: asyncpg.Connection, m: Migrations, *, where: str = "") -> int:

@@ -29,6 +29,7 @@ import structlog
 
 from tierbot.config import StorageConfig
 from tierbot.errors import StoreError
+from tierbot.groupcommit import WriteQueue, WriteResult
 from tierbot.messages import Message, Role, State
 from tierbot.migrations import Migrations
 from tierbot.storage import ChannelState, CompactionRecord, UndeliveredReply
@@ -218,7 +219,7 @@ class PostgresStore:
         self.read_only = read_only
         self.components = tuple(components)
         self._commit_batch = commit_batch
-        self._queue: asyncio.Queue[tuple[PgWriteOp, asyncio.Future[Any]] | None] = asyncio.Queue()
+        self._queue: WriteQueue[PgWriteOp] = WriteQueue()
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self.commits = 0
@@ -307,7 +308,7 @@ class PostgresStore:
         self._closed = True
         try:
             if self._writer is not None:
-                await self._queue.put(None)
+                await self._queue.stop()
                 await self._writer
                 self._writer = None
         finally:
@@ -323,23 +324,10 @@ class PostgresStore:
                 if self.read_only
                 else "the store is closed"
             )
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        await self._queue.put((op, fut))
-        return await fut
+        return await self._queue.submit(op)
 
     async def _write_loop(self) -> None:
-        stopping = False
-        while not stopping:
-            first = await self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self._commit_batch and not self._queue.empty():
-                nxt = self._queue.get_nowait()
-                if nxt is None:
-                    stopping = True
-                    break
-                batch.append(nxt)
+        while (batch := await self._queue.next_batch(self._commit_batch)) is not None:
             try:
                 # Fast path: the whole batch in one transaction, no savepoints.  A write
                 # that fails aborts it; the batch then runs again, each write under its
@@ -353,21 +341,15 @@ class PostgresStore:
                 log.error("store.commit_failed", error=str(exc), batch=len(batch))
                 err = self._error(exc)
                 results = [(fut, None, err) for _, fut in batch]
-            for fut, value, error in results:
-                if fut.done():
-                    continue
-                if error is not None:
-                    fut.set_exception(error)
-                else:
-                    fut.set_result(value)
+            self._queue.settle(results)
 
     async def _commit(
         self, batch: list[tuple[PgWriteOp, asyncio.Future[Any]]], *, isolate: bool
-    ) -> list[tuple[asyncio.Future[Any], Any, BaseException | None]]:
+    ) -> list[WriteResult]:
         """Run ``batch`` in one transaction and commit it.  Without ``isolate`` the first
         failing write raises _OpFailed (everything rolled back); with it, each write runs
         under a savepoint and a failure is that write's result alone."""
-        results: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        results: list[WriteResult] = []
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK)
             for op, fut in batch:
@@ -392,7 +374,7 @@ class PostgresStore:
         return results
 
     def _error(self, exc: BaseException) -> BaseException:
-        if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | OSError):
+        if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | OSError | ValueError):
             err = StoreError(f"cannot write to the store at {self.where}: {exc}")
             err.__cause__ = exc
             return err

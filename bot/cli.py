@@ -602,7 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAIL
     except TierbotError as exc:
         structlog.get_logger("tierbot.cli").error("fatal", error=str(exc))
-        print(f"tierbot: {exc}", file=sys.stderr)
+        # One line, even when a server's message brings its own (PostgreSQL's HINT: ...).
+        print(f"tierbot: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_FAIL
     except sqlite3.DatabaseError as exc:
         # A read deep inside a command hit a damaged file: one line, not a traceback.

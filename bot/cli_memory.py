@@ -32,8 +32,14 @@ async def _graph(cfg: Config, *, write: bool = False) -> AsyncIterator[Any]:
     """The memory graph: read-only (safe beside a running bot), or under the store's
     writer lock (refused while a bot or another writer runs)."""
     from memory_graph import MemoryGraph
+    from memory_graph.backends import open_graph
     from tierbot.storelock import WriterLock
 
+    if cfg.storage.backend != "sqlite":
+        # The database serialises writers itself; there is no file lock to take.
+        async with await open_graph(cfg, read_only=not write) as graph:
+            yield graph
+        return
     path = cfg.storage_path()
     if not path.is_file():
         raise _BadInput(f"no store at {path}: check [storage] path in {cfg.source}")
@@ -126,10 +132,10 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             report = await graph.forget_author(author, dry_run=True)
         raw = sum(n for *_, n in report.per_channel) if not keep else 0
         if not keep:
-            from tierbot.store import Store
+            from tierbot.backends import open_store
 
             # Stored messages not indexed yet go too: count them in the log itself.
-            async with await Store.open(cfg.storage_path(), read_only=True) as st:
+            async with await open_store(cfg, read_only=True) as st:
                 raw = max(raw, await st.count_author_messages(author))
         _emit(_footprint(report) | {"keep_messages": keep, "deleted": False})
         raise _BadInput(
@@ -138,16 +144,17 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             + (f" ({raw} raw messages would be deleted too)" if raw else "")
             + "; re-run with --yes to delete them everywhere"
         )
-    from memory_graph import MemoryGraph
-    from tierbot.store import Store
+    from memory_graph.backends import open_graph
+    from tierbot.backends import open_store
 
-    path = cfg.storage_path()
-    if not path.is_file():
-        raise _BadInput(f"no store at {path}: check [storage] path in {cfg.source}")
-    # Opening the store as a writer takes its lock: the graph and the raw messages are
-    # changed under one lock, refused while a bot runs.
-    async with await Store.open(path, synchronous=cfg.storage.synchronous) as st:
-        async with await MemoryGraph.open(path, cfg.memory) as graph:
+    if cfg.storage.backend == "sqlite" and not cfg.storage_path().is_file():
+        raise _BadInput(f"no store at {cfg.storage_path()}: check [storage] path in {cfg.source}")
+    # On SQLite, opening the store as a writer takes its lock: the graph and the raw
+    # messages are changed under one lock, refused while a bot runs.
+    async with await open_store(cfg) as st:
+        async with await open_graph(
+            cfg, pool=getattr(st, "pool", None), where=getattr(st, "where", "")
+        ) as graph:
             report = await graph.forget_author(author)
         deleted = await st.delete_messages(report.messages) if not keep and report.messages else 0
         if not keep:

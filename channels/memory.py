@@ -20,8 +20,9 @@ from typing import Any, Protocol
 import structlog
 
 from memory_graph import MemoryDraft, MemoryGraph, memory_tools, run_memory_tool, save_draft
+from memory_graph.backends import open_graph
 from tierbot.config import Config
-from tierbot.errors import StoreError, ToolError
+from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
 from tierbot.llm.text import sentences, stems
 from tierbot.messages import Message, Role
@@ -451,12 +452,9 @@ class MemoryService:
     ) -> MemoryService:
         """Open the graph and start indexing ``source``; ``live_indexing`` tells whether
         live indexing is on now (default: ``config.memory.index_live_messages``)."""
-        if config.storage.backend != "sqlite":
-            raise StoreError(
-                f'the memory graph does not run on [storage] backend = "{config.storage.backend}" '
-                'yet: set [memory] enabled = false, or use backend = "sqlite"'
-            )
-        graph = await MemoryGraph.open(config.storage_path(), config.memory)
+        graph = await open_graph(
+            config, pool=getattr(source, "pool", None), where=getattr(source, "where", "")
+        )
         try:
             service = cls(graph, config, source, live_indexing=live_indexing)
             service.indexer.start()

@@ -201,13 +201,14 @@ async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:
             g.add_name(plan.workspace, m.author_name, m.author_id)
 
 
-async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
-    """Add to the vector index every memory with rowid > ``since``; re-embed stale rows,
-    episodes included (their vectors stay in storage only)."""
+async def catch_up_vectors(g: MemoryGraph, since: int, *, stale_only: bool = False) -> None:
+    """Add to the in-RAM vector index every memory with rowid > ``since``; re-embed stale
+    rows, episodes included (their vectors stay in storage only).  ``stale_only``: only
+    re-embed (the storage holds the vector index)."""
     identity = g.embedder.identity
     last = since
     while True:
-        rows = await g.storage.embedding_rows(last, identity, 20_000)
+        rows = await g.storage.embedding_rows(last, identity, 20_000, stale_only=stale_only)
         if not rows:
             return
         last = rows[-1].rowid
@@ -221,7 +222,7 @@ async def catch_up_vectors(g: MemoryGraph, since: int) -> None:
                 await g.storage.set_embeddings(identity, list(fresh.items()))
         # Every row without a current vector was just embedded: none is None here.
         memories = [r for r in rows if r.type != "episode"]
-        if not memories:
+        if not memories or stale_only:
             continue
         labels = np.array([r.rowid for r in memories], dtype=np.int64)
         matrix = np.stack(

@@ -125,9 +125,35 @@ class MemoryGraph:
                 if config.index_dir
                 else db_path.parent / (db_path.name + ".memory-index")
             )
-        if embedder is None:
-            embedder = await asyncio.to_thread(embedder_from_config, config)
         storage = await SQLiteMemoryStorage.open(db_path, read_only=read_only)
+        return await cls.open_storage(
+            storage,
+            config,
+            index_dir=Path(index_dir),
+            embedder=embedder,
+            read_only=read_only,
+            where=f" in {db_path} (index {index_dir})",
+        )
+
+    @classmethod
+    async def open_storage(
+        cls,
+        storage: MemoryStorage,
+        config: MemoryConfig,
+        *,
+        index_dir: Path,
+        embedder: Embedder | None = None,
+        read_only: bool = False,
+        where: str = "",
+    ) -> MemoryGraph:
+        """Open the graph on an opened ``storage`` (closed again if this fails); the
+        vector index lives in ``index_dir`` unless the storage searches vectors itself."""
+        try:
+            if embedder is None:
+                embedder = await asyncio.to_thread(embedder_from_config, config)
+        except BaseException:
+            await storage.close()
+            raise
         self = cls(storage, config, embedder, Path(index_dir))
         self.read_only = read_only
         try:
@@ -141,9 +167,7 @@ class MemoryGraph:
         except BaseException as exc:
             await storage.close()
             if isinstance(exc, OSError | aiosqlite.Error):
-                raise StoreError(
-                    f"cannot open the memory graph in {db_path} (index {index_dir}): {exc}"
-                ) from exc
+                raise StoreError(f"cannot open the memory graph{where}: {exc}") from exc
             raise
         return self
 
@@ -169,7 +193,7 @@ class MemoryGraph:
         try:
             async with self.lock:
                 await self.flush_access()
-                await asyncio.to_thread(self.vectors.save, self.index_dir)
+                await self.save_vectors()
                 await self.storage.set_meta("clean_shutdown", "1")
         finally:
             await self.storage.close()
@@ -208,8 +232,26 @@ class MemoryGraph:
         for t in set(" ".join(texts).split()):
             df[t] = df.get(t, 0) + 1
 
+    @property
+    def vectors_in_storage(self) -> bool:
+        """Whether the storage searches memories' vectors (no in-RAM index here)."""
+        return bool(self.storage.vector_index)
+
+    async def save_vectors(self) -> None:
+        """Write the in-RAM vector index to ``index_dir`` (nothing to do when the
+        storage holds the index)."""
+        if not self.vectors_in_storage:
+            await asyncio.to_thread(self.vectors.save, self.index_dir)
+
     async def _ensure_vectors(self) -> None:
         identity = self.embedder.identity
+        if self.vectors_in_storage:
+            # Rows made by another embedder are embedded again; the index is the database's.
+            await episodes.catch_up_vectors(self, 0, stale_only=True)
+            if not self.read_only:
+                await self.storage.prepare_vector_index(self.embedder.dim)
+                await self.storage.set_meta("embedder", identity)
+            return
         loaded, reason = await asyncio.to_thread(
             VectorIndex.load, self.index_dir, identity, self.embedder.dim
         )
@@ -456,6 +498,44 @@ class MemoryGraph:
                 return labels[keep][:k], sims[keep][:k]
         return self.vectors.search(
             vector, k, lambda label: label < len(arr) and arr[label] == code, ef=ef
+        )
+
+    async def nearest(
+        self, vector: np.ndarray, k: int, channel: str, *, ef: int = 384
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`vector_search` from the event loop, on whichever index holds the vectors.
+
+        In the database's index the same strategy holds: a scope holding a fair share of
+        the memories is searched unfiltered, wider, and filtered by the scope codes; a
+        small scope (or an unlucky draw) is searched exactly within its workspace or
+        channel, then filtered by the codes (a private scope is narrower)."""
+        if not self.vectors_in_storage:
+            return await asyncio.to_thread(self.vector_search, vector, k, channel, ef=ef)
+        where, arr, code = self._scope(channel)
+        allowed_n = self.code_counts.get(code, 0)
+        total = int(np.count_nonzero(self.vectorized))
+        empty = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        if allowed_n == 0 or total == 0:
+            return empty
+        want = min(k, allowed_n)
+        share = allowed_n / total
+        identity = self.embedder.identity
+        query = np.asarray(vector, dtype=np.float32)[None, :]
+        hits: list[tuple[int, float]] = []
+        if share >= 0.05:
+            n = min(total, int(k / share * 1.5) + 8, 1000)
+            [found] = await self.storage.nearest(query, n, identity, TextFilter(), ef=max(n, 40))
+            hits = [(r, s) for r, s in found if r < len(arr) and arr[r] == code]
+        if len(hits) < want:
+            wide = k if where.scope == "channel" else max(4 * k, 64)
+            [found] = await self.storage.nearest(query, wide, identity, where, exact=True)
+            hits = [(r, s) for r, s in found if r < len(arr) and arr[r] == code]
+        hits = hits[:k]
+        if not hits:
+            return empty
+        return (
+            np.array([r for r, _ in hits], dtype=np.int64),
+            np.array([s for _, s in hits], dtype=np.float32),
         )
 
     def visible(self, channel: str, node_channel: str) -> bool:

@@ -34,7 +34,7 @@ async def run(g: MemoryGraph, now: float) -> MaintenanceReport:
         decayed = await _decay(g, now)
         pruned_ids = await _prune(g, now)
         associated = await _associate(g, now)
-        await asyncio.to_thread(g.vectors.save, g.index_dir)
+        await g.save_vectors()
     report = MaintenanceReport(
         decayed=decayed,
         pruned=len(pruned_ids),
@@ -92,7 +92,17 @@ async def _associate(g: MemoryGraph, now: float) -> int:
             ]
         return out
 
-    pairs = await asyncio.to_thread(neighbours)
+    if g.vectors_in_storage:
+        pairs = []
+        for row in rows:
+            labels, sims = await g.nearest(row.vector, _ASSOCIATE_K, row.channel)
+            pairs += [
+                (row.rowid, int(lb), float(s))
+                for lb, s in zip(labels, sims, strict=True)
+                if lb != row.rowid and s >= threshold
+            ]
+    else:
+        pairs = await asyncio.to_thread(neighbours)
     if pairs:
         memories = await g.storage.memory_rowids({b for _, b, _ in pairs})
         pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs if b in memories]

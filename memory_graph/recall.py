@@ -126,7 +126,13 @@ async def recall(
         qv = g.embedder.embed([query])[0]
         return (qv, *g.vector_search(qv, VECTOR_CANDIDATES, channel))
 
-    vec_task = asyncio.create_task(asyncio.to_thread(vector_search))
+    async def stored_vector_search() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        qv = await asyncio.to_thread(g.embedder.embed, [query])
+        return (qv[0], *await g.nearest(qv[0], VECTOR_CANDIDATES, channel))
+
+    vec_task = asyncio.create_task(
+        stored_vector_search() if g.vectors_in_storage else asyncio.to_thread(vector_search)
+    )
     text_scores: dict[int, float] = {}
     if search_terms:
         type_filter = TextFilter(types=tuple(types or ()))

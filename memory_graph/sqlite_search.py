@@ -225,10 +225,13 @@ class SQLiteSearch:
         matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
         return [int(r) for r, _ in rows], matrix.reshape(len(rows), -1)
 
-    async def embedding_rows(self, after: int, embedder: str, limit: int) -> list[EmbeddingRow]:
+    async def embedding_rows(
+        self, after: int, embedder: str, limit: int, *, stale_only: bool = False
+    ) -> list[EmbeddingRow]:
+        which = "" if stale_only else "type != 'episode' OR "
         sql = (
             "SELECT rowid, embedding, embedder, type, content, author_name FROM memory_nodes "
-            "WHERE rowid > ? AND (type != 'episode' OR embedder != ? OR embedding IS NULL) "
+            f"WHERE rowid > ? AND ({which}embedder != ? OR embedding IS NULL) "
             "ORDER BY rowid LIMIT ?"
         )
         return [
@@ -250,6 +253,48 @@ class SQLiteSearch:
             "accessed_at = MAX(accessed_at, ?) WHERE rowid = ?",
             rows,
         )
+
+    # -- vector search ------------------------------------------------------------------------
+    # The graph searches memories in its in-RAM hnswlib index on this backend; nearest()
+    # is the exact search over stored vectors the protocol promises (tools and tests).
+
+    vector_index = False
+
+    async def prepare_vector_index(self, dim: int) -> None:
+        return None
+
+    async def nearest(
+        self,
+        vectors: np.ndarray,
+        k: int,
+        embedder: str,
+        where: TextFilter,
+        *,
+        exact: bool = False,
+        ef: int = 40,
+    ) -> list[list[tuple[int, float]]]:
+        sql = (
+            "SELECT rowid, embedding FROM memory_nodes WHERE type != 'episode' "
+            "AND embedder = ? AND embedding IS NOT NULL"
+        )
+        params: list[Any] = [embedder]
+        if where.scope is not None:
+            sql += f" AND {where.scope} = ?"
+            params.append(where.value)
+        if where.types:
+            sql += f" AND type IN ({schema.marks(len(where.types))})"
+            params += list(where.types)
+        rows = await self._all(sql, params)
+        queries = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if not rows:
+            return [[] for _ in range(len(queries))]
+        labels = np.array([int(r) for r, _ in rows], dtype=np.int64)
+        matrix = np.stack([blob_vector(b) for _, b in rows])
+        out = []
+        for sims in queries @ matrix.T:
+            best = np.argsort(-sims, kind="stable")[:k]
+            out.append([(int(labels[i]), float(sims[i])) for i in best])
+        return out
 
     # -- reading nodes out ---------------------------------------------------------------------
 

@@ -498,9 +498,12 @@ class MemoryStorage(Protocol):
         (their rowids, one float32 row per rowid)."""
         ...
 
-    async def embedding_rows(self, after: int, embedder: str, limit: int) -> list[EmbeddingRow]:
-        """Up to ``limit`` rows above rowid ``after``, in rowid order: every memory, and
-        the episodes whose vector is missing or was made by another embedder."""
+    async def embedding_rows(
+        self, after: int, embedder: str, limit: int, *, stale_only: bool = False
+    ) -> list[EmbeddingRow]:
+        """Up to ``limit`` rows above rowid ``after``, in rowid order: every memory (not
+        with ``stale_only``), and the rows whose vector is missing or was made by another
+        embedder."""
         ...
 
     async def set_embeddings(
@@ -511,6 +514,32 @@ class MemoryStorage(Protocol):
 
     async def add_access(self, rows: Sequence[tuple[int, float, int]]) -> None:
         """``(count, accessed at, rowid)``: add to access counts; accessed_at only moves up."""
+        ...
+
+    # -- vector search ----------------------------------------------------------------------
+
+    #: True when the backend searches memories' vectors itself (an ANN index in the
+    #: database, :meth:`nearest`); False when the graph keeps its own in-RAM index.
+    vector_index: bool
+
+    async def prepare_vector_index(self, dim: int) -> None:
+        """Make the backend's vector index ready for ``dim``-dimensional vectors."""
+        ...
+
+    async def nearest(
+        self,
+        vectors: np.ndarray,
+        k: int,
+        embedder: str,
+        where: TextFilter,
+        *,
+        exact: bool = False,
+        ef: int = 40,
+    ) -> list[list[tuple[int, float]]]:
+        """Per query vector (one per row of ``vectors``), up to ``k`` (rowid, cosine) of
+        memories (never episodes) made by ``embedder`` within ``where``, best first.
+        ``exact``: compare with every such vector; otherwise the backend may search an
+        approximate index with ``ef`` candidates."""
         ...
 
     # -- reading nodes out -------------------------------------------------------------------

@@ -17,7 +17,7 @@ from tierbot.errors import ToolError
 from tierbot.keys import workspace_of
 
 from . import tombstones
-from .storage import MemoryRow
+from .storage import MemoryRow, TextFilter
 from .text import content_hash, fts_tags, terms
 from .types import DEFAULT_IMPORTANCE, MAX_CONTENT_BYTES, SAVABLE_TYPES, MemoryDraft, SaveResult
 
@@ -138,7 +138,17 @@ async def _dedupe(g: MemoryGraph, plans: list[_Plan]) -> None:
             for lrow, srow in zip(labels, sims, strict=True)
         ]
 
-    near = await asyncio.to_thread(knn)
+    if g.vectors_in_storage:
+        found = await g.storage.nearest(
+            np.stack([p.vector for p in plans]).astype(np.float32),
+            _DEDUPE_K,
+            g.embedder.identity,
+            TextFilter(),
+            ef=_DEDUPE_EF,
+        )
+        near = [[(lb, s) for lb, s in hits] for hits in found]
+    else:
+        near = await asyncio.to_thread(knn)
     cand = {lb for hits in near for lb, s in hits if s >= threshold}
     info: dict[int, tuple[str, str, str | None]] = {}
     if cand:
@@ -254,7 +264,7 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
         # transaction fail, the labels hold vectors of rows that do not exist: invisible to
         # searches (unregistered) and overwritten when the labels are handed out again.
         adding = None
-        if new:
+        if new and not g.vectors_in_storage:
             g.vector_room(len(new))
             labels = np.array([p.rowid for p in new], dtype=np.int64)
             matrix = np.stack([p.vector for p in new]).astype(np.float32)

@@ -4,18 +4,26 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memory_graph import MemoryGraph
-from tierbot.config import MemoryConfig
+from memory_graph.backends import open_graph
+from tierbot.config import Config, MemoryConfig
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgres"])
 async def graph(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryGraph]:
     """A fresh memory graph whose ``storage`` is the implementation under test."""
-    assert request.param == "sqlite"
-    async with await MemoryGraph.open(
-        tmp_path / "tierbot.db", MemoryConfig.model_validate({})
-    ) as g:
+    if request.param == "sqlite":
+        async with await MemoryGraph.open(
+            tmp_path / "tierbot.db", MemoryConfig.model_validate({})
+        ) as g:
+            yield g
+        return
+    server: Any = request.getfixturevalue("pg_server")
+    dsn = server.create_database()
+    config = Config.model_validate({"storage": {"backend": "postgres", "pool_min": 1}})
+    async with await open_graph(config, environ={"TIERBOT_DATABASE_URL": dsn}) as g:
         yield g

@@ -224,3 +224,28 @@ async def test_the_text_index_reports_its_state_and_rebuilds(graph: MemoryGraph)
     assert (await s.term_frequencies())[stem("kestrel")] == 1
     hits = await graph.recall("kestrel", channel=CH)
     assert hits and "kestrel" in hits[0].content
+
+
+async def test_nearest_finds_memories_never_episodes_within_the_filter(graph: MemoryGraph) -> None:
+    s = graph.storage
+    await graph.add_episodes([said("p1", "the kestrel hovers over the motorway verge")])
+    kestrel = await graph.save("the kestrel hovers over the motorway verge", "fact", channel=CH)
+    await graph.save("the kestrel hovers above the motorway", "fact", channel=OTHER)
+    await graph.save("invoices are due on the first monday", "fact", channel=CH)
+    await s.prepare_vector_index(graph.embedder.dim)
+    identity = graph.embedder.identity
+    [qv] = graph.embedder.embed(["the kestrel hovers over the motorway verge"])
+    mine = await rowid_of(graph, kestrel.id)
+    for exact in (False, True):
+        [hits] = await s.nearest(qv[None, :], 5, identity, TextFilter(), exact=exact, ef=40)
+        assert hits[0][0] == mine and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+        assert len(hits) == 3, "the three memories; the identical episode is not one"
+        assert [c for _, c in hits] == sorted((c for _, c in hits), reverse=True)
+        [scoped] = await s.nearest(
+            qv[None, :], 5, identity, TextFilter("workspace", "discord:111"), exact=exact
+        )
+        assert len(scoped) == 2 and scoped[0][0] == mine
+    [none] = await s.nearest(qv[None, :], 5, "another-embedder", TextFilter(), exact=True)
+    assert none == []
+    labels, _sims = await graph.nearest(qv, 5, CH)
+    assert labels.tolist()[0] == mine and len(labels) == 2, "what the channel's scope may see"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -169,21 +170,136 @@ def _stored(dsn: str, channel: str) -> int:
     return asyncio.run(count())
 
 
-@pytest.mark.parametrize("command", ["run", "replay"])
-def test_memory_on_postgres_is_refused_in_one_line_until_it_exists(
-    tmp_path: Path, pg_dsn: str, command: str
+def _with_memory(cfg: Path, window: int) -> Path:
+    text = cfg.read_text().replace("[memory]\nenabled = false\n", "[memory]\nenabled = true\n")
+    cfg.write_text(f"[defaults]\ncontext_window = {window}\n" + text)
+    return cfg
+
+
+def _builds(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"c{i}",
+            "author": f"u{i % 5}",
+            "text": f"line {i}: alice told bob that build {i % 50} passed on runner r{i % 7} "
+            f"under codename zebra{i}.",
+        }
+        for i in range(n)
+    ]
+
+
+def _sql(dsn: str, sql: str) -> list[tuple[Any, ...]]:
+    async def go() -> list[tuple[Any, ...]]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return [tuple(r) for r in await conn.fetch(sql)]
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def test_a_replay_with_memory_on_postgres_archives_and_search_finds_what_was_archived(
+    tmp_path: Path, pg_dsn: str
 ) -> None:
-    cfg = pg_config(tmp_path)
-    cfg.write_text(
-        cfg.read_text().replace("[memory]\nenabled = false\n", "[memory]\nenabled = true\n")
+    """With the memory graph on PostgreSQL, a replay that compacts keeps every message
+    once, archives most of them, and `memory search` finds an archived line by its words."""
+    cfg = _with_memory(pg_config(tmp_path), 1500)
+    rows = _builds(300)
+    feed = write_lines(tmp_path / "feed.jsonl", rows)
+    args = ["replay", str(feed), "--channel", "pg:m", "--listen-only", "--json"]
+    code, out, err, _ = tierbot(
+        [*args, "--config", str(cfg)], {"TIERBOT_DATABASE_URL": pg_dsn}, timeout=120
     )
-    feed = write_lines(tmp_path / "feed.jsonl", messages(2))
-    args = ["run"] if command == "run" else ["replay", str(feed), "--channel", "s:1"]
-    code, _, err, took = tierbot([*args, "--config", str(cfg)], {"TIERBOT_DATABASE_URL": pg_dsn})
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["archived_messages"] > 200 and report["compactions"]["emergency"] == 0
+    exported = [m["id"] for m in _export(cfg, pg_dsn, "pg:m") if m["role"] == "user"]
+    assert exported == [r["id"] for r in rows]
+    [(state,)] = _sql(pg_dsn, "SELECT state FROM messages WHERE platform_id = 'c7'")
+    assert state == "archived"
+    code, out, err, _ = tierbot(
+        ["memory", "search", "zebra7 codename", "--channel", "pg:m", "--config", str(cfg)],
+        {"TIERBOT_DATABASE_URL": pg_dsn},
+        timeout=60,
+    )
+    assert code == 0, err
+    hits = json.loads(out)
+    assert "zebra7." in hits[0]["content"] and "c7" in hits[0]["source_message_ids"]
+
+
+def test_a_user_who_may_not_enable_pgvector_gets_one_line_naming_the_fix(
+    tmp_path: Path, pg_server: Any
+) -> None:
+    """A database without the vector extension, reached as a user who may not create it,
+    stops the bot at startup with one line saying to run CREATE EXTENSION vector."""
+    name = f"novec_{tmp_path.name[-8:].lower()}".replace("-", "_")
+    pg_server.psql(f"CREATE ROLE {name} LOGIN")
+    pg_server.psql(f"CREATE DATABASE {name}")
+    pg_server.psql(f"REVOKE CREATE ON DATABASE {name} FROM PUBLIC")
+    dsn = pg_server.dsn(name, user=name)
+    cfg = _with_memory(pg_config(tmp_path), 1500)
+    code, _, err, took = tierbot(["run", "--config", str(cfg)], {"TIERBOT_DATABASE_URL": dsn})
     assert code == 1, err
     line = last_line(err)
-    assert line.startswith("tierbot: ") and "[memory] enabled = false" in line, err
+    assert line.startswith("tierbot: ") and "CREATE EXTENSION vector" in line, err
     assert no_traceback(err) and took < EXIT_BOUND
+
+
+def test_sigkill_during_compactions_on_postgres_loses_nothing(tmp_path: Path, pg_dsn: str) -> None:
+    """SIGKILL at random points while compactions and memory writes run, 6 times: after
+    each, the store is consistent (no live summary over a live message, nothing archived
+    without its summary, no message twice); a last run completes the feed exactly once."""
+    cfg = _with_memory(pg_config(tmp_path), 1500)
+    rows = _builds(900)
+    feed = write_lines(tmp_path / "feed.jsonl", rows)
+    args = ["replay", str(feed), "--channel", "pg:k", "--listen-only", "--json"]
+    cmd = [sys.executable, "-m", "bot.cli", *args, "--config", str(cfg)]
+    environ = {**env(), "TIERBOT_DATABASE_URL": pg_dsn}
+    rng = random.Random(6)
+    for _ in range(6):
+        before = _stored(pg_dsn, "pg:k")
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environ
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if _stored(pg_dsn, "pg:k") >= before + 60:
+                break
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        _check_consistent(pg_dsn)
+        got = [m["id"] for m in _export(cfg, pg_dsn, "pg:k") if m["role"] == "user"]
+        assert got == [r["id"] for r in rows[: len(got)]], "a prefix, in order, each once"
+    code, _out, err, _ = tierbot(
+        [*args, "--config", str(cfg)], {"TIERBOT_DATABASE_URL": pg_dsn}, timeout=180
+    )
+    assert code == 0, err
+    _check_consistent(pg_dsn)
+    got = [m["id"] for m in _export(cfg, pg_dsn, "pg:k") if m["role"] == "user"]
+    assert got == [r["id"] for r in rows]
+    tiers = dict(_sql(pg_dsn, "SELECT tier, COUNT(*) FROM compactions GROUP BY tier"))
+    assert tiers.get("background", 0) > 0
+    [(episodes,)] = _sql(pg_dsn, "SELECT COUNT(*) FROM memory_nodes WHERE type = 'episode'")
+    assert episodes == len(rows), "every message indexed once, none lost to the kills"
+
+
+def _check_consistent(dsn: str) -> None:
+    [(dup,)] = _sql(
+        dsn,
+        "SELECT COUNT(*) FROM summary_members sm JOIN messages s ON s.id = sm.summary_id "
+        "JOIN messages m ON m.id = sm.message_id WHERE s.state='live' AND m.state='live'",
+    )
+    assert dup == 0, "a live summary covers a message that is still live"
+    [(orphans,)] = _sql(
+        dsn,
+        "SELECT COUNT(*) FROM messages m WHERE m.state='archived' AND m.role IN "
+        "('user', 'assistant', 'tool_call', 'tool_result') AND NOT EXISTS "
+        "(SELECT 1 FROM summary_members sm WHERE sm.message_id = m.id)",
+    )
+    assert orphans == 0, "an archived message is linked to no summary or marker"
 
 
 def test_a_message_the_database_refuses_is_never_reported_stored(

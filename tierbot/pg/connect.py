@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import asyncpg
 import structlog
+from pgvector.asyncpg import register_vector
 
 from tierbot.config import StorageConfig
 from tierbot.errors import StoreError
@@ -21,6 +22,9 @@ from tierbot.errors import StoreError
 __all__ = ["dsn_from_env", "ensure_vector", "open_pool", "redact"]
 
 log = structlog.get_logger("tierbot.pg")
+
+#: pg_advisory_xact_lock key held while the vector extension is created.
+_EXTENSION_LOCK = 0x74696572626F76
 
 #: ``scheme://user:PASSWORD@``: the password part of a URL's authority.
 _PASSWORD = re.compile(r"(://[^:/@?#]*:)[^/?#]*@")
@@ -67,9 +71,12 @@ async def open_pool(storage: StorageConfig, dsn: str, *, name: str = "") -> asyn
                 max_size=storage.pool_max,
                 timeout=storage.connect_timeout_seconds,
                 command_timeout=storage.statement_timeout_seconds or None,
+                init=_with_vector,
             ),
             timeout=storage.connect_timeout_seconds + 1.0,
         )
+    except StoreError as exc:  # from a connection's set-up: pgvector missing
+        raise StoreError(f"PostgreSQL at {shown} (from {where}): {exc}") from exc
     except TimeoutError as exc:
         raise StoreError(
             f"PostgreSQL at {shown} (from {where}) did not answer within "
@@ -99,6 +106,12 @@ async def open_pool(storage: StorageConfig, dsn: str, *, name: str = "") -> asyn
     return pool
 
 
+async def _with_vector(conn: asyncpg.Connection) -> None:
+    """Every pooled connection: pgvector is enabled, and its type travels as numpy."""
+    await ensure_vector(conn)
+    await register_vector(conn)
+
+
 async def ensure_vector(conn: asyncpg.Connection, *, where: str = "") -> None:
     """Make sure the ``vector`` extension (pgvector) is installed in this database:
     create it when the server has it and we may; otherwise StoreError saying how."""
@@ -114,10 +127,14 @@ async def ensure_vector(conn: asyncpg.Connection, *, where: str = "") -> None:
             "CREATE EXTENSION vector in the database"
         )
     try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        # Connections opening together must not race to create it.
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _EXTENSION_LOCK)
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except asyncpg.PostgresError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise StoreError(
             f"pgvector is installed on the server{place} but not enabled in this database, "
-            f"and this user may not enable it ({exc}): run CREATE EXTENSION vector as "
-            "the database owner"
+            f"and this user may not enable it ({reason}): run CREATE EXTENSION vector in "
+            "this database as a superuser"
         ) from exc

@@ -48,9 +48,12 @@ class PostgresServer:
             server = pgserver.get_server(path / "pgdata", cleanup_mode="stop")
         return cls(server, path, owned)
 
-    def dsn(self, database: str) -> str:
-        """The connection string of ``database`` on this server."""
+    def dsn(self, database: str, user: str | None = None) -> str:
+        """The connection string of ``database`` on this server (as ``user``: the
+        superuser by default; the socket trusts every local role)."""
         parts = urllib.parse.urlsplit(self.uri)
+        if user is not None:
+            parts = parts._replace(netloc=f"{user}@{parts.netloc.rsplit('@', 1)[-1]}")
         return urllib.parse.urlunsplit(parts._replace(path="/" + database))
 
     def psql(self, sql: str) -> str:

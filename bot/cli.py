@@ -581,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bot.cli_replies import add_replies_commands
 
     add_replies_commands(sub, common)
+    from bot.cli_db import add_db_commands
+
+    add_db_commands(sub, common)
     return parser
 
 

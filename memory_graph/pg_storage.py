@@ -733,18 +733,18 @@ class PostgresMemoryStorage:
         return [(int(r), float(s)) for r, s in rows]
 
     async def newest_matches(
-        self, terms: Sequence[str], where: TextFilter, limit: int, since: float | None
+        self, terms: Sequence[TermWeight], where: TextFilter, limit: int, since: float | None
     ) -> list[tuple[float, NodeRow]]:
-        """Newest first; the score is the row's tf parts summed (every term weighing
-        the same: this path serves terms too common for their idf to tell much)."""
-        uniq = list(dict.fromkeys(t for t in terms if t))[:24]
+        """Newest first; the score is bm25's: each term's tf part times its weight."""
+        weights = {t.term: float(t.weight) for t in terms if t.term}
+        uniq = list(weights)[:24]
         if not uniq:
             return []
-        clause, args = _filter_sql(where, 4)
+        clause, args = _filter_sql(where, 5)
         query = " | ".join(tsquery_literal(t) for t in uniq)
         if since is not None:
             args.append(float(since))
-            clause += f" AND n.created_at >= ${3 + len(args)}"
+            clause += f" AND n.created_at >= ${4 + len(args)}"
         columns = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
         sql = (
             "WITH avg AS (SELECT GREATEST(tokens::float8 / GREATEST(rows, 1), 1e-9) AS dl "
@@ -752,13 +752,15 @@ class PostgresMemoryStorage:
             f"m AS (SELECT n.rowid FROM memory_nodes n WHERE n.tsv @@ $2::tsquery{clause} "
             "ORDER BY n.rowid DESC LIMIT $3) "
             f"SELECT (SELECT COALESCE(sum(LEAST(f * {_K1 + 1} / (f + {_K1} * "
-            f"(1 - {_B} + {_B} * n.dl / avg.dl)), {TF_SATURATION})), 0) FROM "
-            "(SELECT sum(" + _WEIGHT_SQL + ") AS f FROM unnest(n.tsv) AS u, "
-            "unnest(u.weights) AS w WHERE u.lexeme = ANY($1::text[]) GROUP BY u.lexeme) AS t), "
+            f"(1 - {_B} + {_B} * n.dl / avg.dl)), {TF_SATURATION}) * t.weight), 0) FROM "
+            "(SELECT sum(" + _WEIGHT_SQL + ") AS f, min(q.weight) AS weight "
+            "FROM unnest(n.tsv) AS u, unnest(u.weights) AS w, "
+            "unnest($1::text[], $4::float8[]) AS q(term, weight) "
+            "WHERE u.lexeme = q.term GROUP BY u.lexeme) AS t), "
             f"{columns} FROM m JOIN memory_nodes n ON n.rowid = m.rowid CROSS JOIN avg "
             "ORDER BY n.rowid DESC"
         )
-        rows = await self._all(sql, uniq, query, limit, *args)
+        rows = await self._all(sql, uniq, query, limit, [weights[t] for t in uniq], *args)
         return [(float(r[0]), NodeRow.of(list(r)[1:])) for r in rows]
 
     async def node_rows(

@@ -144,7 +144,12 @@ async def recall(
             # Ranking every posting of a very common term costs O(postings): when even
             # the rarest term is that common, score only its newest postings in scope.
             where = replace(g.text_scope(channel), types=type_filter.types)
-            found = await g.storage.newest_matches(search_terms, where, FTS_CANDIDATES * 2, since)
+            n_rows = max(g.n_rows, 1)
+            idf = [
+                TermWeight(t, g.df.get(t, 0), background.fts_idf(n_rows, g.df.get(t, 0)))
+                for t in search_terms
+            ]
+            found = await g.storage.newest_matches(idf, where, FTS_CANDIDATES * 2, since)
             for score, row in found:
                 text_scores[row.rowid] = score
                 cands[row.rowid] = _Cand(row)

@@ -178,11 +178,13 @@ class SQLiteSearch:
         return [(int(r), float(s)) for r, s in await self._all(sql, params)]
 
     async def newest_matches(
-        self, terms: Sequence[str], where: TextFilter, limit: int, since: float | None
+        self, terms: Sequence[TermWeight], where: TextFilter, limit: int, since: float | None
     ) -> list[tuple[float, NodeRow]]:
+        # FTS5's bm25 weighs each term with its own idf (the weights given match it).
         if not terms:
             return []
-        match = f"{{terms near far}} : ({fts_query(terms)}){_filter_clause(where)}"
+        words = [t.term for t in terms]
+        match = f"{{terms near far}} : ({fts_query(words)}){_filter_clause(where)}"
         columns = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
         sql = (
             f"SELECT f.s, {columns} FROM (SELECT rowid, {_BM25} AS s "

@@ -476,10 +476,11 @@ class MemoryStorage(Protocol):
         ...
 
     async def newest_matches(
-        self, terms: Sequence[str], where: TextFilter, limit: int, since: float | None
+        self, terms: Sequence[TermWeight], where: TextFilter, limit: int, since: float | None
     ) -> list[tuple[float, NodeRow]]:
         """Up to ``limit`` of the newest rows holding any of ``terms`` (and ``where``),
-        created at or after ``since``, each with a relevance score (higher is better)."""
+        created at or after ``since``, each with its bm25 score: the terms' tf parts
+        times their weights (the text index's own idf, FTS5's formula over ``df``)."""
         ...
 
     async def node_rows(

@@ -128,14 +128,14 @@ async def test_newest_matches_are_newest_first_within_limit_and_since(graph: Mem
     )
     await graph.add_episodes([said("q1", "deploy elsewhere", channel=OTHER, ts=2e9)])
     where = TextFilter("channel", CH)
-    found = await s.newest_matches([stem("deploy")], where, 3, None)
+    found = await s.newest_matches([TermWeight(stem("deploy"), 7, 1.0)], where, 3, None)
     assert [row.content for _, row in found] == [
         f"the deploy number {i} went fine" for i in (5, 4, 3)
     ]
     assert all(score > 0 for score, _ in found)
-    since = await s.newest_matches([stem("deploy")], where, 10, since=1e9 + 4)
+    since = await s.newest_matches([TermWeight(stem("deploy"), 7, 1.0)], where, 10, since=1e9 + 4)
     assert sorted(row.created_at for _, row in since) == [1e9 + 4, 1e9 + 5]
-    assert await s.newest_matches([stem("zebra")], where, 3, None) == []
+    assert await s.newest_matches([TermWeight(stem("zebra"), 0, 1.0)], where, 3, None) == []
 
 
 async def test_rows_dates_and_vectors_of_rowids(graph: MemoryGraph) -> None:

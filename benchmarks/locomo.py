@@ -93,11 +93,12 @@ def questions_of(sample: dict[str, Any], ids: set[str]) -> list[dict[str, Any]]:
     return out
 
 
-def write_config(work: Path, context_window: int) -> Path:
+def write_config(work: Path, context_window: int, backend: str = "sqlite") -> Path:
     cfg = work / "config.toml"
+    storage = 'backend = "postgres"\n' if backend == "postgres" else ""
     cfg.write_text(
         f'[defaults]\ncontext_window = {context_window}\nrespond = "listen"\n\n'
-        '[storage]\npath = "tierbot.db"\nsynchronous = "normal"\n\n'
+        f'[storage]\n{storage}path = "tierbot.db"\nsynchronous = "normal"\n\n'
         '[logging]\nlevel = "warning"\n\n[adapters.console]\nenabled = false\n'
     )
     return cfg
@@ -114,7 +115,6 @@ def tierbot(*args: str) -> subprocess.CompletedProcess[str]:
 
 async def feed_direct(cfg_path: Path, channel: str, turns: list[dict[str, Any]]) -> None:
     """Direct mode: the turns become episodes at once, as the compactor would archive them."""
-    from memory_graph import MemoryGraph
     from tierbot.config import load_config
     from tierbot.messages import Message, Role, State
 
@@ -133,7 +133,9 @@ async def feed_direct(cfg_path: Path, channel: str, turns: list[dict[str, Any]])
         )
         for i, t in enumerate(turns)
     ]
-    async with await MemoryGraph.open(cfg.storage_path(), cfg.memory) as graph:
+    from memory_graph.backends import open_graph
+
+    async with await open_graph(cfg) as graph:
         await graph.add_episodes(messages)
 
 
@@ -194,6 +196,12 @@ def main() -> int:
     ap.add_argument("--context-window", type=int, default=2048)
     ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")
+    ap.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres", "both"],
+        default="sqlite",
+        help="the store under test; postgres runs on a private server (pgserver wheel)",
+    )
     args = ap.parse_args()
     from tierbot.logging import configure_logging
 
@@ -201,11 +209,65 @@ def main() -> int:
     data = json.loads(args.path.read_text())
     if args.quick:
         data = data[:1]
+    backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     work = Path(tempfile.mkdtemp(prefix="tierbot-locomo-"))
-    cfg_path = write_config(work, args.context_window)
+    started = time.monotonic()
+    rows: list[Row] = []
+    all_meta: dict[str, Any] = {}
+    for backend in backends:
+        server = None
+        if backend == "postgres":
+            from tierbot.testing.postgres import PostgresServer
+
+            server = PostgresServer.start()
+            os.environ["TIERBOT_DATABASE_URL"] = server.create_database()
+        try:
+            folder = work / backend
+            folder.mkdir()
+            summary, per_conv = run_backend(args, data, folder, backend)
+        finally:
+            if server is not None:
+                server.stop()
+        name = args.mode if len(backends) == 1 and backend == "sqlite" else f"{args.mode} {backend}"
+        rows += [
+            row(f"{name} R@{k}", summary[f"R@{k}"], "recall", TARGET_R10 if k == 10 else "")
+            for k in KS
+        ]
+        rows += [row(f"{name} cat{c} R@10", summary[f"cat{c}/R@10"], "recall") for c in CATEGORIES]
+        all_meta[backend] = {
+            "questions": summary.pop("questions"),
+            "conversations": per_conv,
+            "by_category": {
+                f"cat{c}": {f"R@{k}": summary.get(f"cat{c}/R@{k}") for k in KS} for c in CATEGORIES
+            },
+        }
+        print("\n| conversation | R@1 | R@5 | R@10 | R@20 |\n|---|---|---|---|---|")
+        for sid, conv in per_conv.items():
+            print(f"| {sid} | " + " | ".join(f"{conv[f'R@{k}']:.3f}" for k in KS) + " |")
+    meta = machine_meta(
+        mode=args.mode,
+        context_window=args.context_window,
+        backends=all_meta,
+        seconds=round(time.monotonic() - started, 1),
+    )
+    title = f"LoCoMo evidence recall, mode={args.mode}, backends={','.join(backends)}"
+    print_table(title, rows)
+    out = write_results("locomo", rows, meta)
+    print(f"wrote {out.relative_to(ROOT)}" + (f"; work folder {work}" if args.keep else ""))
+    if not args.keep:
+        for p in sorted(work.rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        work.rmdir()
+    return 0
+
+
+def run_backend(
+    args: argparse.Namespace, data: list[dict[str, Any]], work: Path, backend: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Feed and question every conversation on one backend: (summary, per conversation)."""
+    cfg_path = write_config(work, args.context_window, backend)
     scores: dict[str, list[float]] = defaultdict(list)
     per_conv = {}
-    started = time.monotonic()
     for sample in data:
         channel = f"locomo:{sample['sample_id']}"
         turns = turns_of(sample)
@@ -235,34 +297,9 @@ def main() -> int:
             **{k: round(sum(v) / len(v), 4) for k, v in conv_scores.items()},
             **({"pipeline": pipeline} if pipeline else {}),
         }
-    summary = {k: round(sum(v) / len(v), 4) for k, v in sorted(scores.items())}
-    rows: list[Row] = [
-        row(f"{args.mode} R@{k}", summary[f"R@{k}"], "recall", TARGET_R10 if k == 10 else "")
-        for k in KS
-    ]
-    rows += [row(f"{args.mode} cat{c} R@10", summary[f"cat{c}/R@10"], "recall") for c in CATEGORIES]
-    meta = machine_meta(
-        mode=args.mode,
-        context_window=args.context_window,
-        questions=len(scores["R@1"]),
-        conversations=per_conv,
-        by_category={
-            f"cat{c}": {f"R@{k}": summary.get(f"cat{c}/R@{k}") for k in KS} for c in CATEGORIES
-        },
-        seconds=round(time.monotonic() - started, 1),
-    )
-    title = f"LoCoMo evidence recall, mode={args.mode}, {len(scores['R@1'])} questions"
-    print_table(title, rows)
-    print("\n| conversation | R@1 | R@5 | R@10 | R@20 |\n|---|---|---|---|---|")
-    for sid, conv in per_conv.items():
-        print(f"| {sid} | " + " | ".join(f"{conv[f'R@{k}']:.3f}" for k in KS) + " |")
-    out = write_results("locomo", rows, meta)
-    print(f"wrote {out.relative_to(ROOT)}" + (f"; work folder {work}" if args.keep else ""))
-    if not args.keep:
-        for p in sorted(work.rglob("*"), reverse=True):
-            p.unlink() if p.is_file() else p.rmdir()
-        work.rmdir()
-    return 0
+    summary: dict[str, Any] = {k: round(sum(v) / len(v), 4) for k, v in sorted(scores.items())}
+    summary["questions"] = len(scores["R@1"])
+    return summary, per_conv
 
 
 if __name__ == "__main__":

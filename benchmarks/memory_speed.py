@@ -134,7 +134,7 @@ async def ann_quality(graph: MemoryGraph, corpus: Corpus, samples: int, workspac
     for _ in range(samples):
         qv = graph.embedder.embed([corpus.sentence(3, 7)])[0]
         exact = set(labels[np.argsort(-(matrix @ qv))[:10]].tolist())
-        approx, _ = graph.vector_search(qv, 10, channel)
+        approx, _ = await graph.nearest(qv, 10, channel)
         overlaps.append(len(exact & set(approx.tolist())) / 10)
     return float(np.mean(overlaps))
 
@@ -143,13 +143,56 @@ def _size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
-async def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
+class _Opener:
+    """Opens the graph under test on one backend: a SQLite file, or a database of a
+    private PostgreSQL server (the pgserver wheel) started for the run."""
+
+    def __init__(self, backend: str, work: Path, config: MemoryConfig) -> None:
+        self.backend = backend
+        self.work = work
+        self.config = config
+        self.server: Any = None
+        self.env: dict[str, str] = {}
+
+    def start(self) -> None:
+        if self.backend == "postgres":
+            from tierbot.testing.postgres import PostgresServer
+
+            self.server = PostgresServer.start()
+            self.env = {"TIERBOT_DATABASE_URL": self.server.create_database()}
+
+    async def open(self) -> MemoryGraph:
+        if self.backend == "sqlite":
+            return await MemoryGraph.open(self.work / "tierbot.db", self.config)
+        from memory_graph.backends import open_graph
+        from tierbot.config import Config
+
+        memory = self.config.model_dump() | {"index_dir": str(self.work / "index")}
+        cfg = Config.model_validate({"storage": {"backend": "postgres"}, "memory": memory})
+        return await open_graph(cfg, environ=self.env)
+
+    async def size_mb(self, graph: MemoryGraph) -> float:
+        if self.server is None:
+            return _size_mb(self.work)
+        pool = graph.storage.pool  # type: ignore[attr-defined]
+        return float(await pool.fetchval("SELECT pg_database_size(current_database())")) / 1e6
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
+async def run_size(n: int, args: argparse.Namespace, backend: str) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="tierbot-memspeed-"))
-    db = work / "tierbot.db"
     corpus = Corpus(kind=args.corpus)
-    config = MemoryConfig.model_validate({"vector_index_limit": args.vector_index_limit})
+    settings: dict[str, Any] = {"vector_index_limit": args.vector_index_limit}
+    if backend == "postgres":
+        settings["vector_search"] = args.vector_search
+    config = MemoryConfig.model_validate(settings)
+    opener = _Opener(backend, work, config)
+    opener.start()
     try:
-        graph = await MemoryGraph.open(db, config)
+        graph = await opener.open()
         save_rate = await fill(graph, corpus, n, args.workspaces, args.batch)
         t0 = time.perf_counter()
         await graph.aclose()
@@ -157,7 +200,7 @@ async def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
         reopen = []
         for _ in range(3):
             t0 = time.perf_counter()
-            graph = await MemoryGraph.open(db, config)
+            graph = await opener.open()
             reopen.append(time.perf_counter() - t0)
             if len(reopen) < 3:
                 await graph.aclose()
@@ -165,10 +208,13 @@ async def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
             await latencies(graph, corpus, 50, args.workspaces)  # warm caches
             lat = await latencies(graph, corpus, args.queries, args.workspaces)
             quality = await ann_quality(graph, corpus, 200, args.workspaces)
+            size = await opener.size_mb(graph)
         finally:
             await graph.aclose()
         lat.sort()
         return {
+            "backend": backend
+            + (", pgvector search" if config.vector_search == "database" else ""),
             "memories": n,
             "vector_index_limit": args.vector_index_limit,
             "corpus": args.corpus,
@@ -179,9 +225,10 @@ async def run_size(n: int, args: argparse.Namespace) -> dict[str, Any]:
             "reopen_seconds_median": round(statistics.median(reopen), 3),
             "close_seconds": round(close_s, 3),
             "ann_recall_at_10": round(quality, 4),
-            "db_mb": round(_size_mb(work)),
+            "db_mb": round(size),
         }
     finally:
+        opener.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -194,17 +241,30 @@ TARGETS = {
 }
 
 
+#: On PostgreSQL every search and save is a round trip to the server (issue targets);
+#: reopening reads no index file, so it has no target of its own.
+TARGETS_PG = {
+    "save_per_second": ("saves", "/s", ">= 2000"),
+    "recall_p50_ms": ("recall p50", "ms", "<= 10"),
+    "recall_p99_ms": ("recall p99", "ms", "<= 40"),
+    "reopen_seconds_median": ("reopen", "s", ""),
+    "ann_recall_at_10": ("ANN recall@10 vs exact", "recall", ">= 0.95"),
+}
+
+
 def rows_of(result: dict[str, Any]) -> list[Row]:
     """Rows of one size; targets apply at 100k with every memory in the vector index,
     other sizes and a bounded index are reported without."""
     n = result["memories"]
     label = f"{n // 1000}k" if n < 1_000_000 else f"{n / 1e6:g}M"
+    label += f", {result['backend']}"
     if result["vector_index_limit"]:
         label += f", index limit {result['vector_index_limit']:,}"
     targeted = n == 100_000 and not result["vector_index_limit"]
+    targets = TARGETS_PG if result["backend"].startswith("postgres") else TARGETS
     return [
         row(f"{name} @{label}", result[key], unit, target if targeted else "")
-        for key, (name, unit, target) in TARGETS.items()
+        for key, (name, unit, target) in targets.items()
     ]
 
 
@@ -217,6 +277,17 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument(
         "--max-seconds", type=float, default=1200.0, help="skip a size estimated to fill slower"
+    )
+    ap.add_argument(
+        "--vector-search",
+        choices=["memory", "database"],
+        default="memory",
+        help="[memory] vector_search on postgres (database: pgvector's HNSW index)",
+    )
+    ap.add_argument(
+        "--backend",
+        default="sqlite",
+        help="sqlite, postgres, or both (comma-separated): each size runs on each",
     )
     ap.add_argument("--quick", action="store_true", help="20k memories, 200 queries")
     ap.add_argument(
@@ -231,9 +302,11 @@ def main() -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     results: list[dict[str, Any]] = []
     skipped = []
-    for n in sizes:
-        if results:
-            prev = results[-1]
+    backends = ["sqlite", "postgres"] if args.backend == "both" else args.backend.split(",")
+    for backend, n in [(b, n) for b in backends for n in sizes]:
+        done = [r for r in results if r["backend"] == backend]
+        if done:
+            prev = done[-1]
             # Saves slow down as the indexes grow: twice the smaller size's time per item.
             estimate = n / prev["save_per_second"] * 2.0
             if estimate > args.max_seconds:
@@ -243,8 +316,8 @@ def main() -> int:
                 print(f"skipping {n:,} memories: {reason}")
                 skipped.append({"memories": n, "reason": reason})
                 continue
-        print(f"{n:,} memories ...", file=sys.stderr)
-        results.append(asyncio.run(run_size(n, args)))
+        print(f"{n:,} memories on {backend} ...", file=sys.stderr)
+        results.append(asyncio.run(run_size(n, args, backend)))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     rows = [r for result in results for r in rows_of(result)]
     print_table(f"memory graph speed ({args.corpus} corpus, {args.workspaces} workspaces)", rows)

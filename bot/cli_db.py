@@ -283,7 +283,7 @@ async def _migrate(cfg: Config, source: Path, environ: dict[str, str]) -> dict[s
                     print(file=sys.stderr)
                     await _finish(pg, src, has_memory, TEXT_VERSION)
                     counts = await _counts(src, pg, tables)
-                    if has_memory:
+                    if has_memory and cfg.memory.vector_search == "database":
                         dims = await pg.fetch(
                             "SELECT DISTINCT vector_dims(embedding) FROM memory_nodes "
                             "WHERE type <> 'episode' AND embedding IS NOT NULL"

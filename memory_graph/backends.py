@@ -3,12 +3,15 @@
 SQLite: the graph's tables in the store's file, its vector index in a directory beside
 it.  PostgreSQL: the tables in the store's database, on the message store's pool when
 the caller has one (a running bot), else on a pool of its own; vectors are searched in
-the database (pgvector), so there is no index directory.
+the database with ``[memory] vector_search = "database"`` (pgvector's HNSW index);
+otherwise the process keeps its in-RAM index, saved under ``[memory] index_dir`` (default:
+``memory-index/`` beside the configured store path) in a folder named by the graph's id.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -44,13 +47,29 @@ async def open_graph(
         dsn = dsn_from_env(config.storage, os.environ if environ is None else environ)
         pool = await open_pool(config.storage, dsn, name=config.storage.dsn_env)
         where = redact(dsn)
+    in_database = config.memory.vector_search == "database"
     storage = await PostgresMemoryStorage.open(
-        pool, where=where, read_only=read_only, owns_pool=owns
+        pool, where=where, read_only=read_only, owns_pool=owns, vector_index=in_database
+    )
+    try:
+        # The in-RAM index's file is this database's alone: named by the graph's id.
+        graph_id = await storage.get_meta("graph_id")
+        if graph_id is None:
+            graph_id = secrets.token_hex(8)
+            if not read_only:
+                await storage.set_meta("graph_id", graph_id)
+    except BaseException:
+        await storage.close()
+        raise
+    base = (
+        Path(config.memory.index_dir)
+        if config.memory.index_dir
+        else config.storage_path().parent / "memory-index"
     )
     return await MemoryGraph.open_storage(
         storage,
         config.memory,
-        index_dir=Path(config.memory.index_dir or "."),  # unused: the database holds it
+        index_dir=base / f"postgres-{graph_id}",
         read_only=read_only,
         where=f" at {where}",
     )

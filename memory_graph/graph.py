@@ -50,6 +50,9 @@ from .vectors import VectorIndex
 log = structlog.get_logger("tierbot.memory")
 
 _ACCESS_FLUSH_SECONDS = 2.0
+#: Candidates pgvector's HNSW search visits at least (its hnsw.ef_search): the offline
+#: embedder's sparse vectors need a wide search to find the exact top 10.
+_DB_EF_SEARCH = 400
 
 
 class MemoryGraph:
@@ -524,7 +527,9 @@ class MemoryGraph:
         hits: list[tuple[int, float]] = []
         if share >= 0.05:
             n = min(total, int(k / share * 1.5) + 8, 1000)
-            [found] = await self.storage.nearest(query, n, identity, TextFilter(), ef=max(n, 40))
+            [found] = await self.storage.nearest(
+                query, n, identity, TextFilter(), ef=max(n, _DB_EF_SEARCH)
+            )
             hits = [(r, s) for r, s in found if r < len(arr) and arr[r] == code]
         if len(hits) < want:
             wide = k if where.scope == "channel" else max(4 * k, 64)

@@ -96,11 +96,11 @@ _STEPS: tuple[str, ...] = (
 #: The memory graph's tables on PostgreSQL; the ``vector`` extension must exist first.
 MIGRATIONS = Migrations("memory_graph", _STEPS)
 
-#: HNSW build parameters: fewer links and a narrower build search than pgvector's
-#: defaults (16, 64) keep batched saves above 2,000/s on two cores, and recall@10 of
-#: the scoped search stays above 0.95 (benchmarks/memory_speed.py --backend postgres).
-HNSW_M = 8
-HNSW_EF_CONSTRUCTION = 32
+#: HNSW build parameters (``[memory] vector_search = "database"``): pgvector's defaults.
+#: Thinner graphs (m = 6, ef_construction = 24) saved faster but found barely half of the
+#: exact top 10 with the offline embedder's sparse vectors (benchmarks/memory_speed.py).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
 
 #: Largest tsvector position: later tokens share it.
 _MAX_POS = 16383

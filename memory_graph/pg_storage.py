@@ -10,8 +10,9 @@ Text search scores as FTS5's bm25 does on SQLite, term by term: a row's weighted
 frequency of the term (own words 1.0, the neighbouring turn 0.6, the one beyond 0.3,
 read from the ``tsvector``'s weights) and its length against the average make the
 same saturating tf part, so recall ranks alike on both backends.  Vector search of
-memories goes through pgvector's HNSW index (:attr:`vector_index`); there is no
-in-RAM vector index on this backend.
+memories goes through pgvector's HNSW index when ``[memory] vector_search =
+"database"`` (:attr:`vector_index`); otherwise the graph keeps its in-RAM index, built
+from the vectors stored here, as on SQLite.
 """
 
 from __future__ import annotations
@@ -88,10 +89,12 @@ def _len(text: str) -> int:
 class PostgresMemoryStorage:
     """The memory graph's tables in a PostgreSQL database (with pgvector)."""
 
-    #: Memories' vectors are searched in the database (pgvector's HNSW index).
-    vector_index = True
-
-    def __init__(self, pool: asyncpg.Pool, *, where: str, owns_pool: bool = False) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, where: str, owns_pool: bool = False, vector_index: bool = False
+    ) -> None:
+        #: Whether memories' vectors are searched here (pgvector's HNSW index, ``[memory]
+        #: vector_search = "database"``) rather than in the graph's in-RAM index.
+        self.vector_index = vector_index
         self._pool = pool
         self.where = where
         self._owns_pool = owns_pool
@@ -109,6 +112,7 @@ class PostgresMemoryStorage:
         where: str,
         read_only: bool = False,
         owns_pool: bool = False,
+        vector_index: bool = False,
     ) -> PostgresMemoryStorage:
         """Create or upgrade the tables on ``pool``'s database (``read_only``: check
         them); StoreError naming the server when it cannot."""
@@ -130,7 +134,7 @@ class PostgresMemoryStorage:
             if owns_pool:
                 await pool.close()
             raise
-        return cls(pool, where=where, owns_pool=owns_pool)
+        return cls(pool, where=where, owns_pool=owns_pool, vector_index=vector_index)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -718,10 +722,13 @@ class PostgresMemoryStorage:
             "SELECT n.rowid, sum(LEAST(f.f * "
             f"{_K1 + 1} / (f.f + {_K1} * (1 - {_B} + {_B} * n.dl / avg.dl)), "
             f"{TF_SATURATION}) * q.weight) "
-            "FROM q CROSS JOIN avg JOIN memory_nodes n ON n.tsv @@ q.query::tsquery "
+            # LATERAL: each term's rows come from the GIN index, never from a scan of
+            # the table the planner might choose for a join against a guessed row count.
+            "FROM q CROSS JOIN avg CROSS JOIN LATERAL (SELECT n.rowid, n.dl, n.tsv "
+            f"FROM memory_nodes n WHERE n.tsv @@ q.query::tsquery{clause}) AS n "
             "CROSS JOIN LATERAL (SELECT COALESCE(sum(" + _WEIGHT_SQL + "), 0) AS f "
             "FROM unnest(n.tsv) AS u, unnest(u.weights) AS w WHERE u.lexeme = q.term) AS f "
-            f"WHERE f.f > 0{clause} GROUP BY n.rowid"
+            "WHERE f.f > 0 GROUP BY n.rowid"
         )
         rows = await self._all(
             sql,

@@ -367,6 +367,9 @@ class MemoryConfig(_Model):
     #: Memories the in-RAM vector index holds (the newest); older ones are still found by
     #: text search and scored with their stored vectors.  0 = no limit (RAM grows with them).
     vector_index_limit: int = Field(5_000, ge=0)
+    #: Where memories' vectors are searched: the process's in-RAM hnswlib index (built
+    #: from the stored vectors, on either backend), or PostgreSQL's pgvector HNSW index.
+    vector_search: Literal["memory", "database"] = "memory"
     maintenance_interval_seconds: float = Field(3600.0, gt=0)
 
 
@@ -421,6 +424,15 @@ class Config(_Model):
     _deprecations: tuple[str, ...] = PrivateAttr(default=())
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _resolved: dict[str, ChannelSettings] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _database_search_needs_postgres(self) -> Config:
+        if self.memory.vector_search == "database" and self.storage.backend != "postgres":
+            raise ValueError(
+                '[memory] vector_search = "database" needs [storage] backend = "postgres" '
+                '(SQLite has no vector index of its own: use "memory")'
+            )
+        return self
 
     @property
     def source(self) -> str:

@@ -13,7 +13,7 @@ from memory_graph.backends import open_graph
 from tierbot.config import Config, MemoryConfig
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres+pgvector-search"])
 async def graph(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryGraph]:
     """A fresh memory graph whose ``storage`` is the implementation under test."""
     if request.param == "sqlite":
@@ -24,6 +24,12 @@ async def graph(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         return
     server: Any = request.getfixturevalue("pg_server")
     dsn = server.create_database()
-    config = Config.model_validate({"storage": {"backend": "postgres", "pool_min": 1}})
+    search = "database" if request.param.endswith("pgvector-search") else "memory"
+    config = Config.model_validate(
+        {
+            "storage": {"backend": "postgres", "pool_min": 1},
+            "memory": {"vector_search": search, "index_dir": str(tmp_path / "index")},
+        }
+    )
     async with await open_graph(config, environ={"TIERBOT_DATABASE_URL": dsn}) as g:
         yield g

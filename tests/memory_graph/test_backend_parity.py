@@ -56,7 +56,12 @@ async def _fill(g: MemoryGraph) -> None:
 
 @pytest.fixture
 async def both(tmp_path: Path, pg_server: Any) -> AsyncIterator[tuple[MemoryGraph, MemoryGraph]]:
-    cfg = Config.model_validate({"storage": {"backend": "postgres", "pool_min": 1}})
+    cfg = Config.model_validate(
+        {
+            "storage": {"backend": "postgres", "pool_min": 1},
+            "memory": {"index_dir": str(tmp_path / "index")},
+        }
+    )
     env = {"TIERBOT_DATABASE_URL": pg_server.create_database()}
     async with (
         await MemoryGraph.open(tmp_path / "t.db", MemoryConfig.model_validate({})) as lite,

@@ -33,6 +33,7 @@ import numpy as np
 from bot.cli_config import config_from
 from tierbot.config import Config
 from tierbot.errors import StoreError
+from tierbot.pg.connect import pg_text
 
 __all__ = ["add_db_commands"]
 
@@ -171,8 +172,7 @@ async def _prepare_source(path: Path) -> bool:
     from tierbot.store import Store
     from workers.records import TASK_TABLES
 
-    async with await Store.open(path, components=(TASK_TABLES,)):
-        pass
+    await (await Store.open(path, components=(TASK_TABLES,))).aclose()
     with sqlite3.connect(path) as db:
         has_memory = (
             db.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_nodes'").fetchone()
@@ -207,9 +207,7 @@ def _node_row(values: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, str) and "\x00" in value:
-        return value.replace("\x00", "\ufffd")
-    return value
+    return pg_text(value) if isinstance(value, str) else value
 
 
 async def _copy_table(

@@ -28,8 +28,10 @@ import numpy as np
 from pgvector import Vector
 
 from tierbot.errors import StoreError
+from tierbot.pg.connect import pg_text as _clean
 from tierbot.pg.migrations import migrate, version
 
+from . import rows as _rows
 from .pg_schema import MIGRATIONS, tsquery_literal, tsv_literal, vector_index_ddl
 from .storage import (
     TF_SATURATION,
@@ -62,24 +64,8 @@ _WEIGHT_SQL = "CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.6 ELSE 0.3 END"
 #: Tag tokens FTS5 counts in every row's length (workspace, channel, type).
 _TAGS = 3
 
-_BRIEF = "rowid, id, channel, type, superseded_by, content_hash"
-_ROW_COLUMNS = (
-    "rowid, id, type, content, channel, sources, created_at, updated_at, accessed_at, "
-    "current_importance, author_id, superseded_by"
-)
-_RECORD_COLUMNS = (
-    "id, type, content, importance, current_importance, created_at, updated_at, accessed_at, "
-    "access_count, channel, workspace, author_id, author_name, platform_id, sources, superseded_by"
-)
-_RECORD_KEYS = [k.strip() for k in _RECORD_COLUMNS.split(",")]
-_EPISODE_CONTEXT = "rowid, created_at, content, author_name, near_text, far_text"
 _INDEXED_UPTO = "indexed_upto"
 _MAX_ROWID = "max_rowid"
-
-
-def _clean(text: str) -> str:
-    """PostgreSQL's text holds no NUL: it becomes U+FFFD (as in the message store)."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
 def _len(text: str) -> int:
@@ -259,17 +245,7 @@ class PostgresMemoryStorage:
             "JOIN memory_nodes n ON n.rowid = s.node ORDER BY n.rowid",
             author_id,
         )
-        out = [AuthoredNode(int(r), i, ch, pid, (), True) for r, i, ch, pid in episodes]
-        own_rows = {int(r) for r, *_ in own}
-        out += [
-            AuthoredNode(int(r), i, ch, None, tuple(json.loads(s)), True) for r, i, ch, s in own
-        ]
-        out += [
-            AuthoredNode(int(r), i, ch, None, tuple(json.loads(s)), False)
-            for r, i, ch, s in derived
-            if int(r) not in own_rows
-        ]
-        return out
+        return _rows.authored(episodes, own, derived)
 
     async def author_workspaces(self, author_id: str) -> set[str]:
         rows = await self._all(
@@ -407,20 +383,20 @@ class PostgresMemoryStorage:
 
     async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
         rows = await self._all(
-            f"SELECT {_EPISODE_CONTEXT} FROM memory_nodes "
+            f"SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes "
             "WHERE channel = $1 AND type = 'episode' ORDER BY rowid DESC LIMIT $2",
             channel,
             limit,
         )
-        return [_episode_context(r) for r in reversed(rows)]
+        return [_rows.episode_context(r) for r in reversed(rows)]
 
     async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
         rows = await self._all(
-            f"SELECT {_EPISODE_CONTEXT} FROM memory_nodes "
+            f"SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes "
             "WHERE channel = $1 AND type = 'episode' ORDER BY rowid",
             channel,
         )
-        return [_episode_context(r) for r in rows]
+        return [_rows.episode_context(r) for r in rows]
 
     async def sources_citing(
         self, channel: str, platform_ids: Sequence[str]
@@ -497,9 +473,10 @@ class PostgresMemoryStorage:
 
     async def _briefs(self, column: str, cast: str, keys: Collection[Any]) -> list[NodeBrief]:
         rows = await self._all(
-            f"SELECT {_BRIEF} FROM memory_nodes WHERE {column} = ANY($1::{cast}[])", list(keys)
+            f"SELECT {_rows.BRIEF_COLUMNS} FROM memory_nodes WHERE {column} = ANY($1::{cast}[])",
+            list(keys),
         )
-        return [_brief(r) for r in rows]
+        return [_rows.brief(r) for r in rows]
 
     async def briefs_by_id(self, ids: Collection[str]) -> dict[str, NodeBrief]:
         return {b.id: b for b in await self._briefs("id", "text", ids)}
@@ -509,11 +486,11 @@ class PostgresMemoryStorage:
 
     async def current_memories_by_hash(self, hashes: Collection[str]) -> list[NodeBrief]:
         rows = await self._all(
-            f"SELECT {_BRIEF} FROM memory_nodes WHERE superseded_by IS NULL "
+            f"SELECT {_rows.BRIEF_COLUMNS} FROM memory_nodes WHERE superseded_by IS NULL "
             "AND type <> 'episode' AND content_hash = ANY($1::text[])",
             list(hashes),
         )
-        return [_brief(r) for r in rows]
+        return [_rows.brief(r) for r in rows]
 
     async def episode_rowids(self, channel: str, platform_ids: Collection[str]) -> dict[str, int]:
         rows = await self._all(
@@ -752,7 +729,7 @@ class PostgresMemoryStorage:
         if since is not None:
             args.append(float(since))
             clause += f" AND n.created_at >= ${4 + len(args)}"
-        columns = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
+        columns = ", ".join(f"n.{c.strip()}" for c in _rows.ROW_COLUMNS.split(","))
         sql = (
             "WITH avg AS (SELECT GREATEST(tokens::float8 / GREATEST(rows, 1), 1e-9) AS dl "
             "FROM memory_text_stats), "
@@ -773,7 +750,7 @@ class PostgresMemoryStorage:
     async def node_rows(
         self, rowids: Collection[int], types: Sequence[str] | None, since: float | None
     ) -> list[NodeRow]:
-        sql = f"SELECT {_ROW_COLUMNS} FROM memory_nodes WHERE rowid = ANY($1::bigint[])"
+        sql = f"SELECT {_rows.ROW_COLUMNS} FROM memory_nodes WHERE rowid = ANY($1::bigint[])"
         args: list[Any] = [sorted(rowids)]
         if types:
             args.append(list(types))
@@ -900,15 +877,15 @@ class PostgresMemoryStorage:
 
     async def node_record(self, memory_id: str) -> dict[str, Any] | None:
         rows = await self._all(
-            f"SELECT {_RECORD_COLUMNS} FROM memory_nodes WHERE id = $1", memory_id
+            f"SELECT {_rows.RECORD_COLUMNS} FROM memory_nodes WHERE id = $1", memory_id
         )
-        return _record(rows[0]) if rows else None
+        return _rows.record(rows[0]) if rows else None
 
     async def export_nodes(self) -> AsyncIterator[dict[str, Any]]:
         after = 0
         while True:
             rows = await self._all(
-                f"SELECT rowid, {_RECORD_COLUMNS} FROM memory_nodes WHERE rowid > $1 "
+                f"SELECT rowid, {_rows.RECORD_COLUMNS} FROM memory_nodes WHERE rowid > $1 "
                 "ORDER BY rowid LIMIT 1000",
                 after,
             )
@@ -916,7 +893,7 @@ class PostgresMemoryStorage:
                 return
             after = int(rows[-1][0])
             for r in rows:
-                yield _record(list(r)[1:])
+                yield _rows.record(list(r)[1:])
 
     async def export_edges(self, memory_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
         where = "AND (s.id = $2 OR d.id = $2)" if memory_id else "AND $2::text IS NULL"
@@ -966,20 +943,3 @@ def _vec(v: Any) -> np.ndarray:
     if isinstance(v, Vector):
         v = v.to_numpy()
     return np.asarray(v, dtype=np.float32)
-
-
-def _brief(row: Sequence[Any]) -> NodeBrief:
-    rowid, id_, channel, type_, sup, digest = row
-    return NodeBrief(int(rowid), id_, channel, type_, sup, digest)
-
-
-def _episode_context(row: Sequence[Any]) -> EpisodeContext:
-    rowid, created, content, name, near, far = row
-    return EpisodeContext(int(rowid), float(created), content, name, near, far)
-
-
-def _record(row: Sequence[Any]) -> dict[str, Any]:
-    node = dict(zip(_RECORD_KEYS, row, strict=True))
-    node["sources"] = json.loads(node["sources"])
-    node["scope"] = node.pop("workspace")
-    return node

@@ -8,13 +8,13 @@ other half writes.  See :mod:`memory_graph.storage` for what each operation mean
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Collection, Sequence
 from typing import Any
 
 import aiosqlite
 import numpy as np
 
+from . import rows as _rows
 from . import schema
 from .background import fts_idf
 from .storage import (
@@ -32,18 +32,6 @@ __all__ = ["SQLiteSearch"]
 #: FTS5 column weights: terms, near, far, ws, ch, ty (the tags never score).
 BM25_WEIGHTS = (1.0, 0.6, 0.3, 0.0, 0.0, 0.0)
 _BM25 = f"bm25(memory_fts, {', '.join(str(w) for w in BM25_WEIGHTS)})"
-
-#: NodeRow's fields, in order.
-_ROW_COLUMNS = (
-    "rowid, id, type, content, channel, sources, created_at, updated_at, accessed_at, "
-    "current_importance, author_id, superseded_by"
-)
-#: An export record's fields, in order (``workspace`` becomes ``scope``).
-_RECORD_COLUMNS = (
-    "id, type, content, importance, current_importance, created_at, updated_at, accessed_at, "
-    "access_count, channel, workspace, author_id, author_name, platform_id, sources, superseded_by"
-)
-_RECORD_KEYS = [k.strip() for k in _RECORD_COLUMNS.split(",")]
 
 
 class SQLiteSearch:
@@ -185,7 +173,7 @@ class SQLiteSearch:
             return []
         words = [t.term for t in terms]
         match = f"{{terms near far}} : ({fts_query(words)}){_filter_clause(where)}"
-        columns = ", ".join(f"n.{c.strip()}" for c in _ROW_COLUMNS.split(","))
+        columns = ", ".join(f"n.{c.strip()}" for c in _rows.ROW_COLUMNS.split(","))
         sql = (
             f"SELECT f.s, {columns} FROM (SELECT rowid, {_BM25} AS s "
             "FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?) AS f "
@@ -200,7 +188,7 @@ class SQLiteSearch:
     async def node_rows(
         self, rowids: Collection[int], types: Sequence[str] | None, since: float | None
     ) -> list[NodeRow]:
-        sql = f"SELECT {_ROW_COLUMNS} FROM memory_nodes WHERE rowid IN ({{}})"
+        sql = f"SELECT {_rows.ROW_COLUMNS} FROM memory_nodes WHERE rowid IN ({{}})"
         extra: list[Any] = []
         if types:
             sql += f" AND type IN ({schema.marks(len(types))})"
@@ -305,16 +293,16 @@ class SQLiteSearch:
         return {str(ch): int(n) for ch, n in await self._all(sql)}
 
     async def node_record(self, memory_id: str) -> dict[str, Any] | None:
-        sql = f"SELECT {_RECORD_COLUMNS} FROM memory_nodes WHERE id = ?"
+        sql = f"SELECT {_rows.RECORD_COLUMNS} FROM memory_nodes WHERE id = ?"
         rows = await self._all(sql, (memory_id,))
-        return _record(rows[0]) if rows else None
+        return _rows.record(rows[0]) if rows else None
 
     async def export_nodes(self) -> AsyncIterator[dict[str, Any]]:
-        sql = f"SELECT {_RECORD_COLUMNS} FROM memory_nodes ORDER BY rowid"
+        sql = f"SELECT {_rows.RECORD_COLUMNS} FROM memory_nodes ORDER BY rowid"
         async with self._db.execute(sql) as cur:
             cur.arraysize = 500
             async for row in cur:
-                yield _record(row)
+                yield _rows.record(row)
 
     async def export_edges(self, memory_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
         where, params = (
@@ -358,10 +346,3 @@ def _filter_clause(where: TextFilter) -> str:
 
 def blob_vector(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
-
-
-def _record(row: Sequence[Any]) -> dict[str, Any]:
-    node = dict(zip(_RECORD_KEYS, row, strict=True))
-    node["sources"] = json.loads(node["sources"])
-    node["scope"] = node.pop("workspace")
-    return node

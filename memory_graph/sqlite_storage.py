@@ -17,6 +17,7 @@ import numpy as np
 
 from tierbot.errors import StoreError
 
+from . import rows as _rows
 from . import schema
 from .sqlite_search import SQLiteSearch, blob_vector
 from .storage import (
@@ -37,8 +38,6 @@ __all__ = ["SQLiteMemoryStorage"]
 
 #: Rows per ``IN (...)`` list, well under SQLite's variable limit.
 _CHUNK = 500
-
-_BRIEF = "rowid, id, channel, type, superseded_by, content_hash"
 
 
 def _chunks(values: Sequence[object]) -> Iterable[list[object]]:
@@ -145,17 +144,7 @@ class SQLiteMemoryStorage(SQLiteSearch):
             "JOIN memory_nodes n ON n.rowid = s.node ORDER BY n.rowid",
             (author_id,),
         )
-        out = [AuthoredNode(int(r), i, ch, pid, (), True) for r, i, ch, pid in episodes]
-        own_rows = {int(r) for r, *_ in own}
-        out += [
-            AuthoredNode(int(r), i, ch, None, tuple(json.loads(s)), True) for r, i, ch, s in own
-        ]
-        out += [
-            AuthoredNode(int(r), i, ch, None, tuple(json.loads(s)), False)
-            for r, i, ch, s in derived
-            if int(r) not in own_rows
-        ]
-        return out
+        return _rows.authored(episodes, own, derived)
 
     async def author_workspaces(self, author_id: str) -> set[str]:
         rows = await schema.fetch_all(
@@ -293,20 +282,20 @@ class SQLiteMemoryStorage(SQLiteSearch):
     async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
         rows = await schema.fetch_all(
             self._db,
-            f"SELECT {_EPISODE_CONTEXT} FROM memory_nodes "
+            f"SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes "
             "WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC LIMIT ?",
             [channel, limit],
         )
-        return [_episode_context(r) for r in reversed(rows)]
+        return [_rows.episode_context(r) for r in reversed(rows)]
 
     async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
         rows = await schema.fetch_all(
             self._db,
-            f"SELECT {_EPISODE_CONTEXT} FROM memory_nodes "
+            f"SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes "
             "WHERE channel = ? AND type = 'episode' ORDER BY rowid",
             [channel],
         )
-        return [_episode_context(r) for r in rows]
+        return [_rows.episode_context(r) for r in rows]
 
     async def sources_citing(
         self, channel: str, platform_ids: Sequence[str]
@@ -376,10 +365,11 @@ class SQLiteMemoryStorage(SQLiteSearch):
         for chunk in _chunks(list(keys)):
             rows = await schema.fetch_all(
                 self._db,
-                f"SELECT {_BRIEF} FROM memory_nodes WHERE {column} IN ({schema.marks(len(chunk))})",
+                f"SELECT {_rows.BRIEF_COLUMNS} FROM memory_nodes "
+                f"WHERE {column} IN ({schema.marks(len(chunk))})",
                 chunk,
             )
-            out += [_brief(r) for r in rows]
+            out += [_rows.brief(r) for r in rows]
         return out
 
     async def briefs_by_id(self, ids: Collection[str]) -> dict[str, NodeBrief]:
@@ -393,11 +383,11 @@ class SQLiteMemoryStorage(SQLiteSearch):
         for chunk in _chunks(list(hashes)):
             rows = await schema.fetch_all(
                 self._db,
-                f"SELECT {_BRIEF} FROM memory_nodes WHERE superseded_by IS NULL "
+                f"SELECT {_rows.BRIEF_COLUMNS} FROM memory_nodes WHERE superseded_by IS NULL "
                 f"AND type != 'episode' AND content_hash IN ({schema.marks(len(chunk))})",
                 chunk,
             )
-            out += [_brief(r) for r in rows]
+            out += [_rows.brief(r) for r in rows]
         return out
 
     async def episode_rowids(self, channel: str, platform_ids: Collection[str]) -> dict[str, int]:
@@ -484,17 +474,6 @@ class SQLiteMemoryStorage(SQLiteSearch):
         )
 
 
-def _brief(row: Sequence[Any]) -> NodeBrief:
-    rowid, id_, channel, type_, sup, digest = row
-    return NodeBrief(int(rowid), id_, channel, type_, sup, digest)
-
-
 #: memory_meta key of the live indexer's high-water mark: every stored message with an id
 #: at or below it has been considered for indexing (indexed, or skipped by rule).
 _INDEXED_UPTO = "indexed_upto"
-_EPISODE_CONTEXT = "rowid, created_at, content, author_name, near_text, far_text"
-
-
-def _episode_context(row: Sequence[Any]) -> EpisodeContext:
-    rowid, created, content, name, near, far = row
-    return EpisodeContext(int(rowid), float(created), content, name, near, far)

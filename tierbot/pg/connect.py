@@ -19,7 +19,7 @@ from pgvector.asyncpg import register_vector
 from tierbot.config import StorageConfig
 from tierbot.errors import StoreError
 
-__all__ = ["dsn_from_env", "ensure_vector", "open_pool", "redact"]
+__all__ = ["dsn_from_env", "ensure_vector", "open_pool", "pg_text", "redact"]
 
 log = structlog.get_logger("tierbot.pg")
 
@@ -104,6 +104,15 @@ async def open_pool(storage: StorageConfig, dsn: str, *, name: str = "") -> asyn
         raise StoreError(f"{where} is not a valid PostgreSQL connection string: {exc}") from exc
     log.info("pg.connected", dsn=shown, pool_max=storage.pool_max)
     return pool
+
+
+def pg_text(text: str) -> str:
+    """``text`` as PostgreSQL's ``text`` can hold it: a NUL character (which it cannot)
+    becomes U+FFFD, and the replacement is logged, rather than the row being refused."""
+    if "\x00" not in text:
+        return text
+    log.warning("pg.nul_replaced", count=text.count("\x00"))
+    return text.replace("\x00", "\ufffd")
 
 
 async def _with_vector(conn: asyncpg.Connection) -> None:

@@ -35,6 +35,7 @@ from tierbot.migrations import Migrations
 from tierbot.storage import ChannelState, CompactionRecord, UndeliveredReply
 
 from .connect import dsn_from_env, open_pool, redact
+from .connect import pg_text as _clean
 from .migrations import migrate, version
 
 __all__ = ["MIGRATIONS", "PgWriteOp", "PostgresStore"]
@@ -136,13 +137,6 @@ PgWriteOp = Callable[[asyncpg.Connection], Awaitable[Any]]
 
 class _OpFailed(Exception):
     """A write failed inside an unisolated batch: run the batch again, isolated."""
-
-
-def _clean(text: str) -> str:
-    if "\x00" not in text:
-        return text
-    log.warning("store.nul_replaced", count=text.count("\x00"))
-    return text.replace("\x00", "\ufffd")
 
 
 async def _insert(

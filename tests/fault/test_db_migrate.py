@@ -165,3 +165,57 @@ def test_a_database_holding_another_store_is_refused(tmp_path: Path, pg_dsn: str
         pg_dsn,
     )
     assert missing.returncode == 2 and "no such file" in last_line(missing.stderr)
+
+
+def test_a_row_the_database_refuses_fails_the_migration_and_is_never_counted_done(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    """A message PostgreSQL refuses mid-copy stops the migration non-zero with the
+    database's reason; it never ends verified, and a run after the cause is gone finishes."""
+    _, pg = _configs(tmp_path)
+    db = tmp_path / "bot.db"
+    asyncio.run(_build(db, 50))
+    args = ["db", "migrate", "--from", f"sqlite:{db}", "--to", "postgres", "--config", str(pg)]
+    assert _cli(args, pg_dsn).returncode == 0
+
+    async def more_and_poison() -> None:
+        async with await Store.open(db) as store:
+            await store.append_many(
+                [
+                    Message(CHANNEL, f"late{i}", Role.USER, "poison" if i == 3 else f"late {i}")
+                    for i in range(10)
+                ]
+            )
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            await conn.execute(
+                "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "IF NEW.text = 'poison' THEN RAISE EXCEPTION 'poisoned row refused'; END IF; "
+                "RETURN NEW; END $$; CREATE TRIGGER poison BEFORE INSERT ON messages "
+                "FOR EACH ROW EXECUTE FUNCTION poison()"
+            )
+        finally:
+            await conn.close()
+
+    asyncio.run(more_and_poison())
+    failed = _cli(args, pg_dsn)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    line = last_line(failed.stderr)
+    assert "poisoned row refused" in line and "run the command again" in line
+    assert no_traceback(failed.stderr) and '"verified": true' not in failed.stdout
+    assert _count(pg_dsn, "messages") == 50, "the refused page was rolled back whole"
+
+    async def cure() -> None:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            await conn.execute("DROP TRIGGER poison ON messages")
+        finally:
+            await conn.close()
+
+    asyncio.run(cure())
+    done = _cli(args, pg_dsn)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["tables"]["messages"] == {
+        "source": 60,
+        "target": 60,
+    }

@@ -702,7 +702,8 @@ class PostgresMemoryStorage:
             # LATERAL: each term's rows come from the GIN index, never from a scan of
             # the table the planner might choose for a join against a guessed row count.
             "FROM q CROSS JOIN avg CROSS JOIN LATERAL (SELECT n.rowid, n.dl, n.tsv "
-            f"FROM memory_nodes n WHERE n.tsv @@ q.query::tsquery{clause}) AS n "
+            # OFFSET 0 keeps the planner from pulling the subquery up into the join.
+            f"FROM memory_nodes n WHERE n.tsv @@ q.query::tsquery{clause} OFFSET 0) AS n "
             "CROSS JOIN LATERAL (SELECT COALESCE(sum(" + _WEIGHT_SQL + "), 0) AS f "
             "FROM unnest(n.tsv) AS u, unnest(u.weights) AS w WHERE u.lexeme = q.term) AS f "
             "WHERE f.f > 0 GROUP BY n.rowid"

@@ -25,10 +25,12 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -43,6 +45,8 @@ from tierbot.keys import ChannelKey
 
 RespondMode = Literal["always", "mention", "listen"]
 ENV_PREFIX = "TIERBOT__"
+HOUR = 3600
+DAY = 24 * HOUR
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are tierbot, a helpful assistant in a group chat. Answer briefly and "
@@ -51,8 +55,39 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+def _id_from_toml(value: Any) -> Any:
+    """A TOML integer id becomes its digits; a float (1.5e20) has lost digits already."""
+    if isinstance(value, bool) or isinstance(value, float):
+        raise ValueError(
+            "ids are written as strings of digits (a float cannot hold one exactly), "
+            'e.g. "123456789012345678"'
+        )
+    return str(value) if isinstance(value, int) else value
+
+
+def _digits(value: str) -> str:
+    if not (value.isascii() and value.isdigit() and len(value) <= 20):
+        raise ValueError("a Discord id is a string of up to 20 digits")
+    return value
+
+
+def _slack_id(value: str) -> str:
+    if not (value.isascii() and value.isalnum() and value[:1].isupper() and value.upper() == value):
+        raise ValueError('a Slack id is capital letters and digits, e.g. "T0123ABCD" or "C0456"')
+    return value
+
+
+#: A Discord snowflake (guild, channel, thread, user), TOML integer or string.
+DiscordId = Annotated[str, BeforeValidator(_id_from_toml), AfterValidator(_digits)]
+#: A Slack id (team ``T…``, channel ``C…``/``G…``/``D…``, user ``U…``/``W…``).
+SlackId = Annotated[str, AfterValidator(_slack_id)]
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # Every number is finite: inf and nan are no setting (a 1e999 timeout never fires).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 #: ``json_schema_extra`` of a key (or ``model_config`` of a section) read at each use:
@@ -96,7 +131,7 @@ class BranchSettings(_Model):
     #: LLM calls one branch may make; the last one is offered no tools.
     max_turns: int = Field(default=6, ge=1, le=100)
     #: Wall clock; a branch past it fails and the channel is told.
-    timeout_seconds: float = Field(default=120.0, gt=0)
+    timeout_seconds: float = Field(default=120.0, ge=0.01, le=DAY)
     #: On a context-overflow error: force-compact and retry at most this often.
     max_overflow_retries: int = Field(default=2, ge=0, le=10)
 
@@ -112,7 +147,7 @@ class TaskWorkerSettings(_Model):
     max_segments: int = Field(default=10, ge=1, le=1000)
     segment_compact_threshold: float = Field(default=0.70, gt=0.0, lt=1.0)
     #: Wall clock of one worker (time queued for a process-wide slot excluded).
-    timeout_seconds: float = Field(default=600.0, gt=0)
+    timeout_seconds: float = Field(default=600.0, ge=0.01, le=7 * DAY)
     max_overflow_retries: int = Field(default=2, ge=0, le=10)
 
 
@@ -188,7 +223,7 @@ class DefaultsConfig(_Model):
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     respond: RespondMode = "always"
     max_reply_tokens: int = Field(1024, ge=16, le=200_000)
-    idle_evict_seconds: float = Field(900.0, gt=0)
+    idle_evict_seconds: float = Field(900.0, ge=1, le=30 * DAY)
     #: Sized once when a channel's actor starts.
     mailbox_size: int = Field(1000, ge=1, le=1_000_000, json_schema_extra=RESTART)
     compaction: CompactionConfig = CompactionConfig()
@@ -218,10 +253,10 @@ class LLMConfig(_Model):
     base_url: str = ""
     api_key_env: str = ""
     encoding: str = ""
-    timeout_seconds: float = Field(60.0, gt=0)
+    timeout_seconds: float = Field(60.0, ge=0.01, le=HOUR)
     max_retries: int = Field(3, ge=0, le=20)
-    retry_base_seconds: float = Field(1.0, gt=0)
-    retry_max_seconds: float = Field(30.0, gt=0)
+    retry_base_seconds: float = Field(1.0, ge=0.01, le=HOUR)
+    retry_max_seconds: float = Field(30.0, ge=0.01, le=DAY)
 
 
 class StorageConfig(_Model):
@@ -234,7 +269,7 @@ class StorageConfig(_Model):
     """
 
     backend: Literal["sqlite", "postgres"] = "sqlite"
-    path: str = "data/tierbot.db"
+    path: str = Field("data/tierbot.db", min_length=1)
     synchronous: Literal["full", "normal"] = "full"
     commit_batch: int = Field(512, ge=1, le=100_000)
     busy_timeout_seconds: float = Field(10.0, ge=0, le=3600)
@@ -274,17 +309,15 @@ class DiscordAdapterConfig(_Model):
     ``api_base`` and ``gateway_url`` reach a proxy or a test server.
     """
 
-    # Snowflakes may be written as TOML integers or strings; both become strings.
-    model_config = ConfigDict(coerce_numbers_to_str=True)
-
     enabled: bool = False
     token_env: str = "DISCORD_TOKEN"
     # Read per inbound message: live.
     respond: RespondMode = Field("mention", json_schema_extra=LIVE)
-    allowed_guilds: list[str] = Field([], json_schema_extra=LIVE)
-    allowed_channels: list[str] = Field([], json_schema_extra=LIVE)
-    allowed_dm_users: list[str] = Field([], json_schema_extra=LIVE)
-    admins: list[str] = Field([], json_schema_extra=LIVE)
+    # Snowflakes may be written as TOML integers or strings; both become strings.
+    allowed_guilds: list[DiscordId] = Field([], json_schema_extra=LIVE)
+    allowed_channels: list[DiscordId] = Field([], json_schema_extra=LIVE)
+    allowed_dm_users: list[DiscordId] = Field([], json_schema_extra=LIVE)
+    admins: list[DiscordId] = Field([], json_schema_extra=LIVE)
     api_base: str = "https://discord.com/api/v10"
     gateway_url: str = "wss://gateway.discord.gg/"
 
@@ -308,9 +341,9 @@ class SlackAdapterConfig(_Model):
     host: str = "0.0.0.0"
     port: int = Field(default=3000, ge=0, le=65535)
     path: str = "/slack/events"
-    allowed_teams: list[str] = Field([], json_schema_extra=LIVE)
-    allowed_channels: list[str] = Field([], json_schema_extra=LIVE)
-    admins: list[str] = Field([], json_schema_extra=LIVE)
+    allowed_teams: list[SlackId] = Field([], json_schema_extra=LIVE)
+    allowed_channels: list[SlackId] = Field([], json_schema_extra=LIVE)
+    admins: list[SlackId] = Field([], json_schema_extra=LIVE)
     slash_command: str = Field(default="/tierbot", pattern=r"^(/[a-z0-9_-]{1,31})?$")
     api_base_url: str = "https://slack.com/api/"
 
@@ -327,9 +360,9 @@ class WorkersConfig(_Model):
     model_config = _LIVE_SECTION
 
     compaction_concurrency: int = Field(4, ge=1, le=1024)
-    compaction_timeout_seconds: float = Field(120.0, gt=0)
-    retry_base_seconds: float = Field(5.0, ge=0)
-    retry_max_seconds: float = Field(300.0, gt=0)
+    compaction_timeout_seconds: float = Field(120.0, ge=0.01, le=DAY)
+    retry_base_seconds: float = Field(5.0, ge=0, le=HOUR)
+    retry_max_seconds: float = Field(300.0, ge=0.01, le=DAY)
     branch_concurrency: int = Field(default=16, ge=1, le=10_000)
     task_worker_concurrency: int = Field(default=4, ge=1, le=10_000)
 
@@ -342,6 +375,9 @@ class RuntimeConfig(_Model):
     """
 
     drain_seconds: float = Field(10.0, ge=0, le=3600, json_schema_extra=LIVE)
+    #: The longest message taken (characters); a longer one is refused where it enters
+    #: (an adapter answers its author, replay names the line), never stored cut short.
+    max_message_chars: int = Field(100_000, ge=100, le=10_000_000, json_schema_extra=LIVE)
 
 
 class MemoryConfig(_Model):
@@ -358,19 +394,20 @@ class MemoryConfig(_Model):
     dedupe_threshold: float = Field(0.95, gt=0.0, le=1.0)
     association_threshold: float = Field(0.85, gt=0.0, le=1.0)
     prune_importance: float = Field(0.1, ge=0.0, lt=1.0)
-    prune_age_days: float = Field(30.0, ge=0.0)
-    decay_half_life_days: float = Field(30.0, gt=0.0)
+    prune_age_days: float = Field(30.0, ge=0.0, le=100 * 365)
+    decay_half_life_days: float = Field(30.0, ge=0.01, le=100 * 365)
     keep_messages_on_forget: bool = Field(True, json_schema_extra=LIVE)
     index_live_messages: bool = True
-    index_drain_seconds: float = Field(30.0, ge=0.0)
+    index_drain_seconds: float = Field(30.0, ge=0.0, le=HOUR)
     background_rows: int = Field(10_000, ge=0, le=10_000_000)
     #: Memories the in-RAM vector index holds (the newest); older ones are still found by
     #: text search and scored with their stored vectors.  0 = no limit (RAM grows with them).
-    vector_index_limit: int = Field(5_000, ge=0)
+    vector_index_limit: int = Field(5_000, ge=0, le=1_000_000_000)
     #: Where memories' vectors are searched: the process's in-RAM hnswlib index (built
     #: from the stored vectors, on either backend), or PostgreSQL's pgvector HNSW index.
     vector_search: Literal["memory", "database"] = "memory"
-    maintenance_interval_seconds: float = Field(3600.0, gt=0)
+    #: At least a minute: maintenance walks every memory.
+    maintenance_interval_seconds: float = Field(3600.0, ge=60, le=7 * DAY)
 
 
 class OpsConfig(_Model):
@@ -543,16 +580,48 @@ def _matching(overrides: list[ChannelOverride], key: str) -> list[ChannelOverrid
 # --- loading ---------------------------------------------------------------
 
 
+class _BadEnvValue(ValueError):
+    """An override that is not one TOML value (nor a bare one-line string)."""
+
+
 def _parse_env_value(raw: str) -> Any:
+    """One TOML value (``1000``, ``true``, ``"x"``, ``[1, 2]``), or else the text itself
+    as a string when it is one line (``gpt-4o-mini`` needs no quotes).  Anything after
+    the value (``1000\n[llm]...``) is refused rather than silently dropped."""
     try:
-        return tomllib.loads(f"v = {raw}")["v"]
+        parsed = tomllib.loads(f"v = {raw}")
     except tomllib.TOMLDecodeError:
+        if "\n" in raw or "\r" in raw:
+            raise _BadEnvValue("is not one TOML value (it spans several lines)") from None
         return raw
+    if set(parsed) != {"v"}:
+        raise _BadEnvValue("holds more than one TOML value: give exactly one") from None
+    return parsed["v"]
+
+
+def nul_problems(data: Any, path: str = "") -> list[ConfigProblem]:
+    """Every string (key or value) holding a NUL character: no path, name or prompt can."""
+    out: list[ConfigProblem] = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if "\x00" in str(k):
+                out.append(ConfigProblem(sub.replace("\x00", "\\0"), "a key holds a NUL character"))
+            out += nul_problems(v, sub)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out += nul_problems(v, f"{path}[{i}]")
+    elif isinstance(data, str) and "\x00" in data:
+        out.append(ConfigProblem(path, "holds a NUL character (\\0), which no setting can use"))
+    return out
 
 
 def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
-    """Apply ``TIERBOT__SECTION__KEY=value`` overrides in place; return path -> variable."""
+    """Apply ``TIERBOT__SECTION__KEY=value`` overrides in place; return path -> variable.
+
+    A value that is not one TOML value raises ConfigError naming the variable."""
     applied: dict[str, str] = {}
+    problems: list[ConfigProblem] = []
     for name in sorted(environ):
         if not name.startswith(ENV_PREFIX):
             continue
@@ -566,8 +635,14 @@ def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str]) -> dic
                 child = {}
                 node[part] = child
             node = child
-        node[parts[-1]] = _parse_env_value(environ[name])
+        try:
+            node[parts[-1]] = _parse_env_value(environ[name])
+        except _BadEnvValue as exc:
+            problems.append(ConfigProblem(".".join(parts), f"environment variable {name} {exc}"))
+            continue
         applied[".".join(parts)] = name
+    if problems:
+        raise ConfigError("environment", problems)
     return applied
 
 
@@ -585,7 +660,7 @@ def _describe(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
         return "unknown key"
-    msg = str(err.get("msg", "invalid value"))
+    msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     msg = msg[0].lower() + msg[1:] if msg else msg
     if kind == "missing":
         return "required key is missing"
@@ -597,6 +672,9 @@ def validate_config(
 ) -> Config:
     """Validate raw TOML data into a :class:`Config`, or raise ConfigError."""
     env_paths = env_paths or {}
+    nul = nul_problems(data)
+    if nul:
+        raise ConfigError(source, nul)
     data, moved = _move_deprecated(data)
 
     def note(path: str) -> str:

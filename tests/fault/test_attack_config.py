@@ -71,7 +71,7 @@ def test_config_file_not_utf8_is_one_line_error_not_traceback(
     for `config check` and `run` alike; no traceback."""
     cfg = tmp_path / "config.toml"
     cfg.write_bytes(b'[llm]\nmodel = "caf\xe9"\n')
-    for argv in (["config", "check", str(cfg)], ["run", "--config", str(cfg)]):
+    for argv in (["config", "check", "--config", str(cfg)], ["run", "--config", str(cfg)]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert err == f"{cfg}: not UTF-8 (byte 19 of the file); save it as UTF-8", err
@@ -84,7 +84,7 @@ def test_config_file_with_byte_order_mark_is_accepted(
     are the ones used."""
     cfg = tmp_path / "config.toml"
     cfg.write_bytes(b"\xef\xbb\xbf[defaults]\ncontext_window = 4096\n")
-    assert main(["config", "check", str(cfg)]) == 0
+    assert main(["config", "check", "--config", str(cfg)]) == 0
     assert load_config(cfg).defaults.context_window == 4096
 
 

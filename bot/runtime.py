@@ -46,7 +46,7 @@ from tierbot.events import Bus, DeliveryFailed, MessageReceived, ReplySent
 from tierbot.keys import ChannelKey
 from tierbot.llm.base import LLMProvider
 from tierbot.llm.factory import make_provider
-from tierbot.messages import InboundMessage
+from tierbot.messages import InboundMessage, too_long
 from tierbot.pg.store import PostgresStore
 from tierbot.retry import Backoff, retry_forever
 from tierbot.storage import UndeliveredReply
@@ -588,6 +588,17 @@ class Runtime(Dispatcher):
     # -- Dispatcher --------------------------------------------------------------------
 
     async def submit(self, message: InboundMessage) -> Delivery:
+        limit = self.config.runtime.max_message_chars
+        if len(message.text) > limit:
+            # Refused before anything counts or stores it: a 20 MB paste must cost nothing.
+            log.warning(
+                "message.too_large",
+                channel=message.channel,
+                platform_id=message.platform_id,
+                chars=len(message.text),
+                limit=limit,
+            )
+            return Delivery(False, too_long(len(message.text), limit), limit=limit)
         if self.memory is not None:
             # Before the message is stored: whatever indexes or mines it must find the
             # channel's privacy already recorded.

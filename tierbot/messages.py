@@ -137,6 +137,28 @@ class Delivery:
 
     accepted: bool
     reason: str = ""
+    #: Set when the message was refused for its length: the limit it broke.
+    limit: int = 0
+
+    @property
+    def too_long(self) -> bool:
+        return not self.accepted and self.limit > 0
+
+
+TOO_LONG = "too long"
+
+
+def too_long(chars: int, limit: int) -> str:
+    """Why a message over ``[runtime] max_message_chars`` was refused (a Delivery reason)."""
+    return f"{TOO_LONG}: {chars:,} characters; the limit is {limit:,} ([runtime] max_message_chars)"
+
+
+def too_long_reply(chars: int, limit: int) -> str:
+    """What the author of a refused message is told."""
+    return (
+        f"That message is {chars:,} characters long; I take at most {limit:,}, so I did not "
+        "read it. Please send it in smaller parts."
+    )
 
 
 class ProgressHandle(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from tierbot.messages import Delivery, InboundMessage, Outbound, ProgressHandle
+from tierbot.messages import Delivery, InboundMessage, Outbound, ProgressHandle, too_long_reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,14 @@ async def route_inbound(
             await adapter.send(Outbound(message.channel, reply, reply_to=message.platform_id))
             return None
     delivery = await dispatcher.submit(message)
+    if delivery.too_long and message.addressed:
+        await adapter.send(
+            Outbound(
+                message.channel,
+                too_long_reply(len(message.text), delivery.limit),
+                reply_to=message.platform_id,
+            )
+        )
     if not delivery.accepted:
         log.info(
             "message.ignored",

@@ -98,7 +98,10 @@ class ConsoleAdapter:
                 self._print(answer)
                 self._prompt()
                 continue
-            await dispatcher.submit(msg)
+            delivery = await dispatcher.submit(msg)
+            if delivery.too_long:
+                self._print(f"(not sent: {delivery.reason})")
+                self._prompt()
         drain = getattr(dispatcher, "drain", None)
         if drain is not None:
             await drain()

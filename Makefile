@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONFIG ?= config.toml
 
-.PHONY: run test check bench lint clean
+.PHONY: run test check bench lint clean config
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: $(VENV)/.installed
 	$(BIN)/mypy tierbot bot channels compactor workers branches memory_graph
 
 check: lint test
+
+# config.toml is generated from the config models (tierbot/config_template.py).
+config: $(VENV)/.installed
+	$(BIN)/python -c "from tierbot.config_template import render; open('config.toml', 'w').write(render())"
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks

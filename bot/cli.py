@@ -1,6 +1,7 @@
 """The ``tierbot`` command line.  Only this module picks exit codes.
 
-Exit codes: 0 success, 1 runtime failure, 2 bad input (config, arguments, files).
+Exit codes: 0 success, 1 runtime failure (or nothing found where something specific was
+asked for), 2 bad input (config, arguments, files).
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 #: Replay input limits; a line over them is rejected and reported, never stored cut short.
+#: The text's limit is ``[runtime] max_message_chars`` (this is its default).
 MAX_TEXT_CHARS = 100_000
 MAX_NAME_CHARS = 1_000
 MAX_LINE_BYTES = 4 * 1024 * 1024
@@ -199,7 +201,7 @@ def _parse_ts(value: Any) -> float:
     return ts
 
 
-def _parse_line(raw: bytes, channel: str) -> InboundMessage | None:
+def _parse_line(raw: bytes, channel: str, max_text: int = MAX_TEXT_CHARS) -> InboundMessage | None:
     """One replay line as a message; None for a blank line; _BadLine says what is wrong."""
     try:
         line = raw.decode("utf-8")
@@ -227,9 +229,12 @@ def _parse_line(raw: bytes, channel: str) -> InboundMessage | None:
             raise _BadLine(
                 f"{key!r} is not valid Unicode (a lone surrogate at character {exc.start + 1})"
             ) from None
-        limit = MAX_TEXT_CHARS if key == "text" else MAX_NAME_CHARS
+        limit = max_text if key == "text" else MAX_NAME_CHARS
         if len(value) > limit:
-            raise _BadLine(f"{key!r} is {len(value):,} characters long; the limit is {limit:,}")
+            where = " ([runtime] max_message_chars)" if key == "text" else ""
+            raise _BadLine(
+                f"{key!r} is {len(value):,} characters long; the limit is {limit:,}{where}"
+            )
     if not obj["id"]:
         raise _BadLine("'id' must not be empty")
     return InboundMessage(
@@ -243,13 +248,13 @@ def _parse_line(raw: bytes, channel: str) -> InboundMessage | None:
     )
 
 
-def _raw_lines(fh: BinaryIO) -> Iterator[bytes | None]:
-    """The file's lines as bytes; None for a line longer than MAX_LINE_BYTES (skipped)."""
+def _raw_lines(fh: BinaryIO, max_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
+    """The file's lines as bytes; None for a line longer than ``max_bytes`` (skipped)."""
     while True:
-        raw = fh.readline(MAX_LINE_BYTES + 1)
+        raw = fh.readline(max_bytes + 1)
         if not raw:
             return
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+        if len(raw) > max_bytes and not raw.endswith(b"\n"):
             while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
                 pass
             yield None
@@ -257,34 +262,38 @@ def _raw_lines(fh: BinaryIO) -> Iterator[bytes | None]:
             yield raw
 
 
-def read_replay(path: Path, channel: str) -> Iterator[InboundMessage | Rejected]:
+def read_replay(
+    path: Path, channel: str, max_text: int = MAX_TEXT_CHARS
+) -> Iterator[InboundMessage | Rejected]:
     """Parse a replay file lazily: a message per good line, a Rejected per bad one.
 
     Every line is checked on its own (bytes decoded per line), so one bad line never
     takes the good lines around it down; an unreadable file raises UsageError.
     """
-    for _, item in _read_numbered(path, channel):
+    for _, item in _read_numbered(path, channel, max_text):
         yield item
 
 
 def _read_numbered(
-    path: Path, channel: str
+    path: Path, channel: str, max_text: int = MAX_TEXT_CHARS
 ) -> Generator[tuple[int, InboundMessage | Rejected], None, None]:
     """:func:`read_replay` with each item's input line number."""
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
+    # A line holds the text (up to 4 bytes a character in UTF-8, 6 as a JSON escape).
+    max_bytes = max(MAX_LINE_BYTES, 6 * max_text + 65_536)
     with fh:
-        for n, raw in enumerate(_raw_lines(fh), 1):
+        for n, raw in enumerate(_raw_lines(fh, max_bytes), 1):
             if raw is None:
-                yield n, Rejected(n, f"line longer than {MAX_LINE_BYTES:,} bytes")
+                yield n, Rejected(n, f"line longer than {max_bytes:,} bytes")
                 continue
             if n == 1:
                 # Editors on Windows start UTF-8 files with a byte order mark; it is not data.
                 raw = raw.removeprefix(b"\xef\xbb\xbf")
             try:
-                msg = _parse_line(raw, channel)
+                msg = _parse_line(raw, channel, max_text)
             except _BadLine as exc:
                 yield n, Rejected(n, str(exc))
                 continue
@@ -369,7 +378,7 @@ async def replay(
                 stored_lines += len(chunk)
                 last_stored = chunk_last
 
-            items = _read_numbered(path, channel)
+            items = _read_numbered(path, channel, cfg.runtime.max_message_chars)
             while stop.received is None:
                 try:
                     stop.reading = True
@@ -512,28 +521,51 @@ def cmd_history_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# -- config ----------------------------------------------------------------------------------
-
-
-def cmd_config_check(args: argparse.Namespace) -> int:
-    path = args.path or args.config
-    cfg = config_from(path)
-    for line in cfg.deprecations:
-        print(f"warning: {line}", file=sys.stderr)
-    print("ok")
-    return EXIT_OK
-
-
 # -- entry --------------------------------------------------------------------------------------
+
+
+DESCRIPTION = """\
+tierbot: a chat bot for Discord, Slack and the terminal that remembers for months.
+
+Start with `tierbot init` (writes a commented config.toml here), check it with
+`tierbot config check`, then `tierbot run`. Every command reads --config PATH, or
+./config.toml; a channel is always named with --channel KEY (e.g. discord:GUILD:CHANNEL).
+"""
+
+EPILOG = """\
+exit codes: 0 success; 1 a runtime failure, or nothing found where something specific
+was asked for; 2 bad input (a config problem, a bad argument or input file).
+Operations guide: docs/operations.md in the source distribution.
+"""
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("tierbot")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", help="path of config.toml (default: ./config.toml if present)")
-    common.add_argument("--log-format", choices=["auto", "pretty", "json"])
-    common.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
-    parser = argparse.ArgumentParser(prog="tierbot", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    common.add_argument(
+        "--config", metavar="PATH", help="path of config.toml (default: ./config.toml)"
+    )
+    common.add_argument("--log-format", choices=["auto", "pretty", "json"], help="log lines")
+    common.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], help="least log level"
+    )
+    parser = argparse.ArgumentParser(
+        prog="tierbot",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"tierbot {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("run", parents=[common], help="start every enabled adapter")
     p.set_defaults(func=cmd_run)
@@ -547,15 +579,16 @@ def build_parser() -> argparse.ArgumentParser:
         description='Feed a JSON Lines file ({"id", "author", "text", "ts"} per line) '
         "into a channel as inbound messages and print a JSON report. Every line is checked: "
         "a bad line (not UTF-8, not a JSON object, a missing or non-string id/author/text, "
-        f"text over {MAX_TEXT_CHARS:,} characters, a ts that is not a finite time between "
-        "1970-01-01 and 9999-12-30) is skipped, named on stderr as FILE:LINE: reason, and "
+        "text over [runtime] max_message_chars (100,000 by default), a ts that is not a "
+        "finite time between 1970-01-01 and 9999-12-30) is skipped, named on stderr as "
+        "FILE:LINE: reason, and "
         'listed in the report\'s "rejected"; every good line is stored. Exit 0 when every '
         "line was stored, 2 when some were skipped, 1 when the store failed or SIGINT/SIGTERM "
         "stopped it (stderr then names the last line stored, to resume from). Only one "
         "process may write a store: replay is refused while a bot runs on it.",
     )
-    p.add_argument("file")
-    p.add_argument("--channel", required=True)
+    p.add_argument("file", help="JSON Lines file to feed, one message per line")
+    p.add_argument("--channel", required=True, help="channel key the messages go to")
     p.add_argument("--listen-only", action="store_true", help="record only, never reply")
     p.add_argument("--json", action="store_true", help="print the report on one line")
     p.set_defaults(func=cmd_replay)
@@ -563,15 +596,12 @@ def build_parser() -> argparse.ArgumentParser:
     hist = sub.add_parser("history", help="a channel's message log")
     hsub = hist.add_subparsers(dest="history_command", required=True)
     p = hsub.add_parser("export", parents=[common], help="every message as JSON Lines")
-    p.add_argument("--channel", required=True)
+    p.add_argument("--channel", required=True, help="channel key, e.g. discord:GUILD:CHANNEL")
     p.set_defaults(func=cmd_history_export)
 
-    conf = sub.add_parser("config", help="configuration")
-    csub = conf.add_subparsers(dest="config_command", required=True)
-    p = csub.add_parser("check", parents=[common], help="validate a config file")
-    p.add_argument("path", nargs="?")
-    p.set_defaults(func=cmd_config_check)
+    from bot.cli_setup import add_setup_commands
 
+    add_setup_commands(sub, common)
     from bot.cli_memory import add_memory_commands
 
     add_memory_commands(sub, common)

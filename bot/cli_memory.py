@@ -16,11 +16,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from bot.cli_config import config_and_logging
+from bot.cli_config import NotFound, config_and_logging
 from tierbot.config import Config
 from tierbot.errors import ConfigError, ToolError
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 class _BadInput(Exception):
@@ -92,7 +92,7 @@ async def _show(cfg: Config, args: argparse.Namespace) -> None:
     async with _graph(cfg) as graph:
         node = await graph.get(args.id)
         if node is None:
-            raise _BadInput(f"no memory with id {args.id!r}")
+            raise NotFound(f"no memory with id {args.id!r}")
         _emit(node)
 
 
@@ -116,7 +116,7 @@ async def _forget(cfg: Config, args: argparse.Namespace) -> None:
         return
     async with _graph(cfg, write=True) as graph:
         if not await graph.forget(args.id):
-            raise _BadInput(f"no memory with id {args.id!r}")
+            raise NotFound(f"no memory with id {args.id!r}")
         _emit({"forgotten": args.id})
 
 
@@ -137,6 +137,8 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             # Stored messages not indexed yet go too: count them in the log itself.
             async with await open_store(cfg, read_only=True) as st:
                 raw = max(raw, await st.count_author_messages(author))
+        if not (report.memories_deleted or report.episodes_deleted or raw):
+            raise NotFound(_nothing_by(author, keep))
         _emit(_footprint(report) | {"keep_messages": keep, "deleted": False})
         raise _BadInput(
             f"nothing deleted: {author} has {report.memories_deleted} memories and "
@@ -156,6 +158,10 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             cfg, pool=getattr(st, "pool", None), where=getattr(st, "where", "")
         ) as graph:
             report = await graph.forget_author(author)
+            if not (report.memories_deleted or report.episodes_deleted) and (
+                keep or not await st.count_author_messages(author)
+            ):
+                raise NotFound(_nothing_by(author, keep))
         deleted = await st.delete_messages(report.messages) if not keep and report.messages else 0
         if not keep:
             # Also the messages the graph has not indexed yet (its provenance misses them).
@@ -171,6 +177,11 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             "messages_deleted": deleted,
         }
     )
+
+
+def _nothing_by(author: str, keep: bool) -> str:
+    what = "memories or indexed messages" if keep else "memories, indexed or raw messages"
+    return f"nothing to forget: no {what} by author {author!r} (ids are platform user ids)"
 
 
 async def _export(cfg: Config, args: argparse.Namespace) -> None:
@@ -189,6 +200,9 @@ def _command(
         except (_BadInput, ToolError) as exc:
             print(f"tierbot memory: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        except NotFound as exc:
+            print(f"tierbot memory: {exc}", file=sys.stderr)
+            return EXIT_FAIL
         except ConfigError as exc:
             print(str(exc), file=sys.stderr)
             return EXIT_USAGE
@@ -213,11 +227,11 @@ def add_memory_commands(
     p.set_defaults(func=_command(_search))
 
     p = msub.add_parser("show", parents=[common_parent], help="one memory with its edges")
-    p.add_argument("id")
+    p.add_argument("id", help="the memory's id (mem_... or ep_...), as search shows it")
     p.set_defaults(func=_command(_show))
 
     p = msub.add_parser("forget", parents=[common_parent], help="delete a memory, or an author's")
-    p.add_argument("id", nargs="?")
+    p.add_argument("id", nargs="?", help="the memory's id to delete (or use --author)")
     p.add_argument(
         "--author",
         help="forget everything derived from this user's messages, in every workspace "

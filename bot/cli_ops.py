@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bot.cli_config import config_and_logging
+from bot.cli_config import NotFound, config_and_logging
 from bot.commands import usage_bar
 from tierbot.config import Config, OpsConfig, apply_env_overrides, default_config_path
 from tierbot.errors import ConfigError, TierbotError
@@ -214,8 +214,24 @@ async def compaction_history(cfg: Config, channel: str, limit: int) -> list[Comp
             f"no store at {path}: check [storage] path in {cfg.source}", usage=True
         )
     async with await open_store(cfg, read_only=True) as store:
+        if channel not in await store.channel_keys():
+            raise NotFound(
+                f"no channel {channel!r} in the store at {store_name(cfg)} "
+                "(`tierbot status` lists the channels of a running bot)"
+            )
         records = await store.compactions(channel, limit)
     return list(reversed(records))
+
+
+def store_name(cfg: Config) -> str:
+    return str(cfg.storage_path()) if cfg.storage.backend == "sqlite" else "$" + cfg.storage.dsn_env
+
+
+def window_of(r: CompactionRecord) -> int | None:
+    """The context window a compaction ran under (usage is tokens over the window)."""
+    if r.usage_before > 0 and r.tokens_before > 0:
+        return round(r.tokens_before / r.usage_before)
+    return None
 
 
 def record_json(r: CompactionRecord) -> dict[str, Any]:
@@ -231,6 +247,7 @@ def record_json(r: CompactionRecord) -> dict[str, Any]:
         "memories": r.memories,
         "duration": round(r.duration, 3),
         "reason": r.reason,
+        "context_window": window_of(r),
     }
 
 
@@ -270,6 +287,10 @@ def advice(records: list[CompactionRecord], cfg: Config, channel: str) -> list[s
 def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -> str:
     s = cfg.for_channel(channel)
     c = s.compaction
+    ran = next((w for r in reversed(records) if (w := window_of(r)) is not None), None)
+    window = f"{s.context_window} tokens"
+    if ran is not None and ran != s.context_window:
+        window += f" (the last compaction ran at {ran} tokens: the config has changed since)"
     counts = Counter(r.tier if r.outcome == "ok" else Outcome.of(r.outcome) for r in records)
     lines = [
         f"channel {channel}: {len(records)} compactions"
@@ -277,8 +298,7 @@ def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -
             " (" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ")" if records else ""
         ),
         f"thresholds now: background {c.background_threshold:.0%}, aggressive "
-        f"{c.aggressive_threshold:.0%}, emergency {c.emergency_threshold:.0%} of "
-        f"{s.context_window} tokens",
+        f"{c.aggressive_threshold:.0%}, emergency {c.emergency_threshold:.0%} of {window}",
     ]
     if not records:
         lines.append("no compaction recorded yet")
@@ -307,14 +327,17 @@ def render_history(records: list[CompactionRecord], cfg: Config, channel: str) -
 def cmd_channel_show(args: argparse.Namespace) -> int:
     cfg = config_and_logging(args)
     try:
-        records = asyncio.run(compaction_history(cfg, args.key, args.limit))
+        records = asyncio.run(compaction_history(cfg, args.channel, args.limit))
     except OpsUnavailable as exc:
         return _fail(exc)
+    except NotFound as exc:
+        print(f"tierbot: {exc}", file=sys.stderr)
+        return EXIT_FAIL
     if args.json:
         for r in records:
             print(json.dumps(record_json(r)))
     else:
-        print(render_history(records, cfg, args.key))
+        print(render_history(records, cfg, args.channel))
     return EXIT_OK
 
 
@@ -329,7 +352,7 @@ def add_ops_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     chan = sub.add_parser("channel", help="one channel's history")
     csub = chan.add_subparsers(dest="channel_command", required=True)
     p = csub.add_parser("show", parents=[common], help="compaction history of a channel")
-    p.add_argument("key", help="channel key, e.g. discord:GUILD:CHANNEL")
+    p.add_argument("--channel", required=True, help="channel key, e.g. discord:GUILD:CHANNEL")
     p.add_argument("--limit", type=int, default=50, help="newest N compactions (default 50)")
     p.add_argument("--json", action="store_true", help="one JSON object per compaction")
     p.set_defaults(func=cmd_channel_show)

@@ -18,7 +18,9 @@ from tierbot.config import Config
 __all__ = ["add_replies_commands"]
 
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from bot.cli_config import NotFound
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 class _NoSuchReply(Exception):
@@ -62,7 +64,7 @@ async def _settle(cfg: Config, reply_id: int, *, drop: bool) -> None:
     async with await open_store(cfg) as store:
         done = await (store.drop_undelivered if drop else store.release_undelivered)(reply_id)
     if not done:
-        raise _NoSuchReply(f"no kept reply with id {reply_id} ('tierbot replies list' shows them)")
+        raise NotFound(f"no kept reply with id {reply_id} ('tierbot replies list' shows them)")
 
 
 def _command(fn: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], int]:
@@ -72,6 +74,9 @@ def _command(fn: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Nam
         except _NoSuchReply as exc:
             print(f"tierbot: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        except NotFound as exc:
+            print(f"tierbot: {exc}", file=sys.stderr)
+            return EXIT_FAIL
         return EXIT_OK
 
     return run
@@ -114,8 +119,8 @@ def add_replies_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="post an 'uncertain' reply at the next start (check the channel first)",
     )
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help="the reply's id, as `tierbot replies list` shows it")
     p.set_defaults(func=cmd_replies_retry)
     p = rsub.add_parser("drop", parents=[common], help="delete a kept reply without posting it")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=int, help="the reply's id, as `tierbot replies list` shows it")
     p.set_defaults(func=cmd_replies_drop)

@@ -117,7 +117,9 @@ class SentenceTransformerEmbedder:
                 "memory.embedder",
                 [
                     ConfigProblem(
-                        "memory.embedder", f"sentence-transformers is not installed: {exc}"
+                        "memory.embedder",
+                        "sentence-transformers is not installed: install the extra with "
+                        f"pip install 'tierbot[sentence-transformers]' ({exc})",
                     )
                 ],
             ) from None

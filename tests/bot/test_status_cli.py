@@ -172,7 +172,10 @@ async def test_channel_show_lists_every_compaction_from_the_store_with_advice(
         llm.gate["summary"].set()
         await rt.drain()
         expected = await rt.store.compactions(CH)
-    assert await asyncio.to_thread(main, ["channel", "show", CH, "--config", str(path)]) == 0
+    assert (
+        await asyncio.to_thread(main, ["channel", "show", "--channel", CH, "--config", str(path)])
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.startswith(f"channel {CH}: {len(expected)} compactions")
     assert "thresholds now: background 80%, aggressive 85%, emergency 95% of 1000 tokens" in out
@@ -182,10 +185,23 @@ async def test_channel_show_lists_every_compaction_from_the_store_with_advice(
     assert (
         "advice: 1 emergency truncation(s)" in out and "background_threshold (0.80 -> 0.70)" in out
     )
-    show_json = ["channel", "show", CH, "--config", str(path), "--json"]
+    show_json = ["channel", "show", "--channel", CH, "--config", str(path), "--json"]
     assert await asyncio.to_thread(main, show_json) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["tier"] for r in records] == [r.tier for r in reversed(expected)]
+    assert {r["context_window"] for r in records} == {1000}
+    # The operator later raised the window: the history still says what it ran at, and an
+    # unknown channel is "not found" (exit 1), not an empty history.
+    write_config(tmp_path, window=32000)
+    assert (
+        await asyncio.to_thread(main, ["channel", "show", "--channel", CH, "--config", str(path)])
+        == 0
+    )
+    assert "of 32000 tokens (the last compaction ran at 1000 tokens" in capsys.readouterr().out
+    unknown = ["channel", "show", "--channel", "nosuch:chan", "--config", str(path)]
+    assert await asyncio.to_thread(main, unknown) == 1
+    captured = capsys.readouterr()
+    assert "no channel 'nosuch:chan' in the store" in captured.err and captured.out == ""
     [first] = [r for r in records if r["tier"] == "emergency"]
     assert set(first) >= {
         "time",
@@ -206,6 +222,6 @@ def test_channel_show_without_a_store_is_a_usage_error(
 ) -> None:
     """No database at the configured path: exit 2 naming it, and no empty database is created."""
     path = write_config(tmp_path)
-    assert main(["channel", "show", CH, "--config", str(path)]) == 2
+    assert main(["channel", "show", "--channel", CH, "--config", str(path)]) == 2
     assert f"no store at {tmp_path / 'tierbot.db'}" in capsys.readouterr().err
     assert not (tmp_path / "tierbot.db").exists()

@@ -242,7 +242,7 @@ def test_read_only_commands_work_beside_a_running_bot(running_bot, tmp_path: Pat
     assert isinstance(json.loads(search.stdout), list)
     export = run("memory", "export", "--config", str(cfg))
     assert export.returncode == 0, export.stderr
-    show = run("channel", "show", "r:1", "--config", str(cfg))
+    show = run("channel", "show", "--channel", "r:1", "--config", str(cfg))
     assert show.returncode == 0 and "channel r:1" in show.stdout, show.stderr
     assert {p.name: p.stat().st_mtime_ns for p in index.iterdir()} == before
     assert bot.poll() is None
@@ -424,7 +424,7 @@ _COMMANDS = {
     "replay": ["replay", "{feed}", "--channel", "c:2"],
     "history export": ["history", "export", "--channel", "c:1"],
     "memory search": ["memory", "search", "line 7", "--channel", "c:1"],
-    "channel show": ["channel", "show", "c:1"],
+    "channel show": ["channel", "show", "--channel", "c:1"],
 }
 
 

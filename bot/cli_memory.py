@@ -138,7 +138,11 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
             async with await open_store(cfg, read_only=True) as st:
                 raw = max(raw, await st.count_author_messages(author))
         if not (report.memories_deleted or report.episodes_deleted or raw):
-            raise NotFound(_nothing_by(author, keep))
+            from tierbot.backends import open_store
+
+            async with await open_store(cfg, read_only=True) as st:
+                if not await st.count_author_messages(author):
+                    raise NotFound(_nothing_by(author))
         _emit(_footprint(report) | {"keep_messages": keep, "deleted": False})
         raise _BadInput(
             f"nothing deleted: {author} has {report.memories_deleted} memories and "
@@ -159,9 +163,10 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
         ) as graph:
             report = await graph.forget_author(author)
             if not (report.memories_deleted or report.episodes_deleted) and (
-                keep or not await st.count_author_messages(author)
+                not await st.count_author_messages(author)
             ):
-                raise NotFound(_nothing_by(author, keep))
+                # Stored but unindexed messages still count: the tombstone keeps them out.
+                raise NotFound(_nothing_by(author))
         deleted = await st.delete_messages(report.messages) if not keep and report.messages else 0
         if not keep:
             # Also the messages the graph has not indexed yet (its provenance misses them).
@@ -179,9 +184,11 @@ async def _forget_author(cfg: Config, author: str, *, yes: bool) -> None:
     )
 
 
-def _nothing_by(author: str, keep: bool) -> str:
-    what = "memories or indexed messages" if keep else "memories, indexed or raw messages"
-    return f"nothing to forget: no {what} by author {author!r} (ids are platform user ids)"
+def _nothing_by(author: str) -> str:
+    return (
+        f"nothing to forget: no memories or messages by author {author!r} "
+        "(ids are platform user ids)"
+    )
 
 
 async def _export(cfg: Config, args: argparse.Namespace) -> None:

@@ -405,6 +405,12 @@ def add_db_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--from", dest="source", required=True, metavar="sqlite:PATH")
+    p.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="sqlite:PATH",
+        help="the SQLite store to copy (stop the bot that writes it first)",
+    )
     p.add_argument("--to", required=True, metavar="postgres", help="the database $dsn_env names")
     p.set_defaults(func=cmd_db_migrate)

@@ -157,11 +157,12 @@ def environment_problems(
                 why = f"{db} is not readable and writable by this user"
         if why:
             problems.append(ConfigProblem("storage.path", why))
-        index = Path(mem.index_dir) if mem.index_dir else db.parent / (db.name + ".memory-index")
     else:
         need("storage.dsn_env", cfg.storage.dsn_env, "the PostgreSQL connection string")
-        index = Path(mem.index_dir) if mem.index_dir else cfg.storage_path().parent / "memory-index"
-    if mem.enabled and not (cfg.storage.backend == "postgres" and mem.vector_search == "database"):
+    from memory_graph.backends import index_base
+
+    index = index_base(cfg)
+    if mem.enabled and index is not None:
         why = _writable_dir(index)
         if why:
             problems.append(ConfigProblem("memory.index_dir", why))

@@ -23,7 +23,22 @@ from tierbot.pg.connect import dsn_from_env, open_pool, redact
 from .graph import MemoryGraph
 from .pg_storage import PostgresMemoryStorage
 
-__all__ = ["open_graph"]
+__all__ = ["index_base", "open_graph"]
+
+
+def index_base(config: Config) -> Path | None:
+    """The folder the in-RAM vector index is cached in: ``[memory] index_dir``, else beside
+    the SQLite file (``tierbot.db.memory-index``) or, on PostgreSQL, ``memory-index/``
+    beside the configured path (one sub-folder per graph id).  None when the vectors are
+    searched in the database (``vector_search = "database"``): no folder is used."""
+    if config.storage.backend == "postgres" and config.memory.vector_search == "database":
+        return None
+    if config.memory.index_dir:
+        return Path(config.memory.index_dir)
+    db = config.storage_path()
+    if config.storage.backend == "sqlite":
+        return db.parent / (db.name + ".memory-index")
+    return db.parent / "memory-index"
 
 
 async def open_graph(
@@ -41,7 +56,9 @@ async def open_graph(
     dsn_env`` and closed with the graph.
     """
     if config.storage.backend == "sqlite":
-        return await MemoryGraph.open(config.storage_path(), config.memory, read_only=read_only)
+        return await MemoryGraph.open(
+            config.storage_path(), config.memory, index_dir=index_base(config), read_only=read_only
+        )
     owns = pool is None
     if pool is None:
         dsn = dsn_from_env(config.storage, os.environ if environ is None else environ)
@@ -61,11 +78,7 @@ async def open_graph(
     except BaseException:
         await storage.close()
         raise
-    base = (
-        Path(config.memory.index_dir)
-        if config.memory.index_dir
-        else config.storage_path().parent / "memory-index"
-    )
+    base = index_base(config) or config.storage_path().parent / "memory-index"
     return await MemoryGraph.open_storage(
         storage,
         config.memory,

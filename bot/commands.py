@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from channels import ChannelSnapshot
-from tierbot.messages import InboundMessage
+from tierbot.messages import InboundMessage, Message, Role
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
 
@@ -170,20 +170,53 @@ async def _status(inv: Invocation) -> str:
     return render_status(actor.snapshot(), memories, last[0] if last else None)
 
 
+HISTORY_USAGE = (
+    f"Usage: /history [N] [--all]  (the last N messages, 1 to {HISTORY_MAX}, default 10; "
+    "--all includes the bot's tool calls)"
+)
+_TOOL_ROLES = (Role.TOOL_CALL, Role.TOOL_RESULT)
+
+
+def history_line(m: Message, width: int = 120) -> str:
+    """One /history line; a tool call or result is one short readable line, not JSON."""
+    if m.role is Role.TOOL_CALL:
+        calls = m.meta.get("calls") or []
+        names = ", ".join(str(c.get("name", "?")) for c in calls) or m.text
+        text = f"(tool call) {names}: {_one_line(m.text, width)}"
+    elif m.role is Role.TOOL_RESULT:
+        text = f"(tool result) {m.meta.get('tool', 'tool')}: {_one_line(m.text, width)}"
+    else:
+        text = m.text
+    return f"[{m.state.value}] {m.author_name or m.role.value}: {text}"
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 @command(
-    "/history",
-    f"  /history [N]     the last N messages of this channel (default 10, at most {HISTORY_MAX})",
+    "/history", "  /history [N] [--all]  the last N messages (default 10; --all: tool calls too)"
 )
 async def _history(inv: Invocation) -> str:
-    arg = inv.arg
-    # isdigit() is true for "²" and 5,000-digit strings, which int() refuses: only
-    # ASCII digits count, and N is capped so the answer stays a chat message.
-    n = min(int(arg), HISTORY_MAX) if arg.isascii() and arg.isdigit() and len(arg) < 7 else 0
-    n = n or 10
+    words = inv.arg.split()
+    show_all = "--all" in words
+    rest = [w for w in words if w != "--all"]
+    n = 10
+    if len(rest) > 1:
+        return HISTORY_USAGE
+    if rest:
+        # isdigit() is true for "²" and 5,000-digit strings, which int() refuses: only
+        # ASCII digits count, and N is capped so the answer stays a chat message.
+        arg = rest[0]
+        if not (arg.isascii() and arg.isdigit() and len(arg) < 7) or int(arg) < 1:
+            return f"{arg!r} is not a number of messages. {HISTORY_USAGE}"
+        n = min(int(arg), HISTORY_MAX)
     # Only the last N are kept: a channel's whole history need not fit in memory.
     lines: deque[str] = deque(maxlen=n)
     async for m in inv.runtime.store.export(inv.channel):
-        lines.append(f"[{m.state.value}] {m.author_name or m.role.value}: {m.text}")
+        if show_all or m.role not in _TOOL_ROLES:
+            lines.append(history_line(m))
     return "\n".join(lines) or "(no messages yet)"
 
 
@@ -197,7 +230,8 @@ async def _recall(inv: Invocation) -> str:
     hits = await memory.search(inv.arg, channel=inv.channel, limit=5)
     if not hits:
         return "I remember nothing about that."
-    return "\n".join(f"- ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits)
+    lines = [f"- {h['id']} ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits]
+    return "\n".join([*lines, "(an admin can /forget ID)"])
 
 
 @command("/compact", "  /compact         summarize the oldest messages now (admins)", admin=True)
@@ -243,6 +277,7 @@ HELP = (
     "Commands:\n"
     + "\n".join(c.help for c in REGISTRY.values())
     + """
+In the terminal chat, /quit or /exit (or Ctrl-D) ends the chat.
 On Discord and Slack, address me: "@tierbot /status", a direct message, or Slack's
 own slash command ("/tierbot status"). Other text starting with "/" is conversation."""
 )

@@ -17,6 +17,7 @@ import structlog
 from bot.metrics import Metrics
 from tierbot.errors import LLMError, ToolError
 from tierbot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolSpec
+from tierbot.messages import Message
 
 if TYPE_CHECKING:
     from channels import MemoryAccess
@@ -104,11 +105,31 @@ class MeteredMemory:
     def recall_tool(self) -> ToolSpec:
         return self.inner.recall_tool()
 
+    def chat_tools(self) -> list[ToolSpec]:
+        return self.inner.chat_tools()
+
+    async def save_from_chat(
+        self, arguments: dict[str, Any], *, channel: str, source: Message
+    ) -> str:
+        return await self.inner.save_from_chat(arguments, channel=channel, source=source)
+
+    async def forget_from_chat(
+        self, arguments: dict[str, Any], *, channel: str, source: Message
+    ) -> str:
+        return await self.inner.forget_from_chat(arguments, channel=channel, source=source)
+
     async def recall_from_tool(
-        self, arguments: dict[str, Any], *, channel: str, exclude: Collection[str] = ()
+        self,
+        arguments: dict[str, Any],
+        *,
+        channel: str,
+        exclude: Collection[str] = (),
+        asker_id: str = "",
     ) -> str:
         try:
-            result = await self.inner.recall_from_tool(arguments, channel=channel, exclude=exclude)
+            result = await self.inner.recall_from_tool(
+                arguments, channel=channel, exclude=exclude, asker_id=asker_id
+            )
         except Exception as exc:
             outcome = "invalid" if isinstance(exc, ToolError) else "error"
             self._m.memory_recalls.labels(outcome).inc()

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from tierbot.config import Config, RespondMode
 from tierbot.events import Bus
 from tierbot.llm.base import LLMProvider, ToolSpec
-from tierbot.messages import Outbound, ProgressHandle
+from tierbot.messages import Message, Outbound, ProgressHandle
 from tierbot.storage import MessageStore
 from tierbot.tokens import TokenCounter
 from workers import CompactionWorker, WorkerPool
@@ -23,10 +23,32 @@ class MemoryAccess(Protocol):
 
     def recall_tool(self) -> ToolSpec: ...
 
+    def chat_tools(self) -> list[ToolSpec]:
+        """memory_save, memory_recall and memory_forget as a conversation offers them."""
+        ...
+
     async def recall_from_tool(
-        self, arguments: dict[str, Any], *, channel: str, exclude: Collection[str] = ()
+        self,
+        arguments: dict[str, Any],
+        *,
+        channel: str,
+        exclude: Collection[str] = (),
+        asker_id: str = "",
     ) -> str:
-        """Run memory_recall; ``exclude`` names platform ids the channel already has live."""
+        """Run memory_recall; ``exclude`` names platform ids the channel already has live,
+        ``asker_id`` the person being answered (for ``from_asker``)."""
+        ...
+
+    async def save_from_chat(
+        self, arguments: dict[str, Any], *, channel: str, source: Message
+    ) -> str:
+        """Run memory_save for the message ``source`` being answered."""
+        ...
+
+    async def forget_from_chat(
+        self, arguments: dict[str, Any], *, channel: str, source: Message
+    ) -> str:
+        """Run memory_forget for the author of ``source``."""
         ...
 
     def index_wake(self) -> None:

@@ -49,7 +49,7 @@ def build_prompt(system_prompt: str, items: Sequence[Message]) -> list[ChatMessa
         if m.role in _MATERIAL:
             out.append(ChatMessage("user", quote(m.text, source=_MATERIAL[m.role])))
         elif m.role is Role.USER:
-            out.append(ChatMessage("user", m.text, name=m.author_name or None))
+            out.append(ChatMessage("user", m.text, name=m.author_name or None, sent_at=m.ts))
         elif m.role is Role.ASSISTANT:
             out.append(ChatMessage("assistant", m.text))
         elif m.role is Role.TOOL_CALL:

@@ -32,6 +32,7 @@ from workers.supervisor import TaskOutcome
 __all__ = ["MAX_TOOL_ROUNDS", "Turns"]
 
 MAX_TOOL_ROUNDS = 4
+_MEMORY_TOOLS = ("memory_recall", "memory_save", "memory_forget")
 
 
 class Turns:
@@ -67,10 +68,14 @@ class Turns:
         )
 
     def tools(self) -> list[ToolSpec]:
-        memory = [self.deps.memory.recall_tool()] if self.deps.memory is not None else []
         # A listen-only channel never calls its model: it could not delegate anything.
         listening = self.deps.respond_mode(self.key) == "listen"
-        return memory + ([] if listening else self.delegation.tools())
+        memory = self.deps.memory
+        if memory is None:
+            return [] if listening else self.delegation.tools()
+        if listening:
+            return [memory.recall_tool()]
+        return memory.chat_tools() + self.delegation.tools()
 
     def build_prompt(self) -> list[ChatMessage]:
         """The provider-neutral request for the current live context (see channels.prompt)."""
@@ -186,14 +191,27 @@ class Turns:
                 call, self.build_prompt(), origin=origin.platform_id if origin else None
             )
         memory = self.deps.memory
-        if call.name == "memory_recall" and memory is not None:
-            try:
+        if memory is None or call.name not in _MEMORY_TOOLS:
+            return json.dumps({"error": f"unknown tool {call.name!r}"})
+        # The person being answered: the newest message of someone in the context.
+        asker = next((m for m in reversed(items) if m.role is Role.USER), None)
+        try:
+            if call.name == "memory_recall":
                 # What is in the live context is already in front of the model.
                 live = {m.platform_id for m in items}
-                return await memory.recall_from_tool(call.arguments, channel=self.key, exclude=live)
-            except ToolError as exc:
-                return json.dumps({"error": str(exc)})
-        return json.dumps({"error": f"unknown tool {call.name!r}"})
+                return await memory.recall_from_tool(
+                    call.arguments,
+                    channel=self.key,
+                    exclude=live,
+                    asker_id=asker.author_id if asker is not None else "",
+                )
+            if asker is None:
+                return json.dumps({"error": "there is no message of anyone's to save from"})
+            if call.name == "memory_save":
+                return await memory.save_from_chat(call.arguments, channel=self.key, source=asker)
+            return await memory.forget_from_chat(call.arguments, channel=self.key, source=asker)
+        except ToolError as exc:
+            return json.dumps({"error": str(exc)})
 
     # -- branches and workers -----------------------------------------------------------------
 

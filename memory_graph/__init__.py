@@ -18,7 +18,14 @@ third-party libraries; channels and the application reach it through
 
 from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
 from .graph import MemoryGraph
-from .tools import format_for_prompt, memory_tools, run_memory_tool, save_draft
+from .tools import (
+    chat_memory_tools,
+    forget_query,
+    format_for_prompt,
+    memory_tools,
+    run_memory_tool,
+    save_draft,
+)
 from .types import (
     DEFAULT_IMPORTANCE,
     EdgeType,
@@ -44,6 +51,8 @@ __all__ = [
     "RecallHit",
     "SaveResult",
     "SentenceTransformerEmbedder",
+    "chat_memory_tools",
+    "forget_query",
     "format_for_prompt",
     "memory_tools",
     "run_memory_tool",

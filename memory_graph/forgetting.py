@@ -46,6 +46,26 @@ async def forget(g: MemoryGraph, memory_id: str, *, channel: str | None = None) 
         return True
 
 
+async def forget_messages(g: MemoryGraph, channel: str, platform_ids: Iterable[str]) -> int:
+    pids = [p for p in dict.fromkeys(platform_ids) if p]
+    if not pids:
+        return 0
+    async with g.lock:
+        refs = []
+        for pid in pids:
+            node = await g.storage.node_ref(episode_index.episode_id(channel, pid))
+            if node is not None:
+                refs.append(node)
+        async with g.transaction():
+            await _tombstone(g, "message", pids, time.time())
+            if refs:
+                await delete_nodes(g, [n.rowid for n in refs], [n.id for n in refs])
+                await episode_index.recompute_contexts(g, channel)
+        for n in refs:
+            g.unregister(n.rowid)
+        return len(refs)
+
+
 async def forget_author(
     g: MemoryGraph, author_id: str, *, channel: str | None = None, dry_run: bool = False
 ) -> ForgetReport:

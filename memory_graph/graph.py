@@ -91,6 +91,8 @@ class MemoryGraph:
         self.term_counts = np.full(1024, -1, dtype=np.int32)
         # workspace -> stemmed name term -> author ids / entity rowids carrying that name.
         self.names: dict[str, dict[str, set[str]]] = {}
+        # author id -> the name they last went by (recall hits say who said what).
+        self.display_names: dict[str, str] = {}
         # term -> rows holding it (approximate between opens): recall's cost budget.
         self.df: dict[str, int] = {}
         # Channel keys whose conversations not everyone in the workspace can read,
@@ -453,6 +455,8 @@ class MemoryGraph:
 
     def add_name(self, workspace: str, name: str, key: str) -> None:
         table = self.names.setdefault(workspace, {})
+        if not key.startswith("#"):
+            self.display_names[key] = name
         for t in terms(name)[:4]:
             table.setdefault(t, set()).add(key)
 
@@ -625,14 +629,24 @@ class MemoryGraph:
         types: Sequence[str] | None = None,
         since: float | None = None,
         exclude: Collection[str] = (),
+        exclude_authors: Collection[str] = (),
     ) -> list[RecallHit]:
         """Hybrid search of what ``channel`` may see, best first, scores in 0..1.
 
         ``exclude``: platform ids of ``channel`` whose episodes are left out (the
         messages it already has in its live context); other channels' are kept.
+        ``exclude_authors``: authors whose messages (episodes) are left out, e.g. the
+        bot's own replies, which only repeat what people said.
         """
         return await recall.recall(
-            self, query, channel=channel, limit=limit, types=types, since=since, exclude=exclude
+            self,
+            query,
+            channel=channel,
+            limit=limit,
+            types=types,
+            since=since,
+            exclude=exclude,
+            exclude_authors=exclude_authors,
         )
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
@@ -651,6 +665,11 @@ class MemoryGraph:
         ``/forget`` cannot reach into another workspace); without it, any node (operator).
         """
         return await forgetting.forget(self, memory_id, channel=channel)
+
+    async def forget_messages(self, channel: str, platform_ids: Sequence[str]) -> int:
+        """Tombstone messages of ``channel`` and delete their episodes: nothing derived
+        from them is indexed again.  Returns the number of episodes deleted."""
+        return await forgetting.forget_messages(self, channel, platform_ids)
 
     async def forget_author(
         self, author_id: str, *, channel: str | None = None, dry_run: bool = False

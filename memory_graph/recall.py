@@ -115,8 +115,10 @@ async def recall(
     types: Sequence[str] | None,
     since: float | None,
     exclude: Collection[str] = (),
+    exclude_authors: Collection[str] = (),
 ) -> list[RecallHit]:
     check_args(query, limit, types, since)
+    not_by = set(exclude_authors)
     windows, text_query = find_windows(query)
     q_terms = terms(text_query)
     cands: dict[int, _Cand] = {}
@@ -195,6 +197,8 @@ async def recall(
     scored = []
     skip = set(exclude)
     for r, c in cands.items():
+        if not_by and c.row.type == "episode" and c.row.author_id in not_by:
+            continue
         # Platform ids are unique per channel only (Slack's ts): exclude in this channel.
         if (
             skip
@@ -227,6 +231,7 @@ async def recall(
                 source_message_ids=tuple(json.loads(row.sources)),
                 created_at=row.created_at,
                 author_id=row.author_id,
+                author=g.display_names.get(row.author_id, ""),
             )
         )
     if g.note_access([c.rowid for _, _, c in scored[:limit]], now) and not g.lock.locked():

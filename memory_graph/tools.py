@@ -99,6 +99,63 @@ def memory_tools() -> list[ToolSpec]:
     return [_SAVE, _RECALL]
 
 
+def _with(spec: ToolSpec, description: str, **properties: Any) -> ToolSpec:
+    params = json.loads(json.dumps(spec.parameters))
+    params["properties"].update(properties)
+    return ToolSpec(name=spec.name, description=description, parameters=params)
+
+
+#: memory_save in a conversation: the memory's source is the message being answered.
+_CHAT_SAVE = _with(
+    _SAVE,
+    "Save one durable memory from the message you are answering, at once. Call it when "
+    "someone asks you to remember something ('remember that...', 'note that...', 'don't "
+    "forget...', 'remind me...'), and when they tell you something about themselves or a "
+    "decision worth keeping. Write the content as they said it, self-contained. Then "
+    "confirm in one short sentence what you saved.",
+)
+#: memory_recall in a conversation: it can keep to what the person asking has said.
+_CHAT_RECALL = _with(
+    _RECALL,
+    _RECALL.description + " Set from_asker to keep only what the person asking said "
+    "(for 'what do you know about me').",
+    from_asker={
+        "type": "boolean",
+        "description": "Only memories and messages of the person you are answering.",
+    },
+)
+_FORGET = ToolSpec(
+    name="memory_forget",
+    description=(
+        "Forget what the person you are answering asks you to forget ('forget that...'): "
+        "deletes their memories and indexed messages that match the query, and the "
+        "request itself. Only that person's own memories can be forgotten this way."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What to forget, in their words."},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+
+def chat_memory_tools() -> list[ToolSpec]:
+    """The memory tools a channel turn offers its model: save, recall, forget."""
+    return [_CHAT_SAVE, _CHAT_RECALL, _FORGET]
+
+
+def forget_query(arguments: Mapping[str, Any]) -> str:
+    """The query of raw memory_forget arguments; raises ToolError naming a bad one."""
+    _check_known("memory_forget", arguments, _FORGET)
+    query = arguments["query"]
+    if not isinstance(query, str) or not query.strip():
+        raise _bad("memory_forget", "query", "must be a non-empty string")
+    return query
+
+
 def _bad(tool: str, argument: str, message: str) -> ToolError:
     return ToolError(f"{argument}: {message}", tool=tool, argument=argument)
 
@@ -133,10 +190,14 @@ async def run_memory_tool(
     author_id: str = "",
     sources: Sequence[str] = (),
     exclude: Collection[str] = (),
+    exclude_authors: Collection[str] = (),
+    only_author: str = "",
 ) -> str:
     """Run memory_save or memory_recall with raw model arguments; returns JSON text.
 
-    ``exclude`` (recall only): platform ids whose episodes the caller already has.
+    Recall only: ``exclude`` names platform ids whose episodes the caller already has,
+    ``exclude_authors`` authors whose messages are left out, and ``only_author`` keeps
+    only what that author said (and memories saved from it).
     """
     if name == "memory_save":
         draft = save_draft(arguments, channel=channel, author_id=author_id, sources=sources)
@@ -153,14 +214,25 @@ async def run_memory_tool(
             isinstance(since, bool) or not isinstance(since, int | float) or math.isnan(since)
         ):
             raise _bad(name, "since", "must be a unix timestamp in seconds")
+        types = _str_list(name, arguments, "types")
+        if only_author and not isinstance(limit, int):
+            raise _bad(name, "limit", "must be an integer")
+        if only_author and isinstance(query, str):
+            # Memories carry their author's name: it finds theirs among everyone's.
+            query = f"{graph.display_names.get(only_author, '')} {query}".strip()
         hits = await graph.recall(
             query,
             channel=channel,
-            limit=limit,
-            types=_str_list(name, arguments, "types"),
+            # A wider search, then only the asker's: their few memories must not be
+            # crowded out of the top by everyone else's.
+            limit=min(MAX_RECALL_LIMIT, max(50, limit * 10)) if only_author else limit,
+            types=types,
             since=since,
             exclude=exclude,
+            exclude_authors=exclude_authors,
         )
+        if only_author:
+            hits = [h for h in hits if h.author_id == only_author][:limit]
         return json.dumps([h.to_json() for h in hits], ensure_ascii=False)
     raise ToolError(f"unknown tool {name!r}; expected memory_save or memory_recall", tool=name)
 

@@ -104,9 +104,11 @@ class RecallHit:
     source_message_ids: tuple[str, ...]
     created_at: float
     author_id: str = ""
+    #: The name the author last went by ("" when unknown).
+    author: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "type": self.type,
             "content": self.content,
@@ -115,6 +117,9 @@ class RecallHit:
             "source_message_ids": list(self.source_message_ids),
             "created_at": self.created_at,
         }
+        if self.author:
+            out["author"] = self.author
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,9 @@
-"""The console adapter: a terminal chat with one channel (``console:local`` by default)."""
+"""The console adapter: a terminal chat with one channel (``console:local`` by default).
+
+``/quit`` and ``/exit`` (or the end of input) end the chat.  In a terminal, a reply that
+arrives while the prompt waits for input clears the prompt line, prints, and draws the
+prompt again: a late answer never ends up glued to ``you> ``.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,9 @@ from typing import IO
 from bot.adapters.base import Capabilities, Dispatcher, Outbound
 from tierbot.config import ConsoleAdapterConfig
 from tierbot.messages import InboundMessage
+
+#: What ends the chat (besides the end of input).
+QUIT = frozenset({"/quit", "/exit"})
 
 
 class _NoProgress:
@@ -43,6 +51,8 @@ class ConsoleAdapter:
         self._interactive = bool(getattr(self._in, "isatty", lambda: False)())
         self._task: asyncio.Task[None] | None = None
         self._seq = 0
+        #: Whether the prompt is on screen, waiting for input (interactive only).
+        self._prompted = False
         self.finished = asyncio.Event()
         #: Why reading input stopped early (then ``finished`` is set too), else None.
         self.failure: Exception | None = None
@@ -80,10 +90,14 @@ class ConsoleAdapter:
         self, dispatcher: Dispatcher, lines: asyncio.Queue[str | None]
     ) -> None:
         while (line := await lines.get()) is not None:
+            self._prompted = False  # the user pressed Enter: the cursor is on a new line
             text = line.strip()
             if not text:
                 self._prompt()
                 continue
+            if text.lower() in QUIT:
+                self._print("Bye.")
+                break
             self._seq += 1
             msg = InboundMessage(
                 channel=self.channel,
@@ -123,6 +137,10 @@ class ConsoleAdapter:
         return _NoProgress()
 
     def _print(self, text: str) -> None:
+        if self._prompted:
+            # Clear the waiting prompt (and what was typed after it) before printing.
+            self._out.write("\r\x1b[K")
+            self._prompted = False
         self._out.write(text + "\n")
         self._out.flush()
 
@@ -130,3 +148,4 @@ class ConsoleAdapter:
         if self._interactive:
             self._out.write(f"{self.config.user}> ")
             self._out.flush()
+            self._prompted = True

@@ -284,7 +284,7 @@ async def test_offline_recall_branch_answers_from_a_long_archived_message(make_c
         await rt.drain()
         holding, answer = (o.text for o in rt.outbox.sent)
         assert holding.startswith("Let me look further back")
-        assert answer == f"Earlier, bob said: «{said}»"
+        assert answer == f"bob said on 1970-01-01: «{said}»"
         assert rt.outbox.sent[1].reply_to == "q"
         runs = await read_runs(rt.store, CH)
         assert [(r["kind"], r["status"]) for r in runs] == [("branch", "concluded")]

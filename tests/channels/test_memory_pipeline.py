@@ -66,13 +66,16 @@ async def test_a_message_still_in_the_live_context_is_found_by_memory_search(mak
 
 
 async def test_live_indexing_off_leaves_search_to_compaction(make_config) -> None:
-    """index_live_messages = false: a live message is not searchable until it is archived."""
+    """index_live_messages = false: a live message is not searchable as a message until it
+    is archived (what the bot saved from it as a memory at once is)."""
     cfg = make_config({"memory": {"enabled": True, "index_live_messages": False}})
     async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("live:2", text, pid=pid, author=author))
         await rt.drain()
-        assert "f2" not in await _search_ids(rt, "staging server kestrel", "live:2")
+        hits = await rt.memory.search("staging server kestrel", channel="live:2", limit=5)
+        assert not [h for h in hits if h["type"] == "episode"]
+        assert [h["type"] for h in hits if "f2" in h["source_message_ids"]] == ["fact"]
 
 
 async def test_a_restarted_channel_indexes_what_it_had_not_indexed(make_config) -> None:

@@ -25,7 +25,8 @@ async def test_history_with_odd_number_does_not_stop_the_console(
     make_config: Callable[..., Config],
 ) -> None:
     """`/history ²`, a 5,000-digit N, Arabic-Indic digits and 0 are each answered with
-    the recent history, and the line typed after them is stored and answered."""
+    the usage line naming the bad argument, and the line typed after them is stored and
+    answered."""
     out = io.StringIO()
     typed = "first words\n" + "".join(f"/history {a}\n" for a in ODD_ARGS) + "still here\n"
     console = ConsoleAdapter(
@@ -37,7 +38,8 @@ async def test_history_with_odd_number_does_not_stop_the_console(
         await rt.drain()
         assert console.failure is None
         printed = out.getvalue()
-        assert printed.count("[live] you: first words") == len(ODD_ARGS), printed
+        assert printed.count("is not a number of messages. Usage: /history") == len(ODD_ARGS)
+        assert "[live] you: first words" not in printed
         assert f"tierbot> {REPLY}" in printed
         texts = [m.text async for m in rt.store.export("console:local") if m.role is Role.USER]
         assert texts == ["first words", "still here"]
@@ -47,7 +49,7 @@ async def test_history_with_odd_number_does_not_stop_the_console(
 async def test_history_with_odd_number_on_discord_is_answered(
     make_config: Callable[..., Config],
 ) -> None:
-    """ "@bot /history ²" on Discord gets an answer in the channel, not silence."""
+    """ "@bot /history ²" on Discord gets the usage line in the channel, not silence."""
     async with FakeDiscord() as fd:
         fd.add_guild("111", "home", {"1001": "general"})
         cfg = DiscordAdapterConfig(enabled=True, api_base=fd.api_base, gateway_url=fd.gateway_url)
@@ -60,4 +62,4 @@ async def test_history_with_odd_number_on_discord_is_answered(
                 "1001", f"<@{fd.bot_id}> /history ²", guild_id="111", mentions=[fd.bot_user]
             )
             await fd.wait_for(lambda: fd.posted("1001"))
-            assert fd.posted("1001") == ["(no messages yet)"]
+            assert fd.posted("1001")[0].startswith("'²' is not a number of messages. Usage:")

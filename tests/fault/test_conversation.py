@@ -143,7 +143,10 @@ async def test_regression_tool_traffic_never_becomes_memories_episodes_or_answer
         await rt.submit(inbound(CH, "What is the staging server called?", pid="q4"))
         await rt.drain()
         tools = [m for m in actor.ctx.items if m.role in (Role.TOOL_CALL, Role.TOOL_RESULT)]
-        assert len(tools) == 4  # branch + started, branch_result + conclusion
+        # memory_save + its result (the decision, saved at once), branch + started,
+        # branch_result + conclusion
+        assert len(tools) == 6
+        assert "memory_save" in tools[0].text and '"id"' in tools[1].text
         assert any(m.meta.get("progress") for m in actor.ctx.items)
         await rt.submit(inbound(CH, "thanks, that settles it", pid="t1"))
         await rt.drain()

@@ -39,6 +39,8 @@ class ChatMessage:
     name: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    #: When a user message was sent (unix seconds), for providers that can use it.
+    sent_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,481 @@
+"""Rule-based reading of chat lines: what kind of memory a sentence holds, if any.
+
+The offline provider saves memories with these rules, and reads explicit requests
+("Remember that…", "Forget that…") and greetings with them.  The types:
+
+* ``identity``: who the speaker is: name, pronouns, age, job or role, team, where
+  they live or come from, their family ("I'm Dana", "I lead the platform team",
+  "I have two kids");
+* ``preference``: what they like, dislike, favour, or how they want things done;
+* ``decision``: what someone decided, agreed or chose, and rules set from now on;
+* ``goal``: what someone wants, plans or hopes to do, with no deadline;
+* ``todo``: something to do, with or without a deadline ("I need to…", "don't forget
+  to…", "send the invoice by Friday");
+* ``event``: something that happened or is scheduled, at a time;
+* ``fact``: any other durable, specific statement (codes, numbers, names, places);
+* nothing: chit-chat (greetings, thanks, laughter, "back in 10"), passing states
+  ("I'm tired"), questions, and lines too short or vague to recall later.
+
+Rules are patterns of phrasing (first person + verb classes, modal verbs, time
+expressions), tried most specific first; they do not know any particular sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tierbot.llm.text import sentences, stems, words
+from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
+
+__all__ = [
+    "ExtractedMemory",
+    "Request",
+    "classify",
+    "extract_memories",
+    "is_chitchat",
+    "is_question",
+    "read_request",
+    "split_greeting",
+    "to_second_person",
+]
+
+_QUESTION_START = re.compile(
+    r"^(what|when|where|who|whom|whose|why|how|which|do|does|did|is|are|was|were|can|could|"
+    r"would|will|should|have|has|had|tell me|recall|any ?one|anybody)\b",
+    re.I,
+)
+
+# "Remind me what the wifi password is" asks; "Remind me: renew the passport" does not.
+_ASKING = re.compile(
+    r"^(please )?(remind me|remember|tell me)\s+(what|when|where|who|whom|whose|how|which|why|"
+    r"if|whether)\b",
+    re.I,
+)
+_GREETING = re.compile(
+    r"^\s*(hi|hello|hey|hiya|yo|howdy|heya|hullo|greetings|morning|evening|gm|"
+    r"good (morning|afternoon|evening|day))\b(\s+(there|all|everyone|folks|team|tierbot|"
+    r"bot|you|guys|y'all))?\s*[!,.:;-]*\s*",
+    re.I,
+)
+
+# "Remember that…", "Note: …", "Don't forget that…", "Remind me: …", "Forget that…".
+_REMEMBER = re.compile(
+    r"^\s*(?:please\s+|pls\s+|hey\s+\w+,?\s+)?(?P<verb>remember|"
+    r"note(?: for (?:the log|later|the record|everyone)| to self)?|make a note|take a note|"
+    r"keep in mind|don'?t forget|do not forget|never forget|remind me|save|memorize|memorise)"
+    r"(?:\s+(?:that|this|the fact that))?\s*[:,-]?\s+(?P<rest>\S.*)$",
+    re.I | re.S,
+)
+_FORGET = re.compile(
+    r"^\s*(?:please\s+|pls\s+)?(?:forget(?:\s+(?:about|that|the fact that|what i (?:said|told "
+    r"you) about))?|(?:delete|erase|remove)\s+(?:that|the fact that|what i (?:said|told you) "
+    r"about|the memory (?:of|about|that)))\s+(?P<rest>\S.*)$",
+    re.I | re.S,
+)
+_WH = re.compile(r"^(what|when|where|who|whom|whose|how|which|why|if|whether)\b", re.I)
+# "remember to X" is an instruction to the reader, and a to-do for the speaker.
+_REMEMBER_TO = re.compile(r"^(to|about)\s+", re.I)
+
+_CHITCHAT = re.compile(
+    r"^\s*(lol|lmao|rofl|haha+|hehe+|ok(ay)?|k|kk|cool|nice|great|awesome|sweet|neat|wow|"
+    r"yes|yeah|yep|yup|no|nope|nah|sure|thanks?( you)?( so much)?( all| everyone)?|thx|ty|"
+    r"np|no problem|you'?re welcome|cheers|congrats|congratulations|sounds good|"
+    r"good (idea|point|call|stuff|job|night)|same|same here|me too|agreed|\+1|brb|afk|"
+    r"gtg|g2g|ttyl|bye|see (you|ya)( later| tomorrow| soon)?|night|gn|oops|sorry|my bad|"
+    r"omg|ugh|hmm+|ah+|oh+|yay|welcome( back)?|good luck|have fun|enjoy|makes sense|"
+    r"fair enough|true|indeed|exactly|right|done|noted|got it|i see|interesting|"
+    r"happy (birthday|new year|holidays|friday|monday|anniversary|easter|diwali|eid)|"
+    r"merry christmas|well done|nice (one|work|job))\b"
+    r"[\s!.?,:;)(*\-]*(\S+[\s!.?,)]*){0,2}$",
+    re.I,
+)
+_AWAY = re.compile(
+    r"\b(brb|afk|be right back|back in \d+|back soon|stepping (away|out)|(coffee|lunch|"
+    r"smoke|tea|bio) break|grabbing (a )?(coffee|lunch|food|tea)|heading (out|off|home)|"
+    r"logging off|signing off|gotta (go|run)|off to (bed|lunch))\b",
+    re.I,
+)
+# Passing states and small talk: true now, not worth recalling next month.
+_PASSING = re.compile(
+    r"^\s*(i'?m|i am|we'?re|feeling|feel|it'?s|its|so|this is|that'?s|that was|what a)\s+"
+    r"(so |really |pretty |kinda |a bit |quite |super |very |totally |just )*"
+    r"(tired|sleepy|hungry|bored|busy|sick|exhausted|stressed|excited|happy|sad|cold|hot|"
+    r"late|back|here|online|around|confused|lost|done|fine|good|ok|okay|great|hilarious|"
+    r"funny|awesome|amazing|wild|crazy|nice|rough|brutal|annoying|weird|raining|sunny|"
+    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,20}[.!]*$",
+    re.I,
+)
+
+_I = r"(?:i|i'm|i am|i've|i have|i'd|i'll|we|we're|we've|we'll)"
+
+# (memory type, default importance, pattern); first match wins, most specific first.
+_RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
+    (
+        "decision",
+        0.8,
+        re.compile(
+            r"\b((we|they|team|i|you|everyone|management|leadership|the group|the board)\b"
+            r"[\w\s,']{0,30}\b(decided|agreed|chose|settled on|settled|voted|committed to|"
+            r"signed off on|approved|picked|opted)\b|decided to|decision( is|:)|let'?s go with|"
+            r"(we'?re|we are|i'?m) going with|(we'?ll|we will) (go with|use|stick with|switch to|"
+            r"move to|standardi[sz]e on)|the plan is|final (answer|call|decision)|"
+            r"from now on|going forward|starting (today|now|next \w+)|it'?s official|"
+            r"is the new (default|standard|policy|rule)|(we|i) ended up (going with|choosing|"
+            r"picking)|no more \w+ (on|after|before)|(will|shall) be (held|moved) (on|to)|"
+            r"(new |our |the )(policy|rule|convention|process) (is|:)|"
+            r"(we|i) (booked|took|chose|picked|went with|bought|used|are taking|'re taking)"
+            r"\b[\w\s,']{0,40}\binstead of)\b",
+            re.I,
+        ),
+    ),
+    (
+        "preference",
+        0.7,
+        re.compile(
+            r"\b(i|we) (really |truly |do |absolutely |kind of |kinda |much |still |"
+            r"definitely )?(like|love|prefer|enjoy|hate|dislike|adore|detest|despise|loathe|"
+            r"can'?t stand|cannot stand|don'?t (like|enjoy|care for|eat|drink)|"
+            r"would rather|am into|'m into|'m not into|am not into|"
+            r"'m obsessed with|am obsessed with)\b|"
+            r"\b(i|we)('d| would) rather\b|\b(i|we) (always|never|usually) (book|order|"
+            r"choose|pick|take|play|sit|eat|drink|drive|fly|use|go for|wear)\b|"
+            r"\bmy (absolute |all-time |all time )?favou?rite\b|\bmy go-to\b|"
+            r"\b(i'?m|i am) (a (big|huge|massive|die-?hard) )?(fan of|not a fan of)\b|"
+            r"\b(i'?m|i am) (a )?(vegetarian|vegan|pescatarian|teetotal|night owl|"
+            r"morning person|dog person|cat person)\b|"
+            r"\bplease (always|never|don'?t ever|stop)\b|\b(always|never) (call|ping|email|"
+            r"message|text|schedule) me\b|\bworks best for me\b|\bi'?d appreciate\b",
+            re.I,
+        ),
+    ),
+    (
+        "goal",
+        0.8,
+        re.compile(
+            rf"\b{_I} (really |still |eventually |finally |also )?(want|plan|hope|intend|aim|"
+            r"wish|mean|like|hoping|planning|aiming|trying|determined|am hoping|'m hoping|"
+            r"am planning|'m planning|am aiming|'m aiming|am trying|'m trying) to\b|"
+            r"\b(i|we)('d| would) (really )?(love|like) to\b|"
+            r"\bi hope (we|i) (can|will|'ll|get to)\b|"
+            r"\b(he|she|they|[A-Z][a-z]+) (wants|plans|hopes|intends|aims|is planning|"
+            r"is hoping|is trying) to\b|"
+            r"\b(i'?m|i am|we'?re|we are) going to (?!the\b|a\b|an\b|my\b|our\b|be late\b)|"
+            r"\bmy (main |big |new |long-term |personal )?(goal|dream|ambition|aim|"
+            r"resolution|plan)( for \w+)? (is|this|for)\b|\bdream(ing)? of\b|"
+            r"\b(i'?m|i am|we'?re|we are) (saving|training|studying|working) (up )?(for|"
+            r"towards|toward)\b|\bsomeday i\b|\bone day i('ll| will| want)\b|"
+            r"\b(this|next) year i('ll| will| want)\b|\bbucket list\b",
+            re.I,
+        ),
+    ),
+    (
+        "todo",
+        0.75,
+        re.compile(
+            rf"\b{_I} (really |still |also |definitely |urgently |just )?((need|needs|have|"
+            r"has|got|ought) to|gotta|must|should)\b|\b(need|needs|have|has) to be (done|"
+            r"sent|fixed|reviewed|merged|signed|paid|renewed|submitted|booked|shipped)\b|"
+            r"\b(someone|somebody|anyone|everyone|you|you all|y'all|we all|they)\b"
+            r" (still |really |also )?((has|have|need|needs|got) to|must|should)\b|"
+            r"^\s*(have|need|got) to\b|"
+            r"\b(don'?t|do not) forget to\b|\bremember to\b|\bremind (me|us|\w+) to\b|"
+            r"\bto-?do\b|\bdeadline\b|\bdue (on|by|date|tomorrow|today|next)\b|"
+            r"\bbefore (the )?(deadline|end of (the )?(day|week|month|sprint))\b|"
+            r"\b(by|before|until) (eod|eow|monday|tuesday|wednesday|thursday|friday|"
+            r"saturday|sunday|tomorrow|tonight|noon|next week|end of)\b|"
+            r"^\s*(please |pls |someone |somebody )?(send|book|renew|review|fix|merge|"
+            r"submit|file|pay|call(?! me\b)|email|ping|update|order|buy|pick up|schedule|prepare|"
+            r"finish|ship|write|check|sign|cancel|reply|follow up|clean|water|feed|bring|do|"
+            r"remind|take|get|grab|print|read|register|sign up|return|collect|drop off|"
+            r"install|upgrade|back up|test|deploy|post|share|invite|confirm|"
+            r"make sure|double-check)\b",
+            re.I,
+        ),
+    ),
+    (
+        "identity",
+        0.9,
+        re.compile(
+            r"\b(my name is|my name's|call me|people call me|my pronouns|i go by|"
+            r"i was born|i grew up in|i'?m originally from|i am originally from|"
+            r"i (live|work|head|own|run|volunteer) (in|at|as|for|on|with|the|a|an|our|my)\b|"
+            r"i (teach|coach|study|tutor|lead|manage|look after|take care of|mentor)\b|"
+            r"i work remotely|i'?ve been (a|an|the|teaching|working|living|coding|"
+            r"coaching|nursing)\b|(i'?m|i am) (\w+'s|the) [\w-]+( [\w-]+)?( of| for| at| on|"
+            r" in|,|\.|$)|(i'?m|i am) \w+'s (mom|mum|dad|mother|father|son|daughter|"
+            r"brother|sister|wife|husband|partner|friend|boss|manager|colleague)\b|"
+            r"(i'?m|i am) (from|based in|\d+ (years|yrs) old|\d+\b|"
+            r"(an? |the )([\w-]+ ){0,3}([\w-]+(ist|ian|eer|keeper|smith|ographer)|engineer|"
+            r"developer|designer|manager|nurse|doctor|"
+            r"teacher|student|lead|lawyer|chef|artist|writer|analyst|scientist|"
+            r"researcher|consultant|founder|ceo|cto|intern|admin|maintainer|"
+            r"moderator|mom|dad|mother|father|parent|grandparent|vet|pilot|"
+            r"accountant|architect|musician|photographer|programmer|sre|pm|owner|"
+            r"member|volunteer|coach|librarian|paramedic|electrician|plumber|"
+            r"mechanic|farmer|baker|barista|officer|professor|tutor|editor|"
+            r"journalist|translator|therapist|pharmacist|dentist|surgeon|"
+            r"marketer|recruiter|contractor|freelancer|veteran|native|retiree|"
+            r"newcomer|beginner|here|on the \w+ team|in charge))|"
+            r"(i'?m|i am) (a |an )?(left-handed|right-handed|colou?r-?blind|deaf|"
+            r"diabetic|asthmatic|dyslexic|autistic|allergic to|married|single|"
+            r"divorced|engaged|widowed|retired|pregnant|twins?)\b|"
+            r"i have (a|an|\d+|two|three|four|five|one) (\w+ )?(kids?|children|sons?|"
+            r"daughters?|brothers?|sisters?|siblings?|dogs?|cats?|pets?|grandkids|"
+            r"grandchildren|husband|wife|partner|boyfriend|girlfriend)\b|"
+            r"my (wife|husband|partner|boyfriend|girlfriend|fianc[ée]+|son|daughter|kids?|"
+            r"mom|mum|dad|mother|father|brother|sister|dog|cat)('s name)? (is|are) [A-Z]\w*|"
+            r"(i'?m|i am) (married|engaged) to)\b",
+            re.I,
+        ),
+    ),
+    (
+        "event",
+        0.5,
+        re.compile(
+            r"\b(yesterday|last (week|month|year|night|weekend|summer|winter|spring|fall|"
+            r"autumn|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+            r"this (morning|afternoon|past \w+)|earlier today|(\w+ )?(days?|weeks?|months?|"
+            r"years?) ago|in (19|20)\d\d|went to|visited|attended|graduated|got (married|"
+            r"engaged|promoted|hired|fired|sick|back)|moved (to|into|out)|we met|i met|"
+            r"(turns?|turned) \d+|birthday|anniversary|wedding|funeral|"
+            r"(is|are|was|were) (scheduled|planned|booked|set|held) (for|on|at)|"
+            r"(is|are) (on|this|next) (monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"sunday|\d)|next (week|month|monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"sunday|weekend)|tomorrow|tonight|on (monday|tuesday|wednesday|thursday|friday|"
+            r"saturday|sunday)|(launch|release|meetup|meeting|party|trip|flight|"
+            r"appointment|exam|interview|game|concert|conference|deploy|outage|incident)\b"
+            r"[\w\s]{0,30}\b(on|at|is on|was on|happened|went|starts|started|ended|"
+            r"lands|landed)\b|(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
+            r"[a-z]* \d{1,2}\b|in (january|february|march|april|may|june|july|august|september|"
+            r"october|november|december)|\d{4}-\d\d-\d\d|\d{1,2}/\d{1,2}(/\d{2,4})?\b|"
+            r"(started|finished|completed|launched|shipped|released|won|lost|broke|"
+            r"adopted|bought|sold|ran|climbed|hiked|flew|drove|signed up|quit|hired|opened|"
+            r"closed|reopened|arrived|left|returned|celebrated|lost|raised))\b",
+            re.I,
+        ),
+    ),
+)
+
+# A durable, specific statement: numbers, codes, names, places, or "X is Y" about a thing.
+_SPECIFIC = re.compile(
+    r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d*|[a-z]+[-_.][a-z0-9_.-]+|#\d+|v\d+(\.\d+)*)\b|"
+    r"\b(?<!^)[A-Z][a-z]+\b|https?://\S+"
+)
+_PREDICATION = re.compile(
+    r"\b(is|are|was|were|has|have|lives|runs|uses|costs|takes|holds|sits|means|"
+    r"belongs|contains|requires|supports|opens|closes|starts|ends)\b",
+    re.I,
+)
+_IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
+
+
+# "The compost bins are behind the shed": a thing, a present-tense verb, a complement.
+_DECLARATIVE = re.compile(
+    r"^(the|our|my|your|his|her|their|its|this|[A-Z][\w.'-]*)\b[\w\s'.,/&-]{0,40}?\b(is|are|"
+    r"has|have|needs?|costs?|runs?|lives?|opens?|closes?|holds?|takes?|uses?|sits?|"
+    r"starts?|expires?|came out|was built|means|goes|keeps?)\b"
+)
+# "…was amazing", "…is so long": an opinion of the moment, not a fact to keep.
+_EVALUATIVE = re.compile(
+    r"\b(is|are|was|were|looks?|seems?|feels?)\s+(so |really |pretty |very |kinda |a bit |"
+    r"quite |super |totally |just )*(fine|good|great|ok|okay|nice|fun|boring|bad|awful|"
+    r"terrible|cool|awesome|amazing|long|short|hard|easy|funny|weird|slow|fast|lovely|"
+    r"beautiful|ugly|crazy|wild|insane|brutal|rough|perfect|broken|down|up|back|late|early)"
+    r"\b[\s\w]{0,12}[.!]*$",
+    re.I,
+)
+
+
+def is_question(text: str) -> bool:
+    """A question (ends with "?" or opens like one); "Remember that…" is not one."""
+    t = text.strip()
+    return t.endswith("?") or bool(_QUESTION_START.match(t) or _ASKING.match(t))
+
+
+def is_chitchat(sentence: str) -> bool:
+    """Greetings, thanks, laughter, acknowledgements, "back in 10", passing states."""
+    s = sentence.strip()
+    rest = split_greeting(s)[1]
+    if not rest.strip(" !.?,"):
+        return True
+    return bool(_CHITCHAT.match(rest) or _AWAY.search(rest) or _PASSING.match(rest))
+
+
+def classify(sentence: str) -> tuple[str | None, float]:
+    """The memory type and default importance of one sentence; (None, 0) for nothing."""
+    s = split_greeting(sentence)[1].strip()
+    if not s or is_question(s) or is_chitchat(s):
+        return None, 0.0
+    for kind, importance, pattern in _RULES:
+        if pattern.search(s):
+            return kind, importance
+    if len(words(s)) < 3:
+        return None, 0.0
+    if len(stems(s)) >= 2 and _SPECIFIC.search(s) and _PREDICATION.search(s):
+        return "fact", 0.6
+    if _IDENTIFIER.search(s) and len(stems(s)) >= 2:
+        return "fact", 0.6
+    if len(words(s)) >= 5 and _DECLARATIVE.match(s) and not _EVALUATIVE.search(s):
+        return "fact", 0.55
+    return None, 0.0
+
+
+def split_greeting(text: str) -> tuple[str, str]:
+    """(the greeting a message opens with, the rest): "Good morning! My wife…" gives
+    ("Good morning", "My wife…"); a message without one gives ("", text)."""
+    m = _GREETING.match(text)
+    if m is None:
+        return "", text
+    rest = text[m.end() :]
+    # "Hey Dana, …" / "Hi tierbot! …": a name right after the greeting belongs to it.
+    name = re.match(r"^([A-Z][\w'-]*)\s*[!,.:;]+\s*", rest)
+    if name and not re.match(r"^(I|My|We|Our|The)\b", name.group(1)):
+        rest = rest[name.end() :]
+    greeting = m.group(1)
+    # A word like "Hi" glued into a sentence ("Hey, I need…") keeps the sentence whole.
+    return greeting, rest.lstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """An explicit request about memory: ``kind`` "remember" or "forget", and what."""
+
+    kind: str
+    what: str
+    reminder: bool = False
+    #: "Remember to…", "Don't forget to…": something to do.
+    todo: bool = False
+
+
+def read_request(text: str) -> Request | None:
+    """The explicit memory request ``text`` makes ("Remember that my locker code is
+    4411.", "Remind me: …", "Forget that …"), or None."""
+    t = split_greeting(text.strip())[1]
+    if is_question(t) and not t.lower().startswith(("remember", "remind")):
+        return None
+    if t.endswith("?"):
+        return None
+    if (m := _FORGET.match(t)) is not None:
+        what = m["rest"].strip().rstrip(".!")
+        if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):
+            return Request("forget", what)
+        return None
+    if (m := _REMEMBER.match(t)) is None:
+        return None
+    verb = m["verb"].lower()
+    what = m["rest"].strip()
+    if _WH.match(what):
+        return None
+    if _REMEMBER_TO.match(what) and not verb.startswith(("note", "save", "make", "take")):
+        # "Don't forget to water the plants": a to-do, said as it was said.
+        return Request("remember", t.rstrip(), todo=True)
+    if len(words(what)) < 2:
+        return None
+    return Request("remember", what, reminder=verb.startswith("remind"))
+
+
+_SECOND_PERSON = (
+    (r"\bI am\b", "you are"),
+    (r"\bI'm\b", "you're"),
+    (r"\bI was\b", "you were"),
+    (r"\bI've\b", "you've"),
+    (r"\bI'll\b", "you'll"),
+    (r"\bI'd\b", "you'd"),
+    (r"\bmyself\b", "yourself"),
+    (r"\bmine\b", "yours"),
+    (r"\bmy\b", "your"),
+    (r"\bme\b", "you"),
+    (r"\bI\b", "you"),
+)
+
+
+# Words that open a sentence but are lower-case inside one ("Noted: we decided…").
+_LOWER_FIRST = frozenset(
+    "your you you're you've you'll you'd we we're we've we'll our the a an this that these "
+    "those it it's its they they're their there".split()
+)
+
+
+def to_second_person(text: str) -> str:
+    """``text`` said back to its speaker: "my locker code is 4411" → "your locker code is
+    4411" (first person singular only; "we" stays "we")."""
+    out = text.strip()
+    for pattern, repl in _SECOND_PERSON:
+        out = re.sub(pattern, repl, out, flags=re.I)
+    if out and out[0].isupper() and not re.match(r"^[A-Z][a-z]*[A-Z]|^[A-Z]{2}", out):
+        first = out.split(" ", 1)[0]
+        if first.lower() in _LOWER_FIRST:
+            out = out[0].lower() + out[1:]
+    return out.rstrip(" .!")
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedMemory:
+    """A rule-based memory: its type, importance, content and source message id."""
+
+    memory_type: str
+    importance: float
+    content: str
+    source_id: str
+
+
+_REPORTING = re.compile(
+    r"^\s*(«|earlier,|i remember|from an earlier summary|noted|hello|i don't know|"
+    r"let me look|sorry|you told me|done:|i forgot|on \d{4}-)",
+    re.I,
+)
+_BOT_COMMITMENT = re.compile(
+    r"\b(i will|i'll|i shall|i promise|i decided|i've decided|i have decided|i am going to|"
+    r"i'm going to|i won't|i will not|we (decided|agreed))\b",
+    re.I,
+)
+_BOT_DECISION = re.compile(r"\b(decided|agreed)\b", re.I)
+# What the bot quotes of others («...»): never a memory of its own.
+_QUOTED_SPAN = re.compile(r"«[^»]*»?|\"[^\"]*\"|\{.*\}", re.S)
+
+
+def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> list[ExtractedMemory]:
+    """Typed memories found by rules in ``entries``, most important first.
+
+    The bot's own lines (author marked :data:`BOT_MARK`) give only what it decided
+    or promised itself; whatever it quotes of others is never saved again.  An
+    explicit "Remember that…" saves what follows it.
+    """
+    found: list[ExtractedMemory] = []
+    seen: set[str] = set()
+    for e in entries:
+        bot = e.author.endswith(f" {BOT_MARK}")
+        author = e.author.removesuffix(f" {BOT_MARK}")
+        text = _QUOTED_SPAN.sub(" ", e.text) if bot else e.text
+        request = None if bot else read_request(text)
+        if request is not None and request.kind == "forget":
+            continue
+        pieces = [request.what] if request is not None else sentences(split_greeting(text)[1])
+        for sent in pieces:
+            if bot:
+                kind, importance = _classify_bot(sent)
+            elif request is not None and request.todo:
+                kind, importance = "todo", 0.75
+            else:
+                kind, importance = classify(sent)
+                if kind is None and request is not None:
+                    kind, importance = "fact", 0.7
+            if kind is None:
+                continue
+            content = f"{author}: {sent}"[:500]
+            key = " ".join(stems(sent))
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(ExtractedMemory(kind, importance, content, e.id))
+    found.sort(key=lambda m: -m.importance)
+    return found[:limit]
+
+
+def _classify_bot(sentence: str) -> tuple[str | None, float]:
+    """The bot's own sentence: a decision or a promise it made, else nothing."""
+    if _REPORTING.match(sentence) or not _BOT_COMMITMENT.search(sentence):
+        return None, 0.0
+    return ("decision", 0.8) if _BOT_DECISION.search(sentence) else ("todo", 0.75)

@@ -1,0 +1,424 @@
+"""The offline provider's side of a conversation: what it answers, saves and forgets.
+
+One call answers everything since the bot's last reply:
+
+* **explicit memory**: "Remember that…", "Note that…", "Don't forget…", "Remind me…"
+  save a typed memory at once (``memory_save``); "Forget that…" removes the asker's
+  matching memories (``memory_forget``); the reply says what was saved or forgotten,
+  in the second person ("Noted: your locker code is 4411."), only once the tool said so;
+* **statements** that hold something durable (an identity, a preference, a decision…)
+  are saved the same way; chit-chat is not, and gets a short true reply;
+* **greetings** are greeted, by the name the speaker gave if any, and the rest of the
+  message is read as if the greeting were not there;
+* **questions** are answered by quoting the best evidence (stemmed, IDF-weighted word
+  overlap) with who said it and when; never the bot's own replies or tool traffic.
+  "What is my name?" and "What do you know about me?" are answered from what the
+  asker said and the memories saved from it.  When nothing in view covers a question,
+  it looks further back (a ``branch``, else ``memory_recall``) first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from tierbot.llm.base import ChatMessage, ToolCall
+from tierbot.llm.extraction import (
+    Request,
+    classify,
+    is_question,
+    read_request,
+    split_greeting,
+    to_second_person,
+)
+from tierbot.llm.quoting import blocks, is_quoted, unquote
+from tierbot.llm.text import Overlap, sentences, stems
+from tierbot.llm.transcript import BOT_MARK
+
+__all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
+
+HOLDING = "Let me look further back for that; I'll answer in a moment."
+UNKNOWN = "I don't know yet: nothing I can see or remember covers that."
+_MEMORY_TOOLS = ("memory_save", "memory_forget")
+# Memory types, in the order "what do you know about me" tells them.
+_SAVABLE = ["identity", "preference", "goal", "todo", "decision", "event", "fact"]
+# At most this many memories are saved from one message (the rest wait for compaction).
+_SAVES_PER_MESSAGE = 3
+
+_ABOUT_ME = re.compile(
+    r"\b(what do you (know|remember) (about|of) me|what have i told you|"
+    r"tell me (about|what you know about) (me|myself)|what do you know about myself)\b",
+    re.I,
+)
+_MY_NAME = re.compile(r"\b(what('s| is) my name|who am i\b|do you know (my name|who i am))", re.I)
+_NAME_SAID = re.compile(
+    r"\b(?:my name is|my name's|call me|i go by|i'm|i am)\s+([A-Z][\w'-]+)(?!\w)", re.I
+)
+_NOT_NAMES = frozenset(
+    "a an the not so very just from in at on a here back going happy sorry fine good "
+    "tired from done".split()
+)
+_THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)
+_SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Something said that an answer may quote: who, what, when, and how it came."""
+
+    text: str
+    author: str = ""
+    when: float | None = None
+    #: "said" (a message), "memory" (a saved memory), "summary", "branch".
+    kind: str = "said"
+    #: A memory's type (identity, preference, …), when it is one.
+    memory_type: str = ""
+
+    def quoted(self) -> str:
+        """The answer quoting it: "Dana said on 2026-11-25: «…»"."""
+        if self.kind == "branch":
+            return self.text
+        date = (
+            f" on {datetime.fromtimestamp(self.when, UTC).strftime('%Y-%m-%d')}"
+            if self.when
+            else ""
+        )
+        if self.kind == "summary":
+            who = f"{self.author} said" if self.author else "it was said"
+            return f"From an earlier summary, {who}: «{self.text}»"
+        verb = "told me" if self.kind == "memory" else "said"
+        return f"{self.author or 'Someone'} {verb}{date}: «{self.text}»"
+
+
+def tool_json(message: ChatMessage) -> object:
+    """A tool result's JSON body (tool results reach models quoted), or None."""
+    try:
+        return json.loads(unquote(message.content))
+    except json.JSONDecodeError:
+        return None
+
+
+def conclusions(tool_results: Sequence[ChatMessage]) -> dict[str, str]:
+    """What each branch that came back concluded, by its task (a failure says so)."""
+    out: dict[str, str] = {}
+    for m in tool_results:
+        body = tool_json(m)
+        if not isinstance(body, dict) or "branch" not in body:
+            continue
+        task = str(body.get("task", ""))
+        if body.get("conclusion"):
+            out[task] = str(body["conclusion"])
+        else:
+            status = next((k for k in body if k not in ("branch", "task")), "failed")
+            out[task] = f"I could not look further back for that ({status}: {body.get(status)})."
+    return out
+
+
+def _split_speaker(text: str, default: str = "") -> tuple[str, str]:
+    m = _SPEAKER.match(text.strip())
+    return (m[1].strip(), m[2].strip()) if m else (default, text.strip())
+
+
+def _said(text: str) -> str:
+    """What a message said, without its greeting or "Remember that" lead."""
+    request = read_request(text)
+    if request is not None and request.kind == "remember":
+        return request.what
+    return split_greeting(text)[1] or text
+
+
+def candidates(
+    history: Sequence[ChatMessage], tool_results: Sequence[ChatMessage]
+) -> list[Evidence]:
+    """Everything ``history`` and ``tool_results`` hold that an answer may quote: people's
+    messages, recalled memories and messages, summary lines, branch conclusions.
+    Requests to forget (and what they named, before them) are left out."""
+    out: list[Evidence] = []
+    for m in tool_results:
+        hits = tool_json(m)
+        if isinstance(hits, dict) and hits.get("conclusion"):
+            out.append(Evidence(str(hits["conclusion"]), kind="branch"))
+        for h in hits if isinstance(hits, list) else []:
+            if not isinstance(h, dict) or not h.get("content"):
+                continue
+            stamp = h.get("created_at", h.get("ts"))
+            when = float(stamp) if isinstance(stamp, int | float) else None
+            if h.get("type", "episode") == "episode":  # a message (conversation_search's too)
+                out.append(Evidence(_said(str(h["content"])), str(h.get("author", "")), when))
+            else:
+                author, text = _split_speaker(str(h["content"]), str(h.get("author", "")))
+                out.append(Evidence(text, author, when, "memory", str(h.get("type", ""))))
+    for m in history:
+        if m.role != "user":
+            continue
+        if not is_quoted(m.content):
+            request = read_request(m.content)
+            if request is None or request.kind == "remember":
+                out.append(Evidence(_said(m.content), m.name or "", m.sent_at))
+            continue
+        for block in blocks(m.content):
+            if block.tag == "memory":
+                author, text = _split_speaker(block.text)
+                out.append(Evidence(text, author, None, "memory"))
+            elif block.source == "summary":
+                for line in block.text.splitlines():
+                    if line.strip() and not line.startswith(("[Summary", "Summary of")):
+                        author, text = _split_speaker(line.lstrip("- "))
+                        if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
+                            out.append(Evidence(text, author, None, "summary"))
+    forgotten = [set(stems(r.what)) for m in history if (r := _forget_of(m)) is not None]
+    return [e for e in out if not any(_covers(f, e.text) for f in forgotten)]
+
+
+def _forget_of(m: ChatMessage) -> Request | None:
+    if m.role != "user" or is_quoted(m.content):
+        return None
+    request = read_request(m.content)
+    return request if request is not None and request.kind == "forget" else None
+
+
+def _covers(wanted: set[str], text: str) -> bool:
+    return bool(wanted) and len(wanted & set(stems(text))) >= 0.6 * len(wanted)
+
+
+def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, float]:
+    """The evidence that best answers ``question`` (questions are never answers); later
+    evidence wins ties: it is the most recent thing said about the topic."""
+    pool = [e for e in pool if not is_question(e.text)]
+    if not pool:
+        return None, 0.0
+    scores = Overlap([e.text for e in pool]).scores(question)
+    i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), k))
+    return pool[i], scores[i]
+
+
+def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:
+    """The name ``speaker`` gave ("I'm Dana"), newest first; else their display name
+    unless it is a placeholder like the console's "you"."""
+    for e in reversed(pool):
+        if e.author and e.author != speaker:
+            continue
+        if m := _NAME_SAID.search(e.text):
+            if m[1].lower() not in _NOT_NAMES and m[1][0].isupper():
+                return m[1]
+    return "" if speaker.lower() in ("", "you", "user", "me") else speaker
+
+
+def _about(speaker: str, pool: Sequence[Evidence], limit: int = 6) -> list[str]:
+    """What ``speaker`` told about themselves and kept, said back to them: who they are
+    and what they like before their plans and the facts they mentioned, newest first."""
+    found: list[tuple[int, int, str]] = []
+    seen: set[str] = set()
+    for age, e in enumerate(reversed(pool)):
+        if e.author != speaker or e.kind in ("branch", "summary"):
+            continue
+        for sent in sentences(e.text):
+            kind = e.memory_type or classify(sent)[0]
+            key = " ".join(sorted(set(stems(sent))))
+            if kind not in _SAVABLE or key in seen:
+                continue
+            seen.add(key)
+            found.append((_SAVABLE.index(kind), age, to_second_person(sent)))
+    return [text for _, _, text in sorted(found)[:limit]]
+
+
+def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
+    """The memory calls one person's message asks for: an explicit request, or its
+    durable statements."""
+    speaker = m.name or "someone"
+    request = read_request(m.content)
+    if request is not None and request.kind == "forget":
+        if "memory_forget" not in tools:
+            return []
+        return [ToolCall(f"forget-{at}", "memory_forget", {"query": request.what})]
+    if "memory_save" not in tools or is_question(m.content):
+        return []
+    if request is not None:
+        typed = "todo" if request.todo else (classify(request.what)[0] or "fact")
+        what = request.what.rstrip()
+        args = {"content": f"{speaker}: {what}", "memory_type": typed, "importance": 0.8}
+        return [ToolCall(f"save-{at}-0", "memory_save", args)]
+    calls: list[ToolCall] = []
+    for sent in sentences(split_greeting(m.content)[1]):
+        kind, importance = classify(sent)
+        if kind is not None and len(calls) < _SAVES_PER_MESSAGE:
+            args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
+            calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
+    return calls
+
+
+def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) -> list[str]:
+    """One true sentence per memory call that ran: what was saved or forgotten, or why
+    not."""
+    saved: list[str] = []
+    todo: list[str] = []
+    notes: list[str] = []
+    for r in results:
+        call = asked.get(r.tool_call_id or "")
+        if call is None or call.name not in _MEMORY_TOOLS:
+            continue
+        body = tool_json(r)
+        body = body if isinstance(body, dict) else {}
+        if call.name == "memory_forget":
+            what = to_second_person(str(call.arguments.get("query", "")))
+            if body.get("forgotten"):
+                notes.append(f"Done: I forgot that {what}.")
+            elif "error" in body:
+                notes.append(f"I could not forget that: {body['error']}")
+            else:
+                notes.append(f"I had nothing of yours about that to forget ({what}).")
+            continue
+        if "id" in body:
+            said = _split_speaker(str(call.arguments.get("content", "")))[1]
+            kind = str(call.arguments.get("memory_type", ""))
+            (todo if kind == "todo" else saved).append(to_second_person(said))
+        else:
+            why = body.get("skipped") or body.get("error") or "the memory store did not say"
+            notes.append(f"I could not save that: {why}.")
+    if saved:
+        notes.insert(0, f"Noted: {_join(saved)}.")
+    if todo:
+        notes.append(
+            f"Noted as a to-do: {_join(todo)}. I can't send reminders at a set time, "
+            "but ask me and I'll tell you."
+        )
+    return notes
+
+
+def _join(items: Sequence[str]) -> str:
+    items = [i.rstrip(" .!") for i in items]
+    return items[0] if len(items) == 1 else "; ".join(items[:-1]) + "; and " + items[-1]
+
+
+def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[ToolCall]]:
+    """The reply (or the tool calls to make first) to everything since the bot's last
+    reply; see the module docstring."""
+    since = 1 + max(
+        (i for i, m in enumerate(messages) if m.role == "assistant" and not m.tool_calls),
+        default=-1,
+    )
+    new = messages[since:]
+    people = [
+        (since + i, m) for i, m in enumerate(new) if m.role == "user" and not is_quoted(m.content)
+    ]
+    results = [m for m in new if m.role == "tool"]
+    asked = {c.id: c for m in new for c in m.tool_calls}
+    done = conclusions(results)
+
+    # Saving and forgetting come first: what is answered next may depend on it.
+    if not any(c.name in _MEMORY_TOOLS for c in asked.values()):
+        saves = [c for at, m in people for c in _plan_saves(at, m, tools)]
+        if saves:
+            return "", saves
+    notes = _memory_notes(results, asked)
+
+    questions = [(at, m) for at, m in people if is_question(m.content)]
+    if not questions and not done:
+        return _statement_reply(messages, people, notes, results), []
+
+    started = {
+        str(asked[m.tool_call_id].arguments.get("task"))
+        for m in results
+        if m.tool_call_id in asked and isinstance(b := tool_json(m), dict) and "started" in b
+    }
+    answers: list[tuple[str, str]] = []  # (what was asked, the answer)
+    waiting: list[str] = []
+    calls: list[ToolCall] = []
+    for at, q in questions:
+        task = q.content
+        if task in done:
+            answers.append((task, done.pop(task)))
+            continue
+        pool = candidates(messages[:at], results)
+        tried = {
+            c.name
+            for c in asked.values()
+            if task in (c.arguments.get("task"), c.arguments.get("query"))
+        }
+        speaker = q.name or ""
+        recall_ok = "memory_recall" in tools and "memory_recall" not in tried
+        # What the asker told long ago is in memory, not in view: look there first.
+        about_me = bool(_ABOUT_ME.search(task))
+        personal = None if about_me and recall_ok else _personal_answer(task, speaker, pool)
+        if personal is not None:
+            answers.append((task, personal))
+            continue
+        if _ABOUT_ME.search(task) or _MY_NAME.search(task):
+            if recall_ok:
+                args = {"query": task, "limit": 20, "from_asker": True, "types": _SAVABLE}
+                calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
+            elif _MY_NAME.search(task) and (name := _known_name(speaker, pool)):
+                answers.append((task, f"You go by {name} here; you haven't told me another name."))
+            else:
+                answers.append((task, "You haven't told me about yourself yet, as far as I know."))
+            continue
+        found, score = best(task, pool)
+        if score < 0.34 and "branch" in tools and "branch" not in tried:
+            calls.append(ToolCall(f"branch-{at}-{len(calls)}", "branch", {"task": task}))
+        elif score < 0.34 and task in started:
+            waiting.append(task)
+        elif score < 0.34 and recall_ok:
+            calls.append(ToolCall(f"recall-{at}", "memory_recall", {"query": task, "limit": 5}))
+        elif found is None or score < 0.2:
+            answers.append((task, UNKNOWN))
+        else:
+            answers.append((task, found.quoted()))
+    if calls:
+        return "", calls
+    answers.extend(done.items())  # branches that came back for earlier questions
+    if not answers and not notes:
+        return HOLDING, []
+    if len(answers) == 1 and not waiting:
+        lines = [answers[0][1]]
+    else:
+        lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
+        lines += [f"«{task}» {HOLDING}" for task in waiting]
+    return "\n".join([*notes, *lines]), []
+
+
+def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> str | None:
+    """ "What is my name?" and "What do you know about me?" from what the asker said;
+    None when it is another question, or nothing in ``pool`` answers it."""
+    if _MY_NAME.search(question):
+        name = _known_name(speaker, pool)
+        said = [e for e in pool if e.author == speaker and _NAME_SAID.search(e.text)]
+        if name and said:
+            return f"Your name is {name}: {said[-1].quoted()}"
+        return None
+    if _ABOUT_ME.search(question):
+        facts = _about(speaker, pool)
+        if facts:
+            return "Here is what you told me: " + "; ".join(facts) + "."
+    return None
+
+
+def _statement_reply(
+    messages: Sequence[ChatMessage],
+    people: Sequence[tuple[int, ChatMessage]],
+    notes: Sequence[str],
+    results: Sequence[ChatMessage],
+) -> str:
+    """The reply to statements: a greeting when greeted, what was saved, or a short
+    acknowledgement that claims nothing."""
+    if not people:
+        return " ".join(notes) or "Hello! I'm listening."
+    current = people[-1][1]
+    speaker = current.name or ""
+    greeting, rest = split_greeting(current.content.strip())
+    name = _known_name(speaker, candidates(messages, results))
+    parts: list[str] = []
+    if greeting:
+        hello = greeting[0].upper() + greeting[1:] if greeting else "Hello"
+        parts.append(f"{hello}, {name}!" if name else f"{hello}!")
+        if not rest.strip() and not notes:
+            parts.append("Ask me anything about this conversation.")
+    parts.extend(notes)
+    if not parts:
+        if _THANKS.match(rest):
+            parts.append("You're welcome.")
+        else:
+            parts.append(f"OK, {name}." if name else "OK.")
+    return " ".join(parts)

@@ -320,6 +320,8 @@ def _search_tool(store: MessageStore, channel: str, scan_limit: int = 20_000) ->
             {
                 "content": pool[i].text,
                 "author": pool[i].author_name or pool[i].author_id or pool[i].role.value,
+                # "assistant": the bot's own reply, which may quote someone else.
+                "role": pool[i].role.value,
                 "message_id": pool[i].platform_id,
                 "ts": pool[i].ts,
                 "archived": pool[i].state.value == "archived",

@@ -135,15 +135,15 @@ def candidates(
 ) -> list[Evidence]:
     """Everything ``history`` and ``tool_results`` hold that an answer may quote: people's
     messages, recalled memories and messages, summary lines, branch conclusions.
-    Requests to forget (and what they named, before them) are left out."""
+    Requests to forget, and what their author said that they name, are left out."""
     out: list[Evidence] = []
     for m in tool_results:
         hits = tool_json(m)
         if isinstance(hits, dict) and hits.get("conclusion"):
             out.append(Evidence(str(hits["conclusion"]), kind="branch"))
         for h in hits if isinstance(hits, list) else []:
-            if not isinstance(h, dict) or not h.get("content"):
-                continue
+            if not isinstance(h, dict) or not h.get("content") or h.get("role") == "assistant":
+                continue  # the bot's own replies only repeat what people said
             stamp = h.get("created_at", h.get("ts"))
             when = float(stamp) if isinstance(stamp, int | float) else None
             if h.get("type", "episode") == "episode":  # a message (conversation_search's too)
@@ -169,8 +169,15 @@ def candidates(
                         author, text = _split_speaker(line.lstrip("- "))
                         if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
                             out.append(Evidence(text, author, None, "summary"))
-    forgotten = [set(stems(r.what)) for m in history if (r := _forget_of(m)) is not None]
-    return [e for e in out if not any(_covers(f, e.text) for f in forgotten)]
+    # What someone asked to forget is theirs alone: another person's words stay.
+    forgotten = [
+        (m.name or "", set(stems(r.what))) for m in history if (r := _forget_of(m)) is not None
+    ]
+    return [
+        e
+        for e in out
+        if not any(who == e.author and _covers(f, e.text) for who, f in forgotten)
+    ]
 
 
 def _forget_of(m: ChatMessage) -> Request | None:

@@ -1,0 +1,135 @@
+"""Memory during a conversation: memory_save and memory_forget in a channel's turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from bot.runtime import Runtime
+from tests.helpers import inbound
+from tierbot.config import Config
+from tierbot.llm.base import Completion, ToolCall
+from tierbot.llm.offline import OfflineProvider
+from tierbot.messages import Role
+from tierbot.testing.scripted import ScriptedLLM
+
+CH = "chat:1"
+MEMORY = {"memory": {"enabled": True}}
+
+
+async def _nodes(rt: Runtime) -> list[dict[str, object]]:
+    assert rt.memory is not None
+    return [n async for n in rt.memory.graph.export() if n["kind"] == "node"]
+
+
+async def _memories(rt: Runtime) -> list[dict[str, object]]:
+    return [n for n in await _nodes(rt) if n["type"] != "episode"]
+
+
+async def test_remember_that_is_saved_at_once_with_its_author_and_source(
+    make_config: Callable[..., Config],
+) -> None:
+    """"Remember that…" is saved before any compaction, typed, in the author's name, citing
+    the message; the reply says what was saved."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await rt.submit(inbound(CH, "Remember that my locker code is 4411.", pid="r1", author="ann"))
+        await rt.drain()
+        assert [o.text for o in rt.outbox.sent] == ["Noted: your locker code is 4411."]
+        (memory,) = await _memories(rt)
+        assert memory["content"] == "ann: my locker code is 4411."
+        assert memory["type"] == "fact"
+        assert memory["author_id"] == "ann"
+        assert memory["sources"] == [[CH, "r1"]] or "r1" in json.dumps(memory["sources"])
+
+
+async def test_someone_else_cannot_make_the_bot_forget_your_memory(
+    make_config: Callable[..., Config],
+) -> None:
+    """"Forget that…" from another person deletes nothing of the first person's, and says
+    it had nothing of theirs to forget; the first person's own request does forget."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await rt.submit(inbound(CH, "Remember that my locker code is 4411.", pid="a1", author="ann"))
+        await rt.drain()
+        await rt.submit(inbound(CH, "Forget that my locker code is 4411.", pid="b1", author="bob"))
+        await rt.drain()
+        assert rt.outbox.sent[-1].text.startswith("I had nothing of yours about that to forget")
+        assert [m["content"] for m in await _memories(rt)] == ["ann: my locker code is 4411."]
+        # bob's request does not hide ann's words from the answer either.
+        await rt.submit(inbound(CH, "What is ann's locker code?", pid="b2", author="bob"))
+        await rt.drain()
+        assert "4411" in rt.outbox.sent[-1].text
+
+        await rt.submit(inbound(CH, "Forget that my locker code is 4411.", pid="a2", author="ann"))
+        await rt.drain()
+        assert rt.outbox.sent[-1].text == "Done: I forgot that your locker code is 4411."
+        assert await _memories(rt) == []
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
+        # Neither the message it came from nor the request is searchable any more.
+        hits = await rt.memory.search("locker code 4411", channel=CH)  # type: ignore[union-attr]
+        assert not [h for h in hits if {"a1", "a2"} & set(h["source_message_ids"])], hits
+        await rt.submit(inbound(CH, "What is my locker code?", pid="a3", author="ann"))
+        await rt.drain()
+        assert "4411" not in rt.outbox.sent[-1].text
+
+
+async def test_a_save_the_store_refuses_is_not_acknowledged_as_saved(
+    make_config: Callable[..., Config],
+) -> None:
+    """An author who asked to be forgotten: nothing is saved, and the reply says so
+    instead of "Noted"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await rt.memory.graph.forget_author("cy")
+        await rt.submit(inbound(CH, "Remember that my bike lock is 1234.", pid="c1", author="cy"))
+        await rt.drain()
+        reply = rt.outbox.sent[-1].text
+        assert reply == "I could not save that: its author asked to be forgotten."
+        assert await _memories(rt) == []
+
+
+async def test_chat_memory_tools_name_a_bad_argument_to_the_model(
+    make_config: Callable[..., Config],
+) -> None:
+    """A model's memory_save without content, memory_forget without a query and recall with
+    a non-boolean from_asker each get an error naming the argument; nothing is saved."""
+    llm = ScriptedLLM(chat_reply="done")
+    calls = (
+        ToolCall("s1", "memory_save", {"memory_type": "fact"}),
+        ToolCall("f1", "memory_forget", {}),
+        ToolCall("r1", "memory_recall", {"query": "x", "from_asker": "yes"}),
+        ToolCall("s2", "memory_save", {"content": "ok", "memory_type": "feeling"}),
+    )
+    llm.push("chat", Completion("", tool_calls=calls))
+    async with Runtime.open(make_config(MEMORY), llm=llm) as rt:
+        await rt.submit(inbound(CH, "hello there", pid="h1"))
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+        results = {
+            m.meta["call_id"]: json.loads(m.text)
+            for m in actor.ctx.items
+            if m.role is Role.TOOL_RESULT
+        }
+        assert "content" in results["s1"]["error"]
+        assert "query" in results["f1"]["error"]
+        assert "from_asker" in results["r1"]["error"]
+        assert "memory_type" in results["s2"]["error"]
+        assert await _memories(rt) == []
+        offered = llm.calls[0].tools
+        assert {"memory_save", "memory_recall", "memory_forget"} <= set(offered)
+
+
+async def test_memory_search_never_shows_the_bots_own_replies(
+    make_config: Callable[..., Config],
+) -> None:
+    """/memory finds what people said and what was saved, never the bot quoting them."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await rt.submit(inbound(CH, "I really love bouldering on weekends.", pid="d1"))
+        await rt.drain()
+        await rt.submit(inbound(CH, "What do I love doing on weekends?", pid="d2"))
+        await rt.drain()
+        assert "bouldering" in rt.outbox.sent[-1].text
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
+        hits = await rt.memory.search("bouldering weekends", channel=CH, limit=10)  # type: ignore[union-attr]
+        assert hits
+        assert all(not h["content"].startswith(("alice said", "Noted")) for h in hits), hits
+        assert all(h.get("author") != "tierbot" for h in hits), hits

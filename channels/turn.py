@@ -26,6 +26,7 @@ from channels.prompt import build_prompt
 from tierbot.errors import ContextOverflowError, LLMError, ToolError
 from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
 from tierbot.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
+from tierbot.llm.text import Overlap
 from tierbot.messages import Message, Outbound, Role
 from workers.supervisor import TaskOutcome
 
@@ -193,8 +194,7 @@ class Turns:
         memory = self.deps.memory
         if memory is None or call.name not in _MEMORY_TOOLS:
             return json.dumps({"error": f"unknown tool {call.name!r}"})
-        # The person being answered: the newest message of someone in the context.
-        asker = next((m for m in reversed(items) if m.role is Role.USER), None)
+        asker = self._source_of(call)
         try:
             if call.name == "memory_recall":
                 # What is in the live context is already in front of the model.
@@ -212,6 +212,22 @@ class Turns:
             return await memory.forget_from_chat(call.arguments, channel=self.key, source=asker)
         except ToolError as exc:
             return json.dumps({"error": str(exc)})
+
+    def _source_of(self, call: ToolCall) -> Message | None:
+        """The message a memory call acts for: of the people's messages this turn answers
+        (a burst may hold several people's), the one its words match best; else the
+        newest.  Its author is the memory's author, and the only one a forget may touch."""
+        items = self.history.ctx.items
+        last_reply = max((i for i, m in enumerate(items) if m.role is Role.ASSISTANT), default=-1)
+        turn = [m for m in items[last_reply + 1 :] if m.role is Role.USER]
+        if not turn:
+            turn = [m for m in items if m.role is Role.USER][-1:]
+        if len(turn) <= 1:
+            return turn[0] if turn else None
+        words = str(call.arguments.get("content") or call.arguments.get("query") or "")
+        scores = Overlap([m.text for m in turn]).scores(words)
+        # Later wins ties: the newest message is the one most likely being answered.
+        return turn[max(range(len(turn)), key=lambda i: (scores[i], i))]
 
     # -- branches and workers -----------------------------------------------------------------
 

@@ -215,17 +215,21 @@ async def run_memory_tool(
         ):
             raise _bad(name, "since", "must be a unix timestamp in seconds")
         types = _str_list(name, arguments, "types")
-        if only_author and not isinstance(limit, int):
-            raise _bad(name, "limit", "must be an integer")
+        if only_author and (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_RECALL_LIMIT
+        ):
+            raise _bad(name, "limit", f"must be an integer from 1 to {MAX_RECALL_LIMIT}")
         if only_author and isinstance(query, str):
             # Memories carry their author's name: it finds theirs among everyone's.
             query = f"{graph.display_names.get(only_author, '')} {query}".strip()
         hits = await graph.recall(
             query,
             channel=channel,
-            # A wider search, then only the asker's: their few memories must not be
-            # crowded out of the top by everyone else's.
-            limit=min(MAX_RECALL_LIMIT, max(50, limit * 10)) if only_author else limit,
+            # As wide a search as allowed, then only the asker's: their few memories must
+            # not be crowded out of the top by everyone else's.
+            limit=MAX_RECALL_LIMIT if only_author else limit,
             types=types,
             since=since,
             exclude=exclude,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 
@@ -29,10 +30,12 @@ async def _memories(rt: Runtime) -> list[dict[str, object]]:
 async def test_remember_that_is_saved_at_once_with_its_author_and_source(
     make_config: Callable[..., Config],
 ) -> None:
-    """"Remember that…" is saved before any compaction, typed, in the author's name, citing
+    """ "Remember that…" is saved before any compaction, typed, in the author's name, citing
     the message; the reply says what was saved."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        await rt.submit(inbound(CH, "Remember that my locker code is 4411.", pid="r1", author="ann"))
+        await rt.submit(
+            inbound(CH, "Remember that my locker code is 4411.", pid="r1", author="ann")
+        )
         await rt.drain()
         assert [o.text for o in rt.outbox.sent] == ["Noted: your locker code is 4411."]
         (memory,) = await _memories(rt)
@@ -45,10 +48,12 @@ async def test_remember_that_is_saved_at_once_with_its_author_and_source(
 async def test_someone_else_cannot_make_the_bot_forget_your_memory(
     make_config: Callable[..., Config],
 ) -> None:
-    """"Forget that…" from another person deletes nothing of the first person's, and says
+    """ "Forget that…" from another person deletes nothing of the first person's, and says
     it had nothing of theirs to forget; the first person's own request does forget."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        await rt.submit(inbound(CH, "Remember that my locker code is 4411.", pid="a1", author="ann"))
+        await rt.submit(
+            inbound(CH, "Remember that my locker code is 4411.", pid="a1", author="ann")
+        )
         await rt.drain()
         await rt.submit(inbound(CH, "Forget that my locker code is 4411.", pid="b1", author="bob"))
         await rt.drain()
@@ -133,3 +138,37 @@ async def test_memory_search_never_shows_the_bots_own_replies(
         assert hits
         assert all(not h["content"].startswith(("alice said", "Noted")) for h in hits), hits
         assert all(h.get("author") != "tierbot" for h in hits), hits
+
+
+async def test_a_burst_of_two_people_saves_each_fact_in_its_own_authors_name(
+    make_config: Callable[..., Config],
+) -> None:
+    """Two people speak before the bot answers: each memory cites its own speaker's message
+    and is in that speaker's name, not the newest speaker's."""
+    llm = ScriptedLLM(chat_reply="ok")
+    llm.push(
+        "chat",
+        Completion("ok"),  # the turn for "first", held while the other two arrive
+        Completion(
+            "",
+            tool_calls=(
+                ToolCall(
+                    "a", "memory_save", {"content": "ann: I'm a nurse", "memory_type": "identity"}
+                ),
+                ToolCall(
+                    "b", "memory_save", {"content": "bob: I'm a pilot", "memory_type": "identity"}
+                ),
+            ),
+        ),
+    )
+    gate = asyncio.Event()
+    llm.gate["chat"] = gate
+    async with Runtime.open(make_config(MEMORY), llm=llm) as rt:
+        await rt.submit(inbound(CH, "first", pid="x0", author="cy"))
+        await rt.submit(inbound(CH, "I'm a nurse at St Mary's.", pid="a1", author="ann"))
+        await rt.submit(inbound(CH, "And I'm a pilot.", pid="b1", author="bob"))
+        gate.set()
+        await rt.drain()
+        by_author = {m["author_id"]: json.dumps(m["sources"]) for m in await _memories(rt)}
+        assert set(by_author) == {"ann", "bob"}, by_author
+        assert "a1" in by_author["ann"] and "b1" in by_author["bob"]

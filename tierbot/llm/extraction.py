@@ -288,6 +288,19 @@ _EVALUATIVE = re.compile(
 )
 
 
+# Warmth, praise and opinion ("Art is such a source of joy", "It was amazing, Caroline"):
+# worth a reply, not a fact to recall.  Only the fallback to ``fact`` checks it.
+_OPINION = re.compile(
+    r"\b(so|such|really|too|awesome|amazing|great|cool|lucky|glad|happy|proud|inspiring|"
+    r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|best|worst|"
+    r"lovely|wonderful|fantastic|stoked|excited|thrilled|means a lot|appreciate|thankful|"
+    r"grateful|blessed|sorry|awful|terrible|hard|tough|rough|keep it up|proud of)\b",
+    re.I,
+)
+# A name said to someone ("…, Caroline!", "Wow, Mel, …") is an address, not a fact.
+_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+\s*[!.?]*$|^\W*\w+,\s*[A-Z][a-z]+,")
+
+
 def is_question(text: str) -> bool:
     """A question (ends with "?" or opens like one); "Remember that…" is not one."""
     t = text.strip()
@@ -311,8 +324,9 @@ def classify(sentence: str) -> tuple[str | None, float]:
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
             return kind, importance
-    if len(words(s)) < 3:
+    if len(words(s)) < 3 or _OPINION.search(s):
         return None, 0.0
+    s = _VOCATIVE.sub(" ", s)
     if len(stems(s)) >= 2 and _SPECIFIC.search(s) and _PREDICATION.search(s):
         return "fact", 0.6
     if _IDENTIFIER.search(s) and len(stems(s)) >= 2:

@@ -174,9 +174,7 @@ def candidates(
         (m.name or "", set(stems(r.what))) for m in history if (r := _forget_of(m)) is not None
     ]
     return [
-        e
-        for e in out
-        if not any(who == e.author and _covers(f, e.text) for who, f in forgotten)
+        e for e in out if not any(who == e.author and _covers(f, e.text) for who, f in forgotten)
     ]
 
 

@@ -12,6 +12,7 @@ Modes:
                  seconds instead of minutes, for tuning retrieval
 
 Usage: python -m benchmarks.locomo PATH_TO_LOCOMO_JSON [--mode replay|direct] [--quick]
+       [--only conv-30]
 Writes benchmarks/results/locomo.json (rows named after the mode; per-conversation and
 per-category figures in meta).  The data set is read in place, never copied.
 --quick runs the first conversation only.
@@ -197,6 +198,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work folder and print it")
     ap.add_argument("--quick", action="store_true", help="the first conversation only")
     ap.add_argument(
+        "--only", action="append", default=[], metavar="ID", help="only this conversation (repeat)"
+    )
+    ap.add_argument(
         "--backend",
         choices=["sqlite", "postgres", "both"],
         default="sqlite",
@@ -209,6 +213,10 @@ def main() -> int:
     data = json.loads(args.path.read_text())
     if args.quick:
         data = data[:1]
+    if args.only:
+        data = [d for d in data if d.get("sample_id") in args.only]
+        if not data:
+            raise SystemExit(f"no conversation {', '.join(args.only)} in {args.path}")
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     work = Path(tempfile.mkdtemp(prefix="tierbot-locomo-"))
     started = time.monotonic()
@@ -233,7 +241,11 @@ def main() -> int:
             row(f"{name} R@{k}", summary[f"R@{k}"], "recall", TARGET_R10 if k == 10 else "")
             for k in KS
         ]
-        rows += [row(f"{name} cat{c} R@10", summary[f"cat{c}/R@10"], "recall") for c in CATEGORIES]
+        rows += [
+            row(f"{name} cat{c} R@10", summary[f"cat{c}/R@10"], "recall")
+            for c in CATEGORIES
+            if f"cat{c}/R@10" in summary  # a single conversation may have none of a category
+        ]
         all_meta[backend] = {
             "questions": summary.pop("questions"),
             "conversations": per_conv,

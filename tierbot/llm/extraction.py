@@ -108,6 +108,18 @@ _PASSING = re.compile(
     re.I,
 )
 
+# Cheering someone on: warm, and nothing to recall later.
+_ENCOURAGING = re.compile(
+    r"\b(keep (it up|going|pushing|chasing|at it|believing|on|plugging|working)|"
+    r"(don'?t|never|won'?t|will not|not going to|gonna) (quit|give up|stop|let (you|anything|"
+    r"it|them|that) (down|get|hold|stop))|believe in yourself|you('ve| have)? got this|"
+    r"rock on|take care|stay (positive|motivated|strong|focused|safe)|"
+    r"let'?s (keep|make|do this|go for it|live|chase|celebrate|support)|"
+    r"check (it|this|that|'em|them) out|here'?s a (pic|photo|picture)|"
+    r"(means|meant) (a lot|the world|so much|a ton)|proud of you|go for it|you can do it|"
+    r"good luck|fingers crossed|chase (your|our|my) dreams?|follow (your|our) dreams?)\b",
+    re.I,
+)
 _I = r"(?:i|i'm|i am|i've|i have|i'd|i'll|we|we're|we've|we'll)"
 
 # (memory type, default importance, pattern); first match wins, most specific first.
@@ -251,8 +263,8 @@ _RULES: tuple[tuple[str, float, re.Pattern[str]], ...] = (
             r"[a-z]* \d{1,2}\b|in (january|february|march|april|may|june|july|august|september|"
             r"october|november|december)|\d{4}-\d\d-\d\d|\d{1,2}/\d{1,2}(/\d{2,4})?\b|"
             r"(started|finished|completed|launched|shipped|released|won|lost|broke|"
-            r"adopted|bought|sold|ran|climbed|hiked|flew|drove|signed up|quit|hired|opened|"
-            r"closed|reopened|arrived|left|returned|celebrated|lost|raised))\b",
+            r"adopted|bought|sold|ran|climbed|hiked|flew|drove|signed up|hired|opened|"
+            r"reopened|arrived|returned|celebrated))\b",
             re.I,
         ),
     ),
@@ -273,7 +285,9 @@ _IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-
 
 # "The compost bins are behind the shed": a thing, a present-tense verb, a complement.
 _DECLARATIVE = re.compile(
-    r"^(the|our|my|your|his|her|their|its|this|[A-Z][\w.'-]*)\b[\w\s'.,/&-]{0,40}?\b(is|are|"
+    r"^(?!(i|i'm|i'll|i've|i'd|we|we're|we'll|you|you're|you'll|let's|it|it's|that|"
+    r"that's|this|there|they|he|she|just|keep|stay|don't|do)\b)"
+    r"(the|our|my|your|his|her|their|its|[A-Z][\w.'-]*)\b[\w\s'.,/&-]{0,40}?\b(is|are|"
     r"has|have|needs?|costs?|runs?|lives?|opens?|closes?|holds?|takes?|uses?|sits?|"
     r"starts?|expires?|came out|was built|means|goes|keeps?)\b"
 )
@@ -301,6 +315,17 @@ _OPINION = re.compile(
 _VOCATIVE = re.compile(r",\s*[A-Z][a-z]+\s*[!.?]*$|^\W*\w+,\s*[A-Z][a-z]+,")
 
 
+# Sayings and general remarks ("Being organized is key", "It keeps me motivated"): true
+# of everyone, about nothing in particular.
+_GENERIC = re.compile(
+    r"\b(is|are) (key|everything|life|the best|the way|worth it|like|all about|just)\b|"
+    r"\b(keeps?|helps?|makes?|gives?|takes?) (me|us|you|them|people|one)\b|"
+    r"^(being|having|taking|staying|getting|doing|making|tracking|attending|growing|"
+    r"running|dancing|setbacks|challenges|failures|life|things|everything)\b",
+    re.I,
+)
+
+
 def is_question(text: str) -> bool:
     """A question (ends with "?" or opens like one); "Remember that…" is not one."""
     t = text.strip()
@@ -308,12 +333,18 @@ def is_question(text: str) -> bool:
 
 
 def is_chitchat(sentence: str) -> bool:
-    """Greetings, thanks, laughter, acknowledgements, "back in 10", passing states."""
+    """Greetings, thanks, laughter, acknowledgements, "back in 10", passing states, and
+    encouragement ("Keep going!", "I won't give up")."""
     s = sentence.strip()
     rest = split_greeting(s)[1]
     if not rest.strip(" !.?,"):
         return True
-    return bool(_CHITCHAT.match(rest) or _AWAY.search(rest) or _PASSING.match(rest))
+    return bool(
+        _CHITCHAT.match(rest)
+        or _AWAY.search(rest)
+        or _PASSING.match(rest)
+        or _ENCOURAGING.search(rest)
+    )
 
 
 def classify(sentence: str) -> tuple[str | None, float]:
@@ -331,7 +362,12 @@ def classify(sentence: str) -> tuple[str | None, float]:
         return "fact", 0.6
     if _IDENTIFIER.search(s) and len(stems(s)) >= 2:
         return "fact", 0.6
-    if len(words(s)) >= 5 and _DECLARATIVE.match(s) and not _EVALUATIVE.search(s):
+    if (
+        len(words(s)) >= 5
+        and _DECLARATIVE.match(s)
+        and not _EVALUATIVE.search(s)
+        and not _GENERIC.search(s)
+    ):
         return "fact", 0.55
     return None, 0.0
 

@@ -1,0 +1,118 @@
+"""The memory tools of a channel's turns: recall, save and forget, as a conversation uses them.
+
+Saves and forgets act for one person: the author of the message being answered.  A
+save cites that message; a forget touches only that person's memories and messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+from channels.history import BOT_AUTHOR
+from memory_graph import (
+    MemoryGraph,
+    chat_memory_tools,
+    forget_query,
+    memory_tools,
+    run_memory_tool,
+    save_draft,
+)
+from tierbot.errors import ToolError
+from tierbot.llm.base import ToolSpec
+from tierbot.llm.text import stems
+from tierbot.messages import Message
+
+if TYPE_CHECKING:
+    from channels.memory import EpisodeIndexer
+
+__all__ = ["FORGET_MATCH", "ChannelMemoryAccess"]
+
+#: Of a forget request's words, the share a memory must hold to be what it names.
+FORGET_MATCH = 0.6
+
+
+class ChannelMemoryAccess:
+    """The memory tools of channel turns (recall, save, forget), and the live indexing
+    of their messages."""
+
+    def __init__(self, graph: MemoryGraph, indexer: EpisodeIndexer) -> None:
+        self.graph = graph
+        self.indexer = indexer
+        self._spec = memory_tools()[1]
+
+    def recall_tool(self) -> ToolSpec:
+        return self._spec
+
+    def chat_tools(self) -> list[ToolSpec]:
+        return chat_memory_tools()
+
+    async def recall_from_tool(
+        self,
+        arguments: dict[str, Any],
+        *,
+        channel: str,
+        exclude: Collection[str] = (),
+        asker_id: str = "",
+    ) -> str:
+        """memory_recall; the bot's own replies are never results (they only repeat what
+        people said).  ``from_asker`` keeps what ``asker_id`` said."""
+        args = dict(arguments)
+        mine = args.pop("from_asker", False)
+        if not isinstance(mine, bool):
+            raise ToolError("from_asker: must be true or false", tool="memory_recall")
+        return await run_memory_tool(
+            self.graph,
+            "memory_recall",
+            args,
+            channel=channel,
+            exclude=exclude,
+            exclude_authors=(BOT_AUTHOR,),
+            only_author=asker_id if mine and asker_id else "",
+        )
+
+    async def save_from_chat(
+        self, arguments: dict[str, Any], *, channel: str, source: Message
+    ) -> str:
+        """memory_save during a conversation: the memory's source and author are the
+        message being answered.  JSON: its id and what was saved, or why not."""
+        draft = save_draft(
+            arguments, channel=channel, author_id=source.author_id, sources=[source.platform_id]
+        )
+        if await self.graph.is_forgotten(
+            author_id=source.author_id, platform_ids=[source.platform_id], channel=channel
+        ):
+            return json.dumps({"skipped": "its author asked to be forgotten"})
+        result = (await self.graph.save_many([draft]))[0]
+        # Short: the result stays in the live context, and the call already holds the content.
+        return json.dumps({"id": result.id, "merged": result.merged})
+
+    async def forget_from_chat(
+        self, arguments: dict[str, Any], *, channel: str, source: Message
+    ) -> str:
+        """memory_forget: the asker's memories and messages that match the query go, and
+        the request itself (it repeats what is forgotten).  Nobody else's."""
+        query = forget_query(arguments)
+        wanted = set(stems(query))
+        hits = await self.graph.recall(query, channel=channel, limit=20) if wanted else []
+        chosen = [
+            h
+            for h in hits
+            if h.author_id == source.author_id
+            and len(wanted & set(stems(h.content))) >= FORGET_MATCH * len(wanted)
+        ]
+        forgotten = []
+        for h in chosen:
+            if await self.graph.forget(h.id, channel=channel):
+                forgotten.append({"id": h.id, "type": h.type, "content": h.content})
+            if h.type != "episode":  # the messages it came from say the same
+                await self.graph.forget_messages(h.channel, h.source_message_ids)
+        await self.graph.forget_messages(channel, [source.platform_id])
+        return json.dumps({"forgotten": forgotten}, ensure_ascii=False)
+
+    def index_wake(self) -> None:
+        self.indexer.wake()
+
+    async def count(self, channel: str) -> int:
+        return await self.graph.count(channel)

@@ -21,16 +21,13 @@ from memory_graph import (
 )
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
-from tierbot.llm.text import stems
+from tierbot.llm.text import names, stems
 from tierbot.messages import Message
 
 if TYPE_CHECKING:
     from channels.memory import EpisodeIndexer
 
-__all__ = ["FORGET_MATCH", "ChannelMemoryAccess"]
-
-#: Of a forget request's words, the share a memory must hold to be what it names.
-FORGET_MATCH = 0.6
+__all__ = ["ChannelMemoryAccess"]
 
 
 class ChannelMemoryAccess:
@@ -77,16 +74,20 @@ class ChannelMemoryAccess:
     ) -> str:
         """memory_save during a conversation: the memory's source and author are the
         message being answered.  JSON: its id and what was saved, or why not."""
-        draft = save_draft(
-            arguments, channel=channel, author_id=source.author_id, sources=[source.platform_id]
-        )
+        # Arguments are checked before anything is looked up: a bad one is named either way.
+        save_draft(arguments, channel=channel)
         if await self.graph.is_forgotten(
             author_id=source.author_id, platform_ids=[source.platform_id], channel=channel
         ):
             return json.dumps({"skipped": "its author asked to be forgotten"})
-        result = (await self.graph.save_many([draft]))[0]
-        # Short: the result stays in the live context, and the call already holds the content.
-        return json.dumps({"id": result.id, "merged": result.merged})
+        return await run_memory_tool(
+            self.graph,
+            "memory_save",
+            arguments,
+            channel=channel,
+            author_id=source.author_id,
+            sources=[source.platform_id],
+        )
 
     async def forget_from_chat(
         self, arguments: dict[str, Any], *, channel: str, source: Message
@@ -94,14 +95,8 @@ class ChannelMemoryAccess:
         """memory_forget: the asker's memories and messages that match the query go, and
         the request itself (it repeats what is forgotten).  Nobody else's."""
         query = forget_query(arguments)
-        wanted = set(stems(query))
-        hits = await self.graph.recall(query, channel=channel, limit=20) if wanted else []
-        chosen = [
-            h
-            for h in hits
-            if h.author_id == source.author_id
-            and len(wanted & set(stems(h.content))) >= FORGET_MATCH * len(wanted)
-        ]
+        hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
+        chosen = [h for h in hits if h.author_id == source.author_id and names(query, h.content)]
         forgotten = []
         for h in chosen:
             if await self.graph.forget(h.id, channel=channel):

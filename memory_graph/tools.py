@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
 
+from .recall import check_args
 from .text import escape
 from .types import (
     MAX_CONTENT_BYTES,
@@ -215,12 +216,9 @@ async def run_memory_tool(
         ):
             raise _bad(name, "since", "must be a unix timestamp in seconds")
         types = _str_list(name, arguments, "types")
-        if only_author and (
-            isinstance(limit, bool)
-            or not isinstance(limit, int)
-            or not 1 <= limit <= MAX_RECALL_LIMIT
-        ):
-            raise _bad(name, "limit", f"must be an integer from 1 to {MAX_RECALL_LIMIT}")
+        if only_author:
+            # The asked-for arguments, checked as recall would (it is asked for more below).
+            check_args(query, limit, types, since)
         if only_author and isinstance(query, str):
             # Memories carry their author's name: it finds theirs among everyone's.
             query = f"{graph.display_names.get(only_author, '')} {query}".strip()

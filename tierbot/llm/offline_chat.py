@@ -35,7 +35,7 @@ from tierbot.llm.extraction import (
     to_second_person,
 )
 from tierbot.llm.quoting import blocks, is_quoted, unquote
-from tierbot.llm.text import Overlap, sentences, stems
+from tierbot.llm.text import Overlap, names, sentences, stems
 from tierbot.llm.transcript import BOT_MARK
 
 __all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
@@ -170,12 +170,8 @@ def candidates(
                         if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
                             out.append(Evidence(text, author, None, "summary"))
     # What someone asked to forget is theirs alone: another person's words stay.
-    forgotten = [
-        (m.name or "", set(stems(r.what))) for m in history if (r := _forget_of(m)) is not None
-    ]
-    return [
-        e for e in out if not any(who == e.author and _covers(f, e.text) for who, f in forgotten)
-    ]
+    forgotten = [(m.name or "", r.what) for m in history if (r := _forget_of(m)) is not None]
+    return [e for e in out if not any(who == e.author and names(f, e.text) for who, f in forgotten)]
 
 
 def _forget_of(m: ChatMessage) -> Request | None:
@@ -183,10 +179,6 @@ def _forget_of(m: ChatMessage) -> Request | None:
         return None
     request = read_request(m.content)
     return request if request is not None and request.kind == "forget" else None
-
-
-def _covers(wanted: set[str], text: str) -> bool:
-    return bool(wanted) and len(wanted & set(stems(text))) >= 0.6 * len(wanted)
 
 
 def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, float]:

@@ -49,6 +49,17 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
 
 
+#: Of a request's content words, the share a text must hold to be what it names.
+NAMES_SHARE = 0.6
+
+
+def names(request: str, text: str) -> bool:
+    """Whether ``text`` is what ``request`` ("forget that my locker code is 4411") names:
+    it holds at least :data:`NAMES_SHARE` of the request's stemmed content words."""
+    wanted = set(stems(request))
+    return bool(wanted) and len(wanted & set(stems(text))) >= NAMES_SHARE * len(wanted)
+
+
 class Overlap:
     """IDF-weighted stem overlap between a query and a set of documents."""
 

@@ -212,6 +212,16 @@ class Turns:
             return await memory.forget_from_chat(call.arguments, channel=self.key, source=asker)
         except ToolError as exc:
             return json.dumps({"error": str(exc)})
+        except Exception as exc:
+            # The memory graph failed (its database, its index): the turn goes on and the
+            # model is told, so the person still gets an answer, one that claims nothing.
+            self.log.error(
+                "channel.memory_tool_failed",
+                tool=call.name,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            kind = type(exc).__name__
+            return json.dumps({"error": f"the memory store failed ({kind}); nothing was changed"})
 
     def _source_of(self, call: ToolCall) -> Message | None:
         """The message a memory call acts for: of the people's messages this turn answers

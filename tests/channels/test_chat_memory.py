@@ -172,3 +172,22 @@ async def test_a_burst_of_two_people_saves_each_fact_in_its_own_authors_name(
         by_author = {m["author_id"]: json.dumps(m["sources"]) for m in await _memories(rt)}
         assert set(by_author) == {"ann", "bob"}, by_author
         assert "a1" in by_author["ann"] and "b1" in by_author["bob"]
+
+
+async def test_a_memory_graph_that_fails_mid_turn_still_gets_the_person_an_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """The memory graph's database connection dies: "Remember that…" is still stored and
+    answered, and the answer says the memory was not saved instead of "Noted"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await rt.submit(inbound(CH, "hello there", pid="h0"))
+        await rt.drain()
+        await rt.memory.graph.storage.connection.close()  # type: ignore[attr-defined]
+        await rt.submit(inbound(CH, "Remember that my locker code is 4411.", pid="r1"))
+        await rt.drain()
+        reply = rt.outbox.sent[-1].text
+        assert reply.startswith("I could not save that: the memory store failed"), reply
+        assert "Noted" not in reply
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["h0", "r1"]

@@ -34,6 +34,7 @@ from typing import Any
 import structlog
 
 from bot.adapters.base import Adapter, Delivery, Dispatcher, Outbound
+from bot.cluster import ClusterMember
 from bot.commands import run_command
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
@@ -47,6 +48,8 @@ from tierbot.keys import ChannelKey
 from tierbot.llm.base import LLMProvider
 from tierbot.llm.factory import make_provider
 from tierbot.messages import InboundMessage, too_long
+from tierbot.pg.cluster import CLUSTER_TABLES
+from tierbot.pg.connect import dsn_from_env
 from tierbot.pg.store import PostgresStore
 from tierbot.retry import Backoff, retry_forever
 from tierbot.storage import UndeliveredReply
@@ -147,6 +150,8 @@ class Runtime(Dispatcher):
         self._retrying: dict[str, Adapter] = {}  # adapters reconnecting in the background
         self._redelivering: dict[str, asyncio.Lock] = {}
         self._uncertain_reported: set[int] = set()
+        #: This process's part in a cluster (``[cluster] enabled``), else None.
+        self.cluster: ClusterMember | None = None
 
     @classmethod
     def open(
@@ -195,7 +200,7 @@ class Runtime(Dispatcher):
             store = await open_store(
                 cfg,
                 environ=environ,
-                components={"sqlite": (TASK_TABLES,), "postgres": (TASK_TABLES_PG,)},
+                components={"sqlite": (TASK_TABLES,), "postgres": (TASK_TABLES_PG, CLUSTER_TABLES)},
             )
             opened.push_async_callback(store.aclose)
             provider = MeteredProvider(
@@ -222,6 +227,14 @@ class Runtime(Dispatcher):
             opened.push_async_callback(rt.pool.aclose)
             rt.registry.start_sweeper()
             opened.push_async_callback(rt.registry.aclose)
+            if cfg.cluster.enabled:
+                assert isinstance(store, PostgresStore)  # the config refuses SQLite
+                member = ClusterMember(
+                    store, rt.registry, cfg.cluster, dsn_from_env(cfg.storage, environ)
+                )
+                opened.push_async_callback(member.leave)
+                await member.join()
+                rt.cluster = member
             opened.pop_all()  # from here on aclose() owns them
         _freeze_startup_heap()
         for line in cfg.deprecations:
@@ -302,6 +315,9 @@ class Runtime(Dispatcher):
                 await adapter.stop()
             except Exception as exc:
                 log.warning("adapter.stop_failed", adapter=name, error=str(exc))
+        if self.cluster is not None:
+            # After the actors stopped: their channels move to live processes at once.
+            await self.cluster.leave()
         pending = await self._count_undelivered()
         if pending:
             log.error(

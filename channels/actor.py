@@ -84,6 +84,9 @@ class ChannelActor:
         self._stopped = False
         self._changed = asyncio.Event()  # set after every mailbox batch (see make_room)
         self._inbox_tokens = 0  # tokens of messages put but not yet entered
+        #: The highest message id this actor has loaded or been handed (a cluster's owner
+        #: pulls what other processes stored after it).
+        self.last_seen = 0
         self.history = History(key, deps, tools=lambda: self.turns.tools())
         self.compaction = ChannelCompaction(
             key, deps, self.history, post=self._mailbox.put_nowait, log=self.log
@@ -153,6 +156,7 @@ class ChannelActor:
         self.history.load(live, state.handled_upto)
         self.compactor.counters.update(state.counters)
         pending = tuple(m for m in live if m.role is Role.USER and m.id > state.handled_upto)
+        self.last_seen = max((m.id for m in live), default=state.handled_upto)
         self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
         self.log.debug("channel.started", live=len(live), pending=len(pending))
 
@@ -195,6 +199,7 @@ class ChannelActor:
     async def put(self, messages: Sequence[Message]) -> None:
         """Hand stored messages to the actor (waits while the mailbox is full)."""
         await self._slots.acquire()
+        self.last_seen = max(self.last_seen, *(m.id for m in messages))
         self.last_active = time.monotonic()
         self._inbox_tokens += sum(m.tokens for m in messages)
         await self._mailbox.put(_Incoming(tuple(messages)))

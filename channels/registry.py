@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
 from channels.actor import ChannelActor, ChannelDeps
-from tierbot.messages import Delivery, InboundMessage, Message, Role
+from tierbot.messages import Delivery, InboundMessage, Message, Role, State
 
 log = structlog.get_logger("tierbot.registry")
 
@@ -62,6 +62,12 @@ class ChannelRegistry:
         self._sweeper: asyncio.Task[None] | None = None
         self.messages_in = 0
         self.duplicates = 0
+        #: In a cluster: whether this process owns a channel (taking its lease when it
+        #: is free).  A channel it does not own gets its messages stored, then ``wake``.
+        self.claim: Callable[[str], Awaitable[bool]] | None = None
+        self.wake: Callable[[str], Awaitable[None]] | None = None
+        #: In a cluster: called with the channels whose actors stopped (lease released).
+        self.released: Callable[[Sequence[str]], Awaitable[None]] | None = None
 
     async def actor(self, key: str) -> ChannelActor:
         """The actor for ``key``, started (and rehydrated from the store) if needed."""
@@ -86,8 +92,9 @@ class ChannelRegistry:
         for key, idxs in by_channel.items():
             lock = self._locks.setdefault(key, asyncio.Lock())
             async with lock:
+                owned = self.claim is None or await self.claim(key)
                 # Rehydrate before storing: the actor must not load these from the store too.
-                actor = await self.actor(key)
+                actor = await self.actor(key) if owned else None
                 msgs = [
                     to_message(inbounds[i], counter.count_message(inbounds[i].text)) for i in idxs
                 ]
@@ -101,9 +108,47 @@ class ChannelRegistry:
                     log.info(
                         "message.duplicate_ignored", channel=key, count=len(stored) - len(fresh)
                     )
-                if fresh:
+                if not fresh:
+                    continue
+                if actor is None:
+                    assert self.wake is not None
+                    await self.wake(key)
+                elif self.claim is not None:
+                    # Other processes store this channel's messages too: hand the actor
+                    # everything after what it has seen, in log order.
+                    await self._pull(actor)
+                else:
                     await actor.put(fresh)
         return results
+
+    async def pull(self, key: str) -> int:
+        """A cluster's owner: hand ``key``'s actor the user messages other processes
+        stored after what it has seen (starting it if needed); how many."""
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            actor = self.actors.get(key)
+            if actor is None or actor.done:
+                await self.actor(key)  # a starting actor loads them itself
+                return 0
+            return await self._pull(actor)
+
+    async def _pull(self, actor: ChannelActor) -> int:
+        after = await self.deps.store.messages_after(actor.key, actor.last_seen)
+        new = [m for m in after if m.role is Role.USER and m.state is State.LIVE]
+        if new:
+            await actor.put(new)
+        return len(new)
+
+    async def forget(self, keys: Sequence[str]) -> None:
+        """A cluster: another process took ``keys`` over; stop their actors here.  What
+        they would still write is refused by the fence, so nothing is written twice."""
+        for key in keys:
+            actor = self.actors.pop(key, None)
+            if actor is None:
+                continue
+            try:
+                await actor.stop()
+            except Exception as exc:  # the fence refuses the stopping actor's writes
+                log.info("channel.lease_lost", channel=key, detail=str(exc))
 
     async def resume(self, keys: Sequence[str]) -> None:
         """Start the actors of ``keys`` now rather than at their next message.
@@ -157,6 +202,9 @@ class ChannelRegistry:
                 self.actors.pop(key, None)
                 evicted.append(key)
                 log.debug("channel.evicted", channel=key)
+        gone = [k for k in evicted if k not in self.actors]  # none restarted meanwhile
+        if gone and self.released is not None:
+            await self.released(gone)
         return evicted
 
     async def aclose(self) -> None:

@@ -431,6 +431,36 @@ class OpsConfig(_Model):
     status_task_text: bool = Field(False, json_schema_extra=LIVE)
 
 
+class ClusterConfig(_Model):
+    """``[cluster]``: several processes, one bot, on one PostgreSQL store.
+
+    Each channel is leased to one process at a time (its actor, its compactor); a lease
+    not renewed within ``lease_seconds`` (the holder died) is taken over by a live
+    process.  Every write of a channel's owner carries its lease's fencing token, so a
+    process that lost a lease cannot write that channel again.  Any process may receive
+    any message: it stores it (the acknowledgement) and wakes the owner.
+    """
+
+    enabled: bool = False
+    #: This process's name in the cluster (``tierbot status``, the lease table); empty =
+    #: ``host:pid``.  Two live processes must not share one.
+    process_id: str = Field("", max_length=200)
+    #: A lease not renewed for this long is free: the longest a dead process's channels
+    #: wait for a new owner.
+    lease_seconds: float = Field(6.0, ge=1.0, le=3600.0)
+    #: How often leases are renewed and orphaned channels looked for.
+    heartbeat_seconds: float = Field(1.5, ge=0.1, le=600.0)
+
+    @model_validator(mode="after")
+    def _renew_in_time(self) -> ClusterConfig:
+        if self.heartbeat_seconds * 2 > self.lease_seconds:
+            raise ValueError(
+                f"heartbeat_seconds ({self.heartbeat_seconds}) must be at most half of "
+                f"lease_seconds ({self.lease_seconds}): a lease would lapse between renewals"
+            )
+        return self
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelSettings:
     """The effective settings of one channel, overrides applied."""
@@ -456,6 +486,7 @@ class Config(_Model):
     runtime: RuntimeConfig = RuntimeConfig()
     memory: MemoryConfig = MemoryConfig()
     ops: OpsConfig = OpsConfig()
+    cluster: ClusterConfig = ClusterConfig()
     #: Resolved once per new config object, then at each channel's next check.
     channels: list[ChannelOverride] = Field([], json_schema_extra=LIVE)
 
@@ -470,6 +501,15 @@ class Config(_Model):
             raise ValueError(
                 '[memory] vector_search = "database" needs [storage] backend = "postgres" '
                 '(SQLite has no vector index of its own: use "memory")'
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _cluster_needs_postgres(self) -> Config:
+        if self.cluster.enabled and self.storage.backend != "postgres":
+            raise ValueError(
+                '[cluster] enabled = true needs [storage] backend = "postgres": processes '
+                "share channels through the database (SQLite serves one process)"
             )
         return self
 

@@ -102,6 +102,9 @@ NOTES: dict[str, str] = {
     "ops.metrics_top_channels": "per-channel usage gauges only for the N fullest channels (bounded cardinality)",
     "ops.allowed_hosts": 'Host header names accepted besides host, localhost, 127.0.0.1, [::1] (e.g. ["tierbot"] for a scraper container); others get 403 (DNS rebinding)',
     "ops.status_task_text": "true: /status shows branch and worker task text (words from conversations)",
+    "cluster.process_id": "this process's name in `tierbot status`; empty = host:pid",
+    "cluster.lease_seconds": "a dead process's channels get a new owner within this long",
+    "cluster.heartbeat_seconds": "leases renewed (and orphaned channels looked for) this often",
 }
 
 #: Comment lines written above a key (or above a section, keyed by its path).
@@ -143,6 +146,10 @@ BEFORE: dict[str, tuple[str, ...]] = {
     ),
     "ops.enabled": (
         "A local HTTP endpoint for operators: /health, /metrics (Prometheus), /status (`tierbot status`).",
+    ),
+    "cluster.enabled": (
+        'Several processes, one bot (backend = "postgres" only): each channel is leased to one process,',
+        'any process stores what it receives and wakes the owner. See README, "Scaling out".',
     ),
 }
 

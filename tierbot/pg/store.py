@@ -34,6 +34,7 @@ from tierbot.messages import Message, Role, State
 from tierbot.migrations import Migrations
 from tierbot.storage import ChannelState, CompactionRecord, UndeliveredReply
 
+from .cluster import Leases
 from .connect import dsn_from_env, open_pool, redact
 from .connect import pg_text as _clean
 from .migrations import migrate, version
@@ -217,6 +218,9 @@ class PostgresStore:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self.commits = 0
+        #: In a cluster, the lease table whose tokens fence every write of a channel's
+        #: owner (its replies, swaps and state); storing inbound messages is not fenced.
+        self.fence: Leases | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -392,7 +396,18 @@ class PostgresStore:
     # -- messages ----------------------------------------------------------------------
 
     async def append(self, msg: Message) -> Message | None:
-        return (await self.append_many([msg]))[0]
+        """The channel owner's write (a reply, a tool result): fenced in a cluster."""
+
+        async def op(conn: asyncpg.Connection) -> Message | None:
+            await self._fenced(conn, msg.channel)
+            return (await _insert(conn, [msg], redelivery_ok=True))[0]
+
+        result: Message | None = await self.write(op)
+        return result
+
+    async def _fenced(self, conn: asyncpg.Connection, channel: str) -> None:
+        if self.fence is not None:
+            await self.fence.check(conn, channel)
 
     async def append_many(self, msgs: Sequence[Message]) -> list[Message | None]:
         async def op(conn: asyncpg.Connection) -> list[Message | None]:
@@ -486,7 +501,11 @@ class PostgresStore:
         return ChannelState(handled_upto=int(rows[0][0]), counters=json.loads(rows[0][1]))
 
     async def save_channel_state(self, channel: str, state: ChannelState) -> None:
-        await self.write(lambda conn: _upsert_state(conn, channel, state))
+        async def op(conn: asyncpg.Connection) -> None:
+            await self._fenced(conn, channel)
+            await _upsert_state(conn, channel, state)
+
+        await self.write(op)
 
     async def ensure_channel(self, channel: str) -> None:
         await self.write(
@@ -587,6 +606,7 @@ class PostgresStore:
         updates: Sequence[Message] = (),
     ) -> Message | None:
         async def op(conn: asyncpg.Connection) -> Message | None:
+            await self._fenced(conn, channel)
             await conn.execute(
                 "UPDATE messages SET state = 'archived' WHERE channel = $1 "
                 "AND id = ANY($2::bigint[])",

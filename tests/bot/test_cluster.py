@@ -1,0 +1,172 @@
+"""Several processes, one bot: channel leases, wake-ups, fencing and takeover on PostgreSQL.
+
+Two runtimes in one test process stand for two ``tierbot run`` processes on one
+database (the end-to-end test in tests/fault/test_cluster_e2e.py uses real processes
+and a SIGKILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+
+from bot.runtime import Runtime
+from tests.helpers import inbound, wait_for
+from tierbot.config import Config
+from tierbot.errors import ConfigError
+from tierbot.llm.offline import OfflineProvider
+from tierbot.messages import Message, Role
+from tierbot.pg.cluster import LeaseLostError
+
+CH = "test:cluster"
+
+
+@pytest.fixture
+def cluster_config(
+    make_config: Callable[..., Config], pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[str], Config]:
+    monkeypatch.setenv("TIERBOT_DATABASE_URL", pg_dsn)
+
+    def build(process_id: str, **cluster: Any) -> Config:
+        return make_config(
+            {
+                "storage": {"backend": "postgres"},
+                "defaults": {"respond": "always"},
+                "cluster": {
+                    "enabled": True,
+                    "process_id": process_id,
+                    "lease_seconds": 2.0,
+                    "heartbeat_seconds": 0.2,
+                    **cluster,
+                },
+            }
+        )
+
+    return build
+
+
+@contextlib.asynccontextmanager
+async def process(cfg: Config) -> AsyncIterator[Runtime]:
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        yield rt
+
+
+def replies(rt: Runtime, channel: str = CH) -> list[str]:
+    return [o.text for o in rt.outbox.sent if o.channel == channel]
+
+
+async def stored(rt: Runtime, channel: str = CH) -> list[Message]:
+    return [m async for m in rt.store.export(channel)]
+
+
+async def test_a_message_received_by_another_process_is_answered_by_the_owner(
+    cluster_config: Callable[..., Config],
+) -> None:
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        await a.submit(inbound(CH, "Remember that my locker code is 4411.", pid="m1"))
+        await wait_for(lambda: len(replies(a)) == 1)
+        assert a.cluster is not None and CH in a.cluster.leases.held
+        # b receives the next message of a's channel: it stores it and wakes a.
+        delivery = await b.submit(inbound(CH, "What is my locker code?", pid="m2"))
+        assert delivery.accepted
+        await wait_for(lambda: len(replies(a)) == 2)
+        assert "4411" in replies(a)[1]
+        assert replies(b) == [] and CH not in b.registry.actors
+        users = [m.platform_id for m in await stored(a) if m.role is Role.USER]
+        assert users == ["m1", "m2"]  # each stored once, in order
+        # A redelivery of m2 to either process is a duplicate, not a second question.
+        assert (await a.submit(inbound(CH, "What is my locker code?", pid="m2"))).accepted is False
+
+
+async def test_an_owner_that_lost_its_lease_cannot_write_the_channel(
+    cluster_config: Callable[..., Config], pg_dsn: str
+) -> None:
+    async with process(cluster_config("a")) as a:
+        await a.submit(inbound(CH, "hello there", pid="m1"))
+        await wait_for(lambda: len(replies(a)) == 1)
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            # a stalls past its lease (a long GC pause, a frozen VM) and b takes over.
+            await conn.execute(
+                "UPDATE channel_leases SET owner = 'b', token = nextval('lease_tokens') "
+                "WHERE channel = $1",
+                CH,
+            )
+        finally:
+            await conn.close()
+        before = len(await stored(a))
+        reply = Message(channel=CH, platform_id="late", role=Role.ASSISTANT, text="late", tokens=1)
+        with pytest.raises(LeaseLostError, match="no longer holds its lease"):
+            await a.store.append(reply)
+        assert len(await stored(a)) == before
+        # Its next heartbeat notices and stops the channel's actor here.
+        await wait_for(lambda: CH not in a.registry.actors)
+
+
+async def test_a_dead_owners_unanswered_channel_is_taken_over(
+    cluster_config: Callable[..., Config], pg_dsn: str
+) -> None:
+    async with process(cluster_config("b")) as b:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            # "ghost" stored a question, held the lease and died before answering.
+            await conn.execute("INSERT INTO channels (key) VALUES ($1)", CH)
+            await conn.execute(
+                "INSERT INTO messages (channel, platform_id, role, author_id, author_name, "
+                "text, ts, tokens, pos, meta) VALUES ($1, 'q1', 'user', 'dana', 'dana', "
+                "'are you there?', 0, 4, 0, '{\"addressed\": true}')",
+                CH,
+            )
+            await conn.execute("UPDATE messages SET pos = id WHERE platform_id = 'q1'")
+            await conn.execute(
+                "INSERT INTO channel_leases VALUES ($1, 'ghost', nextval('lease_tokens'), "
+                "clock_timestamp() + interval '1 second')",
+                CH,
+            )
+            await wait_for(lambda: len(replies(b)) == 1, timeout=10)
+            owner = await conn.fetchval("SELECT owner FROM channel_leases WHERE channel = $1", CH)
+        finally:
+            await conn.close()
+        assert owner == "b"
+        assert b.cluster is not None and b.cluster.takeovers == 1
+
+
+async def test_a_clean_stop_hands_its_channels_over_at_once(
+    cluster_config: Callable[..., Config], pg_dsn: str
+) -> None:
+    async with process(cluster_config("b", lease_seconds=600.0, heartbeat_seconds=0.2)) as b:
+        async with process(cluster_config("a", lease_seconds=600.0)) as a:
+            await a.submit(inbound(CH, "hello", pid="m1"))
+            await wait_for(lambda: len(replies(a)) == 1)
+        # With a ten-minute lease, only the release lets b answer now.
+        await b.submit(inbound(CH, "still there?", pid="m2"))
+        await wait_for(lambda: len(replies(b)) == 1)
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            rows = await conn.fetch("SELECT id FROM cluster_processes")
+        finally:
+            await conn.close()
+        assert [r["id"] for r in rows] == ["b"]
+
+
+async def test_two_live_processes_cannot_share_a_process_id(
+    cluster_config: Callable[..., Config],
+) -> None:
+    async with process(cluster_config("same")):
+        with pytest.raises(Exception, match="process_id 'same' is in use"):
+            async with process(cluster_config("same")):
+                pass
+
+
+def test_a_cluster_on_sqlite_is_refused_naming_the_keys(make_config: Callable[..., Config]) -> None:
+    with pytest.raises(ConfigError, match=r"\[cluster\] enabled = true needs \[storage\]"):
+        make_config({"cluster": {"enabled": True}})
+
+
+def test_a_heartbeat_too_slow_for_the_lease_is_refused(make_config: Callable[..., Config]) -> None:
+    with pytest.raises(ConfigError, match="heartbeat_seconds"):
+        make_config({"cluster": {"lease_seconds": 2.0, "heartbeat_seconds": 1.5}})

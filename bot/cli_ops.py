@@ -142,6 +142,19 @@ def render_status_view(snap: dict[str, Any], url: str, width: int = 30) -> str:
                 for n, a in adapters.items()
             )
         )
+    cluster = snap.get("cluster")
+    if cluster:
+        problem = cluster.get("error")
+        lines.append(
+            f"cluster: this is {cluster['process']}, owning {cluster['leases_held']} channels"
+            + (f" (cannot read the lease table: {problem})" if problem else "")
+        )
+        for p in cluster.get("processes", []):
+            state = "alive" if p.get("alive") else "SILENT"
+            lines.append(
+                f"  {p['id']:<24} {state:<6} pid {p['pid']} on {p['host']}, "
+                f"{p['leases']} leases, heartbeat {p['heartbeat_age_seconds']:.1f} s ago"
+            )
     channels = snap.get("channels") or []
     total = snap.get("channels_live", len(channels))
     lines.append("")

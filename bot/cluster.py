@@ -27,7 +27,7 @@ import asyncpg
 import structlog
 
 from tierbot.config import ClusterConfig
-from tierbot.errors import StoreError
+from tierbot.errors import NotOwnerError, StoreError
 from tierbot.pg.cluster import INBOX_CHANNEL, Leases, default_process_id
 from tierbot.pg.store import PostgresStore
 
@@ -116,7 +116,7 @@ class ClusterMember:
     async def _pull(self, key: str) -> None:
         try:
             await self.registry.pull(key)
-        except StoreError as exc:
+        except (StoreError, NotOwnerError) as exc:
             log.warning("cluster.pull_failed", channel=key, error=str(exc))
 
     # -- the heartbeat -------------------------------------------------------------

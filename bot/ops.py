@@ -191,6 +191,37 @@ def status_snapshot(
     )
 
 
+async def cluster_view(rt: Runtime) -> dict[str, Any]:
+    """This process's place in its cluster and every process the lease table lists."""
+    member = rt.cluster
+    assert member is not None
+    view: dict[str, Any] = {
+        "process": member.id,
+        "leases_held": len(member.leases.held),
+        "woken_owners": member.woken,
+        "takeovers": member.takeovers,
+        "processes": [],
+    }
+    try:
+        rows = await member.leases.processes()
+    except Exception as exc:  # the view must show even when the database does not answer
+        view["error"] = str(exc)
+        return view
+    view["processes"] = [
+        {
+            "id": p.id,
+            "host": p.host,
+            "pid": p.pid,
+            "heartbeat_age_seconds": round(p.heartbeat_age, 2),
+            "alive": p.heartbeat_age < member.config.lease_seconds,
+            "leases": p.leases,
+            **p.info,
+        }
+        for p in rows
+    ]
+    return view
+
+
 def _without_task_text(run: dict[str, Any]) -> dict[str, Any]:
     """A branch or worker view with its task text replaced by its length."""
     out = {k: v for k, v in run.items() if k != "task"}
@@ -341,7 +372,10 @@ class OpsServer:
             return web.json_response({"error": "limit must be an integer"}, status=400)
         snap = status_snapshot(self.runtime, self.watcher, max(0, limit))
         health = await check_health(self.runtime, self.adapters)
-        return web.json_response(snap.to_json(health))
+        body = snap.to_json(health)
+        if self.runtime.cluster is not None:
+            body["cluster"] = await cluster_view(self.runtime)
+        return web.json_response(body)
 
 
 def _is_loopback(host: str) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import structlog
 
 from channels.actor import ChannelActor, ChannelDeps
+from tierbot.errors import NotOwnerError
 from tierbot.messages import Delivery, InboundMessage, Message, Role, State
 
 log = structlog.get_logger("tierbot.registry")
@@ -73,6 +74,8 @@ class ChannelRegistry:
         """The actor for ``key``, started (and rehydrated from the store) if needed."""
         actor = self.actors.get(key)
         if actor is None or actor.done:
+            if self.claim is not None and not await self.claim(key):
+                raise NotOwnerError(key)
             actor = ChannelActor(key, self.deps)
             await actor.start()
             self.actors[key] = actor
@@ -158,7 +161,10 @@ class ChannelRegistry:
         """
         for key in keys:
             async with self._locks.setdefault(key, asyncio.Lock()):
-                await self.actor(key)
+                try:
+                    await self.actor(key)
+                except NotOwnerError:
+                    continue  # a cluster: its owner answers it
 
     # -- background work -------------------------------------------------------------
 

@@ -65,6 +65,17 @@ class StoreLockedError(StoreError):
         self.holder = dict(holder or {})
 
 
+class NotOwnerError(TierbotError):
+    """In a cluster, a channel another live process owns: its actor runs there."""
+
+    def __init__(self, channel: str) -> None:
+        super().__init__(
+            f"channel {channel} is served by another process of the cluster "
+            "(`tierbot status` names it)"
+        )
+        self.channel = channel
+
+
 class LLMError(TierbotError):
     """A call to an LLM provider failed."""
 

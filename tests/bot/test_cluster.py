@@ -76,6 +76,10 @@ async def test_a_message_received_by_another_process_is_answered_by_the_owner(
         await wait_for(lambda: len(replies(a)) == 2)
         assert "4411" in replies(a)[1]
         assert replies(b) == [] and CH not in b.registry.actors
+        # A command there names the situation instead of starting a second actor.
+        answer = await b.command(inbound(CH, "/status", pid="c1"), is_admin=False)
+        assert answer is not None and "served by another process" in answer
+        assert CH not in b.registry.actors
         users = [m.platform_id for m in await stored(a) if m.role is Role.USER]
         assert users == ["m1", "m2"]  # each stored once, in order
         # A redelivery of m2 to either process is a duplicate, not a second question.
@@ -170,3 +174,23 @@ def test_a_cluster_on_sqlite_is_refused_naming_the_keys(make_config: Callable[..
 def test_a_heartbeat_too_slow_for_the_lease_is_refused(make_config: Callable[..., Config]) -> None:
     with pytest.raises(ConfigError, match="heartbeat_seconds"):
         make_config({"cluster": {"lease_seconds": 2.0, "heartbeat_seconds": 1.5}})
+
+
+async def test_status_lists_every_process_of_the_cluster_with_its_leases(
+    cluster_config: Callable[..., Config],
+) -> None:
+    from bot.cli_ops import render_status_view
+    from bot.ops import cluster_view
+
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        await a.submit(inbound("test:one", "hello", pid="m1"))
+        await b.submit(inbound("test:two", "hello", pid="m2"))
+        await b.submit(inbound("test:three", "hello", pid="m3"))
+        view = await cluster_view(a)
+        text = render_status_view({"cluster": view}, "http://127.0.0.1:8686")
+    assert [(p["id"], p["leases"], p["alive"]) for p in view["processes"]] == [
+        ("a", 1, True),
+        ("b", 2, True),
+    ]
+    assert "cluster: this is a, owning 1 channels" in text
+    assert "b" in text and "2 leases" in text

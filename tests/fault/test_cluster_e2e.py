@@ -47,9 +47,7 @@ def config(tmp: Path, name: str, slack_port: int, api: str) -> Path:
     return cfg
 
 
-async def deliver(
-    urls: dict[str, str], order: list[str], payload: dict[str, object]
-) -> str:
+async def deliver(urls: dict[str, str], order: list[str], payload: dict[str, object]) -> str:
     """POST like Slack: to the next process in ``order``; a refused or failed delivery
     goes to the next one, as Slack retries.  The name of the process that took it."""
     for _ in range(3 * len(order)):
@@ -144,8 +142,10 @@ async def test_three_processes_one_killed_lose_nothing_and_answer_once(
                 return out
 
             deadline = time.monotonic() + 60
-            while (left := await unanswered()) and time.monotonic() < deadline:
+            left = await unanswered()
+            while left and time.monotonic() < deadline:
                 await asyncio.sleep(0.25)
+                left = await unanswered()
             assert not left, f"{len(left)} addressed messages never answered: {left[:5]}"
             # Replies posted: one per stored reply, except at most one more in a channel
             # the killed process owned (its reply posted, its handled_upto not yet saved).

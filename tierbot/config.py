@@ -322,6 +322,25 @@ class DiscordAdapterConfig(_Model):
     admins: list[DiscordId] = Field([], json_schema_extra=LIVE)
     api_base: str = "https://discord.com/api/v10"
     gateway_url: str = "wss://gateway.discord.gg/"
+    #: Gateway shards of the whole bot (Discord requires them past 2,500 guilds); 0 = one
+    #: connection without sharding.  ``shard_ids``: the shards this process runs (empty =
+    #: all of them), so a cluster splits the guilds between its processes.
+    shard_count: int = Field(0, ge=0, le=100_000)
+    shard_ids: list[int] = Field([])
+
+    @model_validator(mode="after")
+    def _shards_in_range(self) -> DiscordAdapterConfig:
+        if self.shard_ids and self.shard_count == 0:
+            raise ValueError("shard_ids needs shard_count (the bot's total number of shards)")
+        bad = sorted({i for i in self.shard_ids if not 0 <= i < self.shard_count})
+        if bad:
+            raise ValueError(
+                f"shard_ids {bad} are outside 0..{self.shard_count - 1} (shard_count = "
+                f"{self.shard_count})"
+            )
+        if len(set(self.shard_ids)) != len(self.shard_ids):
+            raise ValueError("shard_ids lists a shard twice")
+        return self
 
 
 class SlackAdapterConfig(_Model):

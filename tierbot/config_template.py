@@ -95,6 +95,8 @@ NOTES: dict[str, str] = {
     "adapters.console.enabled": "the terminal chat `make run` opens; false for a service with no terminal",
     "adapters.discord.allowed_guilds": "empty = no restriction",
     "adapters.discord.admins": "user ids allowed to run /compact and /forget",
+    "adapters.discord.shard_count": "gateway shards of the whole bot (required past 2,500 guilds); 0 = unsharded",
+    "adapters.discord.shard_ids": "the shards this process runs; empty = all (split them over a cluster)",
     "adapters.slack.mode": "socket (no public URL) | http (Events API behind your own URL)",
     "adapters.slack.host": "http mode only",
     "adapters.slack.slash_command": 'register it under Slash Commands in the Slack app ("/tierbot status"); "" = off',

@@ -117,8 +117,13 @@ class DiscordAdapter:
             intents = discord.Intents.none()
             intents.guilds = intents.guild_messages = intents.dm_messages = True
             intents.message_content = True
-            client = _Client(
+            shards: dict[str, Any] = {}
+            if self.config.shard_count:
+                shards["shard_count"] = self.config.shard_count
+                shards["shard_ids"] = self.config.shard_ids or None
+            client = (_ShardedClient if shards else _Client)(
                 self,
+                **shards,
                 intents=intents,
                 guild_ready_timeout=self._guild_ready_timeout,
                 max_messages=None,
@@ -487,6 +492,18 @@ class _Client(discord.Client):
 
     async def on_disconnect(self) -> None:
         self._adapter._gateway_event("disconnected")
+
+
+class _ShardedClient(_Client, discord.AutoShardedClient):
+    """The sharded client (``shard_count``): one gateway connection per shard it runs,
+    each receiving its own guilds' events; DMs arrive on shard 0."""
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        # Discord allows max_concurrency identifies per 5 s; the gateway says how many.
+        if initial:
+            return
+        limits = await self.fetch_session_start_limits()
+        await asyncio.sleep(5.0 / max(1, limits.max_concurrency))
 
 
 class _Typing:

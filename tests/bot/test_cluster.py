@@ -31,9 +31,10 @@ def cluster_config(
 ) -> Callable[[str], Config]:
     monkeypatch.setenv("TIERBOT_DATABASE_URL", pg_dsn)
 
-    def build(process_id: str, **cluster: Any) -> Config:
+    def build(process_id: str, extra: dict[str, Any] | None = None, **cluster: Any) -> Config:
         return make_config(
             {
+                **(extra or {}),
                 "storage": {"backend": "postgres"},
                 "defaults": {"respond": "always"},
                 "cluster": {
@@ -194,3 +195,64 @@ async def test_status_lists_every_process_of_the_cluster_with_its_leases(
     ]
     assert "cluster: this is a, owning 1 channels" in text
     assert "b" in text and "2 leases" in text
+
+
+@pytest.mark.slow
+async def test_discord_shards_split_the_guilds_and_a_dm_reaches_its_owner(
+    cluster_config: Callable[..., Config],
+) -> None:
+    """Two processes run one shard each of a two-shard bot: each is sent its own guilds
+    and answers there; a DM arrives on shard 0 and is answered by its channel's owner."""
+    from bot.adapters.discord import DiscordAdapter
+    from tierbot.testing import FakeDiscord
+
+    g0, g1 = str(10 << 22), str(11 << 22)  # (id >> 22) % 2: shard 0 and shard 1
+    async with FakeDiscord(heartbeat_ms=500) as fake:
+        fake.add_guild(g0, "zero", {"5001": "general"})
+        fake.add_guild(g1, "one", {"5002": "general"})
+
+        def config(name: str, shard: int) -> Config:
+            discord = {
+                "enabled": True,
+                "api_base": fake.api_base,
+                "gateway_url": fake.gateway_url,
+                "shard_count": 2,
+                "shard_ids": [shard],
+                "respond": "mention",
+            }
+            return cluster_config(name, {"adapters": {"discord": discord}})
+
+        async def start(rt: Runtime) -> DiscordAdapter:
+            adapter = DiscordAdapter(
+                rt.config.adapters.discord,
+                environ={"DISCORD_TOKEN": fake.token},
+                guild_ready_timeout=0.05,
+                ready_timeout=10.0,
+            )
+            assert await rt.start_adapter(adapter)
+            return adapter
+
+        async with process(config("a", 0)) as a, process(config("b", 1)) as b:
+            await start(a)
+            await start(b)
+            assert sorted(tuple(i["shard"]) for i in fake.identifies) == [(0, 2), (1, 2)]
+            hello = f"<@{fake.bot_id}> hello"
+            await fake.inject_message("5001", hello, guild_id=g0, mentions=[fake.bot_user])
+            await fake.inject_message("5002", hello, guild_id=g1, mentions=[fake.bot_user])
+            await fake.wait_for(lambda: fake.posted("5001") and fake.posted("5002"), 10)
+            assert list(a.registry.actors) == [f"discord:{g0}:5001"]
+            assert list(b.registry.actors) == [f"discord:{g1}:5002"]
+            # b owns alice's DM channel (it answered her before the shards were split).
+            dm = "discord:dm:100"
+            assert b.cluster is not None and await b.cluster.leases.acquire(dm)
+            await fake.inject_message("1000", "are you there?")  # arrives on shard 0: a
+            await fake.wait_for(lambda: fake.posted("1000"), 10)
+            assert dm in b.registry.actors and dm not in a.registry.actors
+            assert a.cluster is not None and a.cluster.woken == 1
+
+
+def test_shard_ids_outside_the_shard_count_are_refused(make_config: Callable[..., Config]) -> None:
+    with pytest.raises(ConfigError, match=r"adapters\.discord.*shard_ids \[2\] are outside 0\.\.1"):
+        make_config({"adapters": {"discord": {"shard_count": 2, "shard_ids": [0, 2]}}})
+    with pytest.raises(ConfigError, match="shard_ids needs shard_count"):
+        make_config({"adapters": {"discord": {"shard_ids": [0]}}})

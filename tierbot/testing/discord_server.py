@@ -11,7 +11,9 @@ in :attr:`FakeDiscord.requests`.
 
 Permissions are modelled only as far as privacy goes: every guild has its
 @everyone role (allowed to view channels), a channel added as private denies it
-VIEW_CHANNEL, and a thread can be private.  Not modelled: sharding, zlib
+VIEW_CHANNEL, and a thread can be private.  Sharding as Discord does it: a client
+that identifies as shard ``[i, n]`` gets the guilds with ``(guild_id >> 22) % n == i``
+and their messages; DMs go to shard 0.  Not modelled: zlib
 compression (frames are sent as text, which discord.py accepts), other
 permissions, and anything a chat bot does not touch.
 """
@@ -90,9 +92,10 @@ class FakeDiscord:
         self.guilds: dict[str, _Guild] = {}
         self.messages: dict[str, list[dict[str, Any]]] = {}  # channel id -> created messages
         self._ids = itertools.count(1)
-        self._seq = 0
-        self._session = "fake-session-1"
-        self._ws: web.WebSocketResponse | None = None
+        #: The gateway connection of each shard (0 when the client does not shard).
+        self._shards: dict[int, web.WebSocketResponse] = {}
+        self._seqs: dict[int, int] = {}
+        self.shard_count = 1
         self._ready = asyncio.Event()
         self._rate_limited = 0
         self._retry_after = 0.0
@@ -113,9 +116,19 @@ class FakeDiscord:
         await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
         self.port = self._runner.addresses[0][1]
 
+    @property
+    def _ws(self) -> web.WebSocketResponse | None:
+        """The first shard's connection (the only one of a client that does not shard)."""
+        return self._shards[min(self._shards)] if self._shards else None
+
+    def shard_of(self, guild_id: str | None) -> int:
+        """The shard that receives ``guild_id``'s events (DMs: shard 0)."""
+        return 0 if guild_id is None else (int(guild_id) >> 22) % self.shard_count
+
     async def close(self) -> None:
-        if self._ws is not None and not self._ws.closed:
-            await self._ws.close()
+        for ws in list(self._shards.values()):
+            if not ws.closed:
+                await ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -239,8 +252,16 @@ class FakeDiscord:
                 **({"guild_id": guild_id} if guild_id else {}),
             }
             data["referenced_message"] = reply_to
-        await self._dispatch("MESSAGE_CREATE", data)
+        await self._wait_shard(self.shard_of(guild_id))
+        await self._dispatch("MESSAGE_CREATE", data, shard=self.shard_of(guild_id))
         return data
+
+    async def _wait_shard(self, shard: int, within: float = 5.0) -> None:
+        deadline = asyncio.get_running_loop().time() + within
+        while shard not in self._shards or self._shards[shard].closed:
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"shard {shard} never connected")
+            await asyncio.sleep(0.01)
 
     async def send_reconnect(self) -> None:
         """Send op 7 RECONNECT: the client should come back with RESUME."""
@@ -275,26 +296,30 @@ class FakeDiscord:
 
     # --- gateway -----------------------------------------------------------
 
-    async def _send(self, op: int, d: Any, t: str | None = None) -> None:
-        ws = self._ws
+    async def _send(self, op: int, d: Any, t: str | None = None, *, shard: int = 0) -> None:
+        ws = self._shards.get(shard) if self._shards else None
         if ws is None or ws.closed:
-            raise RuntimeError("no gateway connection")
+            raise RuntimeError(f"no gateway connection for shard {shard}")
         payload: dict[str, Any] = {"op": op, "d": d, "s": None, "t": t}
         if op == 0:
-            self._seq += 1
-            payload["s"] = self._seq
+            self._seqs[shard] = self._seqs.get(shard, 0) + 1
+            payload["s"] = self._seqs[shard]
         await ws.send_str(json.dumps(payload))
 
-    async def _dispatch(self, event: str, data: Any) -> None:
-        await self._send(0, data, event)
+    async def _dispatch(self, event: str, data: Any, *, shard: int | None = None) -> None:
+        await self._send(0, data, event, shard=min(self._shards) if shard is None else shard)
+
+    def _take(self, shard: int, ws: web.WebSocketResponse) -> None:
+        """``ws`` is now ``shard``'s connection (a reconnect replaces the old one)."""
+        self._shards[shard] = ws
 
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
-        if self._ws is not None and not self._ws.closed:
-            await self._ws.close()
-        self._ws = ws
+        if self.shard_count == 1 and 0 in self._shards and not self._shards[0].closed:
+            await self._shards[0].close()  # one connection per (unsharded) client
         await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": self.heartbeat_ms}}))
+        mine: int | None = None
         async for msg in ws:
             if msg.type != WSMsgType.TEXT:
                 continue
@@ -303,34 +328,46 @@ class FakeDiscord:
             if op == 1:
                 await ws.send_str(json.dumps({"op": 11, "d": None}))
             elif op == 2:
-                await self._identify(ws, d)
+                shard, count = (d.get("shard") or [0, 1])[:2]
+                mine = int(shard)
+                self.shard_count = int(count)
+                await self._identify(ws, d, mine)
             elif op == 6:
                 self.resumes.append(d)
-                await self._dispatch("RESUMED", {})
+                session = str(d.get("session_id", ""))
+                # Session ids are "fake-session-<shard + 1>" (see _identify).
+                known = session.startswith("fake-session-")
+                mine = int(session.rsplit("-", 1)[1]) - 1 if known else 0
+                self._take(mine, ws)
+                await self._dispatch("RESUMED", {}, shard=mine)
                 self._ready.set()
-        if self._ws is ws:
+        if mine is not None and self._shards.get(mine) is ws:
             self._ready.clear()
         return ws
 
-    async def _identify(self, ws: web.WebSocketResponse, d: dict[str, Any]) -> None:
+    async def _identify(self, ws: web.WebSocketResponse, d: dict[str, Any], shard: int) -> None:
         self.identifies.append(d)
         if self.refuse_message_content and d.get("intents", 0) & MESSAGE_CONTENT_INTENT:
             await ws.close(code=4014, message=b"Disallowed intent(s).")
             return
-        self._seq = 0
+        self._take(shard, ws)
+        self._seqs[shard] = 0
+        guilds = [g for g in self.guilds.values() if self.shard_of(g.id) == shard]
         await self._dispatch(
             "READY",
             {
                 "v": 10,
                 "user": self.bot_user,
-                "guilds": [{"id": g, "unavailable": True} for g in self.guilds],
-                "session_id": self._session,
+                "guilds": [{"id": g.id, "unavailable": True} for g in guilds],
+                "session_id": f"fake-session-{shard + 1}",
                 "resume_gateway_url": self.gateway_url,
                 "application": {"id": self.bot_id, "flags": 0},
+                "shard": [shard, self.shard_count],
             },
+            shard=shard,
         )
-        for guild in self.guilds.values():
-            await self._dispatch("GUILD_CREATE", self._guild_payload(guild))
+        for guild in guilds:
+            await self._dispatch("GUILD_CREATE", self._guild_payload(guild), shard=shard)
         self._ready.set()
 
     def _guild_payload(self, guild: _Guild) -> dict[str, Any]:
@@ -426,7 +463,18 @@ class FakeDiscord:
             case "GET", ["oauth2", "applications", "@me"]:
                 return _json(self._app_info())
             case "GET", ["gateway"] | ["gateway", "bot"]:
-                return _json({"url": self.gateway_url, "shards": 1})
+                return _json(
+                    {
+                        "url": self.gateway_url,
+                        "shards": 1,
+                        "session_start_limit": {
+                            "total": 1000,
+                            "remaining": 1000,
+                            "reset_after": 0,
+                            "max_concurrency": 16,
+                        },
+                    }
+                )
             case "POST", ["channels", channel_id, "messages"]:
                 return self._create_message(channel_id, body or {})
             case "POST", ["channels", _, "typing"]:

@@ -65,10 +65,13 @@ class ClusterMember:
         self.registry.wake = self._wake
         self.registry.released = self.leases.release
         self._mark = await self.store.last_message_id()
-        self._listener = await asyncpg.connect(self._dsn)
-        await self._listener.add_listener(INBOX_CHANNEL, self._notified)
+        await self._listen()
         self._beat = asyncio.create_task(self._heartbeat_loop(), name="cluster-heartbeat")
         log.info("cluster.joined", process=self.id, lease_seconds=self.config.lease_seconds)
+
+    async def _listen(self) -> None:
+        self._listener = await asyncpg.connect(self._dsn)
+        await self._listener.add_listener(INBOX_CHANNEL, self._notified)
 
     async def leave(self) -> None:
         """Stop the heartbeat and listener, release every lease (after the actors stopped)."""
@@ -139,6 +142,11 @@ class ClusterMember:
             "woken": self.woken,
             "takeovers": self.takeovers,
         }
+        if self._listener is None or self._listener.is_closed():
+            # The server restarted or the connection dropped: listen again.  What was
+            # announced meanwhile is pulled by the catch-up below.
+            log.warning("cluster.listener_reconnecting", process=self.id)
+            await self._listen()
         lost = await self.leases.heartbeat(self.info)
         if lost:
             log.warning("cluster.leases_lost", process=self.id, channels=len(lost))

@@ -256,3 +256,21 @@ def test_shard_ids_outside_the_shard_count_are_refused(make_config: Callable[...
         make_config({"adapters": {"discord": {"shard_count": 2, "shard_ids": [0, 2]}}})
     with pytest.raises(ConfigError, match="shard_ids needs shard_count"):
         make_config({"adapters": {"discord": {"shard_ids": [0]}}})
+
+
+async def test_a_dropped_notification_connection_delays_but_loses_nothing(
+    cluster_config: Callable[..., Config], pg_dsn: str
+) -> None:
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        await a.submit(inbound(CH, "hello", pid="m1"))
+        await wait_for(lambda: len(replies(a)) == 1)
+        member = a.cluster
+        assert member is not None and member._listener is not None
+        conn = await asyncpg.connect(pg_dsn)
+        try:  # the server drops a's listening connection (a restart, a network cut)
+            await conn.execute("SELECT pg_terminate_backend($1)", member._listener.get_server_pid())
+        finally:
+            await conn.close()
+        await b.submit(inbound(CH, "are you there?", pid="m2"))  # its NOTIFY is lost
+        await wait_for(lambda: len(replies(a)) == 2, timeout=10)
+        await wait_for(lambda: member._listener is not None and not member._listener.is_closed())

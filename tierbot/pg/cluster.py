@@ -199,11 +199,20 @@ class Leases:
                 self.owner,
                 json.dumps(dict(info)),
             )
-            rows = await conn.fetch(
-                "UPDATE channel_leases SET expires = clock_timestamp() + make_interval(secs => $2) "
-                "WHERE owner = $1 RETURNING channel, token",
+            # A row a write in flight holds FOR SHARE (the fence) is skipped, not waited
+            # for: waiting while holding other rows could deadlock with a batch that
+            # checks several channels.  It is renewed at the next beat, well before the
+            # lease (at least two beats long) lapses.
+            await conn.execute(
+                "WITH mine AS (SELECT channel FROM channel_leases WHERE owner = $1 "
+                "FOR NO KEY UPDATE SKIP LOCKED) "
+                "UPDATE channel_leases l SET expires = clock_timestamp() "
+                "+ make_interval(secs => $2) FROM mine WHERE l.channel = mine.channel",
                 self.owner,
                 self.lease_seconds,
+            )
+            rows = await conn.fetch(
+                "SELECT channel, token FROM channel_leases WHERE owner = $1", self.owner
             )
         current = {r["channel"]: int(r["token"]) for r in rows}
         lost = [ch for ch, tok in self.held.items() if current.get(ch) != tok]

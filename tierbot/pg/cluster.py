@@ -129,7 +129,6 @@ class Leases:
         self.held: dict[str, int] = {}
         #: Channels a write found taken over since the last heartbeat.
         self._fenced: set[str] = set()
-        self.taken_over = 0
 
     # -- the process row -----------------------------------------------------------
 
@@ -180,16 +179,6 @@ class Leases:
             log.debug("cluster.lease_acquired", channel=channel, token=token)
         return None if token is None else int(token)
 
-    async def owner_of(self, channel: str) -> str | None:
-        """The live owner of ``channel`` (None when unowned or lapsed)."""
-        async with self._pool.acquire() as conn:
-            owner: str | None = await conn.fetchval(
-                "SELECT owner FROM channel_leases WHERE channel = $1 "
-                "AND expires >= clock_timestamp()",
-                channel,
-            )
-        return owner
-
     async def heartbeat(self, info: Mapping[str, Any]) -> list[str]:
         """Renew every lease held; return the channels found taken over (forgotten here)."""
         async with self._pool.acquire() as conn, conn.transaction():
@@ -220,7 +209,6 @@ class Leases:
             self.held.pop(ch, None)
         lost += sorted(self._fenced - set(lost))
         self._fenced.clear()
-        self.taken_over += len(lost)
         return lost
 
     async def release(self, channels: Sequence[str]) -> None:

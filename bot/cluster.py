@@ -41,13 +41,21 @@ class ClusterMember:
     """Leases, inbox listener and heartbeat of one process; start with :meth:`join`."""
 
     def __init__(
-        self, store: PostgresStore, registry: ChannelRegistry, config: ClusterConfig, dsn: str
+        self,
+        store: PostgresStore,
+        registry: ChannelRegistry,
+        config: ClusterConfig,
+        dsn: str,
+        *,
+        connect_timeout: float = 10.0,
     ) -> None:
         self.store = store
         self._dsn = dsn
         self.registry = registry
         self.config = config
         self.id = config.process_id or default_process_id()
+        #: How long opening the listening connection may take.
+        self.connect_timeout = connect_timeout
         self.leases = Leases(store.pool, self.id, lease_seconds=config.lease_seconds)
         self.info: dict[str, Any] = {}
         self.woken = 0
@@ -70,8 +78,14 @@ class ClusterMember:
         log.info("cluster.joined", process=self.id, lease_seconds=self.config.lease_seconds)
 
     async def _listen(self) -> None:
-        self._listener = await asyncpg.connect(self._dsn)
-        await self._listener.add_listener(INBOX_CHANNEL, self._notified)
+        try:
+            conn = await asyncio.wait_for(asyncpg.connect(self._dsn), self.connect_timeout)
+            await conn.add_listener(INBOX_CHANNEL, self._notified)
+            self._listener = conn
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(
+                f"[cluster] cannot listen for wake-ups at {self.store.where}: {exc!r}"
+            ) from exc
 
     async def leave(self) -> None:
         """Stop the heartbeat and listener, release every lease (after the actors stopped)."""
@@ -99,9 +113,19 @@ class ClusterMember:
         return await self.leases.acquire(channel) is not None
 
     async def _wake(self, channel: str) -> None:
+        """Wake ``channel``'s owner.  The message is stored already: when the wake-up
+        fails, the owner's heartbeat catch-up pulls it, so the delivery stands."""
         self.woken += 1
-        async with self.store.pool.acquire() as conn:
-            await conn.execute("SELECT pg_notify($1, $2)", INBOX_CHANNEL, channel)
+        try:
+            async with self.store.pool.acquire() as conn:
+                await conn.execute("SELECT pg_notify($1, $2)", INBOX_CHANNEL, channel)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning(
+                "cluster.wake_failed",
+                channel=channel,
+                error=str(exc),
+                detail="stored; its owner picks it up at its next heartbeat",
+            )
 
     # -- the inbox -----------------------------------------------------------------
 

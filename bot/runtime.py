@@ -230,7 +230,11 @@ class Runtime(Dispatcher):
             if cfg.cluster.enabled:
                 assert isinstance(store, PostgresStore)  # the config refuses SQLite
                 member = ClusterMember(
-                    store, rt.registry, cfg.cluster, dsn_from_env(cfg.storage, environ)
+                    store,
+                    rt.registry,
+                    cfg.cluster,
+                    dsn_from_env(cfg.storage, environ),
+                    connect_timeout=cfg.storage.connect_timeout_seconds,
                 )
                 opened.push_async_callback(member.leave)
                 await member.join()

@@ -274,3 +274,38 @@ async def test_a_dropped_notification_connection_delays_but_loses_nothing(
         await b.submit(inbound(CH, "are you there?", pid="m2"))  # its NOTIFY is lost
         await wait_for(lambda: len(replies(a)) == 2, timeout=10)
         await wait_for(lambda: member._listener is not None and not member._listener.is_closed())
+
+
+async def test_a_failed_wake_up_still_acknowledges_and_the_owner_answers(
+    cluster_config: Callable[..., Config], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.cluster
+
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        await a.submit(inbound(CH, "hello", pid="m1"))
+        await wait_for(lambda: len(replies(a)) == 1)
+        # From now on b's NOTIFY is refused by the server (an empty channel name).
+        monkeypatch.setattr(bot.cluster, "INBOX_CHANNEL", "")
+        delivery = await b.submit(inbound(CH, "are you there?", pid="m2"))
+        assert delivery.accepted  # it is stored: a failure here would make Slack resend it
+        await wait_for(lambda: len(replies(a)) == 2, timeout=10)  # the heartbeat pulls it
+
+
+async def test_a_listener_that_cannot_connect_stops_the_start_with_one_line(
+    cluster_config: Callable[..., Config], monkeypatch: pytest.MonkeyPatch, pg_dsn: str
+) -> None:
+    import bot.cluster
+    from tierbot.errors import StoreError
+
+    async def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr(bot.cluster.asyncpg, "connect", refused)
+    with pytest.raises(StoreError, match=r"\[cluster\] cannot listen for wake-ups at .*refused"):
+        await Runtime.open(cluster_config("a"), llm=OfflineProvider())
+    monkeypatch.undo()
+    conn = await asyncpg.connect(pg_dsn)
+    try:  # what the failed start registered is gone again
+        assert await conn.fetchval("SELECT count(*) FROM cluster_processes") == 0
+    finally:
+        await conn.close()

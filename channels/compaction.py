@@ -577,9 +577,12 @@ class ChannelCompaction:
         self.deps.events.publish(CompactionFailed(self.key, plan.kind, outcome, reason))
         if plan.forced:
             await self.deps.deliver(Outbound(self.key, forced_note(plan, outcome, reason=reason)))
-        # No immediate re-check: the retry waits for the backoff, then looks again even if
-        # no message comes (a quiet channel must not rest over its threshold).
-        if outcome is not Outcome.NOOP:
+        # A failure is retried after the backoff, then looked at again even if no message
+        # comes (a quiet channel must not rest over its threshold).  A no-op looks again
+        # now: its cut is never retried, a wider one is (see Compactor._next_range).
+        if outcome is Outcome.NOOP:
+            self._fire_recheck()
+        else:
             self._arm_recheck(self.compactor.retry_at)
 
     def _record(self, result: PassResult) -> CompactionRecord:

@@ -196,6 +196,11 @@ class Compactor:
         while covered and fraction < 1.0 and sum(m.tokens for m in covered) < 2 * self.summary_size:
             fraction = min(1.0, fraction + 0.1)
             covered = choose_cut(pool, fraction, branches)
+        # A cut whose summary freed nothing (a noop) is not tried again: widen past it, so
+        # a channel left above the threshold by a noop does not wait for its next message.
+        while covered and fraction < 1.0 and frozenset(m.id for m in covered) in self.failed_sets:
+            fraction = min(1.0, fraction + 0.1)
+            covered = choose_cut(pool, fraction, branches)
         if sum(m.tokens for m in covered) <= self.summary_size:
             return None  # not even the widest cut is larger than a summary: wait for more
         ids = frozenset(m.id for m in covered)

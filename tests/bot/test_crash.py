@@ -145,7 +145,7 @@ def test_sigkill_during_compactions_20_times_loses_nothing(tmp_path: Path) -> No
     report = json.loads(done.stdout)
     check_consistent(db)
     assert export(cfg) == ids
-    assert report["final_usage"] < 0.8
+    assert report["final_usage"] < 0.8, report
     with sqlite3.connect(db) as conn:
         kinds = dict(conn.execute("SELECT tier, COUNT(*) FROM compactions GROUP BY tier"))
     assert kinds.get("emergency", 0) + kinds.get("background", 0) > 0

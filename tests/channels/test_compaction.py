@@ -334,22 +334,30 @@ async def test_timeout_is_a_failure_not_a_hang(make_config) -> None:
         assert "timed out" in (await rt.store.compactions(CH))[0].reason
 
 
-async def test_compaction_that_frees_nothing_is_not_retried_on_the_same_messages(
+async def test_compaction_that_frees_nothing_is_widened_not_retried_on_the_same_messages(
     make_config,
 ) -> None:
-    """A summary no smaller than what it covers is a no-op and never re-run as is."""
+    """A summary no smaller than what it covers is a no-op and never re-run as is: the
+    next pass, at once, takes a wider cut, until the same summary size does beat it."""
     llm = ScriptedLLM()
-    llm.push("summary", lambda msgs: summary_of(400))
+    llm.push("summary", *[lambda msgs: summary_of(400)] * 10)
     async with Runtime.open(make_config(settings()), llm=llm) as rt:
-        actor = await fill(rt, 0.80)
-        await rt.drain()
-        assert actor.compactor.counters["noop"] == 1 and actor.compactor.counters["failed"] == 0
-        assert (await rt.store.compactions(CH))[0].outcome == "noop"
-        calls = llm.count("summary")
-        actor.compactor.since_last = 100
-        await actor.call(lambda a: a.compaction.check())
-        await rt.drain()
-        assert llm.count("summary") == calls
+        actor = await rt.registry.actor(CH)
+        n = 0
+        while not await rt.store.compactions(CH):
+            await rt.submit(inbound(CH, text(50), pid=f"f{n}"))
+            await rt.drain()
+            n += 1
+        records = list(reversed(await rt.store.compactions(CH)))  # oldest first
+        *noops, ok = records
+        assert noops and all(r.outcome == "noop" for r in noops) and ok.outcome == "ok"
+        assert all(r.tokens_after == r.tokens_before for r in noops), "a no-op changes nothing"
+        widths = [r.covered for r in records]
+        assert widths == sorted(set(widths)), f"each pass covers more than the last: {widths}"
+        assert ok.tokens_after < ok.tokens_before
+        summarized = [tuple(m.content for m in c.messages) for c in llm.calls]
+        assert len(set(summarized)) == len(summarized) == len(records)
+        assert actor.usage < 0.80
 
 
 async def test_persistent_failures_still_keep_the_channel_under_its_window(make_config) -> None:

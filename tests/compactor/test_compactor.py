@@ -77,7 +77,7 @@ def test_the_loop_guard_holds_off_a_new_pass_until_enough_messages_or_time() -> 
     assert c.check(items, 0.81, WINDOW, cfg, now=ended + 1) is not None
 
 
-def test_a_cut_that_failed_is_not_planned_again_until_the_channel_changes() -> None:
+def test_a_cut_whose_summary_freed_nothing_is_widened_not_planned_again() -> None:
     items = turns(10)
     c = Compactor("c:1")
     plan = c.check(items, 0.81, WINDOW, CFG, now=100.0)
@@ -85,4 +85,19 @@ def test_a_cut_that_failed_is_not_planned_again_until_the_channel_changes() -> N
     c.started(plan)
     c.finished(plan, Outcome.NOOP)
     again = c.check(items, 0.81, WINDOW, CFG, now=10_000.0)
-    assert again is None or again.ids != plan.ids
+    assert again is not None, "a channel left over the threshold by a noop compacts again"
+    assert again.ids > plan.ids, "the next pass covers the noop's messages and more"
+    c.started(again)
+    c.finished(again, Outcome.NOOP)
+    third = c.check(items, 0.81, WINDOW, CFG, now=20_000.0)
+    assert third is None or third.ids > again.ids
+
+
+def test_when_every_cut_freed_nothing_no_pass_is_planned_until_the_channel_changes() -> None:
+    items = turns(10)
+    c = Compactor("c:1")
+    while (plan := c.check(items, 0.81, WINDOW, CFG, now=100.0)) is not None:
+        c.started(plan)
+        c.finished(plan, Outcome.NOOP)
+    assert c.counters["noop"] >= 2
+    assert c.check(turns(12), 0.81, WINDOW, CFG, now=100.0) is not None

@@ -112,6 +112,61 @@ async def test_an_owner_that_lost_its_lease_cannot_write_the_channel(
         await wait_for(lambda: CH not in a.registry.actors)
 
 
+class _PausingPool:
+    """A pool whose connections run ``hook`` right after the heartbeat has read the lease
+    table: a lease taken there commits after that read, as under load it may."""
+
+    def __init__(self, pool: Any, hook: Callable[[], Any]) -> None:
+        self._pool, self._hook = pool, hook
+
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Any]:
+        async with self._pool.acquire() as conn:
+            yield _PausingConn(conn, self)
+
+
+class _PausingConn:
+    def __init__(self, conn: Any, pool: _PausingPool) -> None:
+        self._conn, self._owner = conn, pool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    async def fetch(self, query: str, *args: Any) -> Any:
+        rows = await self._conn.fetch(query, *args)
+        if query.startswith("SELECT channel, token FROM channel_leases"):
+            hook, self._owner._hook = self._owner._hook, None
+            if hook is not None:
+                await hook()
+        return rows
+
+
+async def test_a_lease_taken_while_a_heartbeat_runs_is_kept_and_its_messages_answered(
+    cluster_config: Callable[..., Config],
+) -> None:
+    """A channel claimed between the heartbeat's read of the lease table and its end was
+    once counted as lost: its actor was stopped, wake-ups for it were ignored, and the
+    lease, still renewed, kept every other process away, so its messages went unanswered."""
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        assert a.cluster is not None
+        leases = a.cluster.leases
+
+        async def claim() -> None:
+            assert await leases.acquire(CH) is not None
+
+        real = leases._pool
+        leases._pool = _PausingPool(real, claim)  # type: ignore[assignment]
+        try:
+            lost = await leases.heartbeat({})
+        finally:
+            leases._pool = real
+        assert CH not in lost and CH in leases.held
+        # The channel is a's: a message b receives for it is answered by a.
+        assert (await b.submit(inbound(CH, "anyone home?", pid="m1"))).accepted
+        await wait_for(lambda: len(replies(a)) == 1)
+        assert replies(b) == []
+
+
 async def test_a_dead_owners_unanswered_channel_is_taken_over(
     cluster_config: Callable[..., Config], pg_dsn: str
 ) -> None:

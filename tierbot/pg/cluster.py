@@ -181,6 +181,9 @@ class Leases:
 
     async def heartbeat(self, info: Mapping[str, Any]) -> list[str]:
         """Renew every lease held; return the channels found taken over (forgotten here)."""
+        # Only what was held before the lease table is read can be found lost: a lease
+        # taken while this beat runs may commit after its read and must not be dropped.
+        before = dict(self.held)
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "UPDATE cluster_processes SET heartbeat = clock_timestamp(), info = $2 "
@@ -204,7 +207,9 @@ class Leases:
                 "SELECT channel, token FROM channel_leases WHERE owner = $1", self.owner
             )
         current = {r["channel"]: int(r["token"]) for r in rows}
-        lost = [ch for ch, tok in self.held.items() if current.get(ch) != tok]
+        lost = [
+            ch for ch, tok in before.items() if current.get(ch) != tok and self.held.get(ch) == tok
+        ]
         for ch in lost:
             self.held.pop(ch, None)
         lost += sorted(self._fenced - set(lost))

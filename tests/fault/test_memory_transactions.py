@@ -42,13 +42,14 @@ async def test_regression_a_write_cancelled_while_waiting_for_the_file_lock_leav
                     break
             await asyncio.sleep(0.2)
             task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            await asyncio.sleep(0.05)
         finally:
-            other.execute("ROLLBACK")
+            other.execute("ROLLBACK")  # the lock frees: the cancelled BEGIN would now succeed
             other.close()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
         # The next writes work and are found.
         assert await g.add_episodes([_msg("p2", "the heron database runs on kestrel")]) == 1
         hits = await g.recall("heron database", channel="c:1", limit=3)

@@ -166,7 +166,7 @@ async def recall(
     # Episodes are not in the in-RAM index: as the index did, the text candidates among
     # the VECTOR_CANDIDATES nearest (exact cosines from their stored vectors) get a score.
     near = await _cosines(g, qv, [r for r in cands if r not in vec_scores])
-    near.sort(key=lambda rc: -rc[1])
+    near.sort(key=lambda rc: (-rc[1], -rc[0]))
     for rowid, cos in near[:VECTOR_CANDIDATES]:
         if cos >= floor:
             vec_scores[rowid] = cos
@@ -319,7 +319,9 @@ async def _scored_in_scope(
     inside = labels < len(arr)
     inside[inside] = arr[labels[inside]] == code
     labels, scores = labels[inside], scores[inside]
-    best = np.argsort(-scores, kind="stable")
+    # Ties (often: many rows of one template) go to the newest row, not to the order the
+    # storage returned them in, which differs between backends and after a migration.
+    best = np.lexsort((-labels, -np.round(scores, 9)))
     chosen = {int(x) for x in labels[best[:FTS_CANDIDATES]]}
     if windows and len(labels):  # the best matches inside the dates the query names, too
         created = await g.storage.created_at(labels.tolist())

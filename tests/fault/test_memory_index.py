@@ -187,7 +187,7 @@ def corrupt_near_end(path: Path, size: int = 64 * 1024) -> None:
 def test_corrupt_vector_index_is_rebuilt_not_a_segfault(tmp_path: Path) -> None:
     """With 64 KB near the end of vectors.hnsw overwritten, replay and memory search exit 0
     with the right answers, and the log says the index was rebuilt and why."""
-    n = 2000
+    n = 700
     data = tmp_path / "chat.jsonl"
     write_replay(data, n)
     # A small window: many compactions, so many memories (the vector index holds memories).

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 import structlog
 
+from channels.actor import SEEN_WINDOW
 from tierbot.config import ClusterConfig
 from tierbot.errors import NotOwnerError, StoreError
 from tierbot.pg.cluster import INBOX_CHANNEL, Leases, default_process_id
@@ -184,21 +185,27 @@ class ClusterMember:
         await self._catch_up()
 
     async def _catch_up(self) -> None:
-        """Pull held channels that got messages a notification did not announce."""
-        rows = await self._new_since(self._mark)
-        for channel, top in rows:
-            self._mark = max(self._mark, top)
-            actor = self.registry.actors.get(channel)
-            if actor is not None and actor.last_seen >= top:
+        """Pull held channels that got messages a notification did not announce.
+
+        Ids are drawn before their transactions commit, so a message may become visible
+        after one with a higher id: each scan reaches ``SEEN_WINDOW`` ids back past the
+        mark, and a channel is pulled only for a message its actor has not seen."""
+        rows = await self._new_since(max(0, self._mark - SEEN_WINDOW))
+        due: set[str] = set()
+        for channel, message_id in rows:
+            self._mark = max(self._mark, message_id)
+            if channel in due or channel not in self.leases.held:
                 continue
-            if channel in self.leases.held:
-                self._spawn_pull(channel)
+            actor = self.registry.actors.get(channel)
+            if actor is None or not actor.has_seen(message_id):
+                due.add(channel)
+        for channel in sorted(due):
+            self._spawn_pull(channel)
 
     async def _new_since(self, mark: int) -> Sequence[tuple[str, int]]:
         async with self.store.pool.acquire() as conn:
             rows = await conn.fetch(
-                "SELECT channel, max(id) AS top FROM messages WHERE id > $1 AND role = 'user' "
-                "GROUP BY channel",
+                "SELECT channel, id FROM messages WHERE id > $1 AND role = 'user' ORDER BY id",
                 mark,
             )
-        return [(r["channel"], int(r["top"])) for r in rows]
+        return [(r["channel"], int(r["id"])) for r in rows]

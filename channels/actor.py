@@ -68,6 +68,11 @@ class _Call:
 
 _STOP = object()
 
+#: How far below the highest id a channel has seen a message may still turn up in a
+#: cluster: ids are drawn before their transactions commit, so one stored by another
+#: process can become visible after a later one (far more than commit in one moment).
+SEEN_WINDOW = 1000
+
 
 class ChannelActor:
     """Owns one channel's live context, compactor and turn loop."""
@@ -87,6 +92,9 @@ class ChannelActor:
         #: The highest message id this actor has loaded or been handed (a cluster's owner
         #: pulls what other processes stored after it).
         self.last_seen = 0
+        # The ids loaded or handed within SEEN_WINDOW of last_seen: in a cluster a message
+        # can become visible after one with a higher id (see has_seen).
+        self._seen: set[int] = set()
         self.history = History(key, deps, tools=lambda: self.turns.tools())
         self.compaction = ChannelCompaction(
             key, deps, self.history, post=self._mailbox.put_nowait, log=self.log
@@ -157,6 +165,7 @@ class ChannelActor:
         self.compactor.counters.update(state.counters)
         pending = tuple(m for m in live if m.role is Role.USER and m.id > state.handled_upto)
         self.last_seen = max((m.id for m in live), default=state.handled_upto)
+        self.note_seen([m.id for m in live])
         self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
         self.log.debug("channel.started", live=len(live), pending=len(pending))
 
@@ -200,9 +209,22 @@ class ChannelActor:
         """Hand stored messages to the actor (waits while the mailbox is full)."""
         await self._slots.acquire()
         self.last_seen = max(self.last_seen, *(m.id for m in messages))
+        self.note_seen([m.id for m in messages])
         self.last_active = time.monotonic()
         self._inbox_tokens += sum(m.tokens for m in messages)
         await self._mailbox.put(_Incoming(tuple(messages)))
+
+    def has_seen(self, message_id: int) -> bool:
+        """Whether the message was loaded or handed to this actor; ids more than
+        ``SEEN_WINDOW`` below ``last_seen`` count as seen."""
+        return message_id in self._seen or message_id <= self.last_seen - SEEN_WINDOW
+
+    def note_seen(self, ids: Sequence[int]) -> None:
+        """Count ``ids`` as seen (handed, loaded, or archived already: not to be handed)."""
+        self._seen.update(ids)
+        if len(self._seen) > 2 * SEEN_WINDOW:
+            floor = self.last_seen - SEEN_WINDOW
+            self._seen = {i for i in self._seen if i > floor}
 
     async def call(self, fn: Callable[[ChannelActor], Awaitable[Any]]) -> Any:
         """Run ``fn(self)`` inside the actor, between turns, and return its result."""

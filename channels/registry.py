@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
-from channels.actor import ChannelActor, ChannelDeps
+from channels.actor import SEEN_WINDOW, ChannelActor, ChannelDeps
 from tierbot.errors import NotOwnerError
 from tierbot.messages import Delivery, InboundMessage, Message, Role, State
 
@@ -135,8 +135,15 @@ class ChannelRegistry:
             return await self._pull(actor)
 
     async def _pull(self, actor: ChannelActor) -> int:
-        after = await self.deps.store.messages_after(actor.key, actor.last_seen)
-        new = [m for m in after if m.role is Role.USER and m.state is State.LIVE]
+        # From SEEN_WINDOW back: a message stored by another process may have committed
+        # after a later one this actor has already been handed.
+        after = await self.deps.store.messages_after(
+            actor.key, max(0, actor.last_seen - SEEN_WINDOW)
+        )
+        users = [m for m in after if m.role is Role.USER and not actor.has_seen(m.id)]
+        new = [m for m in users if m.state is State.LIVE]
+        # Archived already (compacted before a restart): nothing to hand, nothing to pull.
+        actor.note_seen([m.id for m in users if m.state is not State.LIVE])
         if new:
             await actor.put(new)
         return len(new)

@@ -7,6 +7,7 @@ and a SIGKILL).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -165,6 +166,41 @@ async def test_a_lease_taken_while_a_heartbeat_runs_is_kept_and_its_messages_ans
         assert (await b.submit(inbound(CH, "anyone home?", pid="m1"))).accepted
         await wait_for(lambda: len(replies(a)) == 1)
         assert replies(b) == []
+
+
+async def test_a_message_that_commits_after_a_later_one_is_still_answered(
+    cluster_config: Callable[..., Config], pg_dsn: str
+) -> None:
+    """Ids are drawn before commit: a message another process stores can become visible
+    after a later one the owner was already handed.  Its owner still answers it, once."""
+
+    def answered(pid: str) -> int:
+        return sum(1 for o in a.outbox.sent if o.channel == CH and o.reply_to == pid)
+
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        await a.submit(inbound(CH, "hello", pid="m1"))
+        await wait_for(lambda: answered("m1") == 1)
+        slow = await asyncpg.connect(pg_dsn)
+        try:
+            tx = slow.transaction()
+            await tx.start()  # another process's store, slow to commit (and its wake-up lost)
+            early = await slow.fetchval(
+                "INSERT INTO messages (channel, platform_id, role, author_id, author_name, "
+                "text, ts, tokens, pos, meta) VALUES ($1, 'm2', 'user', 'dana', 'dana', "
+                "'is the build green?', 0, 6, 0, '{\"addressed\": true}') RETURNING id",
+                CH,
+            )
+            await slow.execute("UPDATE messages SET pos = id WHERE id = $1", early)
+            assert (await b.submit(inbound(CH, "and the deploy?", pid="m3"))).accepted
+            await wait_for(lambda: answered("m3") >= 1)
+            actor = a.registry.actors[CH]
+            assert actor.last_seen > early and not actor.has_seen(early)
+            await tx.commit()
+        finally:
+            await slow.close()
+        await wait_for(lambda: answered("m2") >= 1)
+        await asyncio.sleep(0.6)  # three more heartbeats: answered once, not again
+        assert answered("m2") == 1 and replies(b) == []
 
 
 async def test_a_dead_owners_unanswered_channel_is_taken_over(

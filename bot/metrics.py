@@ -353,6 +353,24 @@ class Metrics:
         self._failure(f"{ev.kind}.crashed", ev.channel, reason=ev.reason)
 
 
+class ProcessLabelled:
+    """``registry`` as one process of a cluster exposes it: every sample also carries
+    ``process="<process id>"``, so a dashboard over every process's ``/metrics`` can tell
+    them apart and sum them (a registry-like object for ``generate_latest``)."""
+
+    def __init__(self, registry: CollectorRegistry, process: str) -> None:
+        self._registry = registry
+        self._process = process
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            out = Metric(family.name, family.documentation, family.type, family.unit)
+            out.samples = [
+                s._replace(labels={**s.labels, "process": self._process}) for s in family.samples
+            ]
+            yield out
+
+
 class _ScrapeCollector(Collector):
     """Gauges computed when /metrics is scraped, from the runtime's live state."""
 

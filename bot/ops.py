@@ -33,6 +33,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from bot.metrics import ProcessLabelled
 from bot.reload import ConfigWatcher
 from tierbot.store import Store
 
@@ -362,7 +363,12 @@ class OpsServer:
         return web.json_response(health.to_json(), status=200 if health.ready else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:
-        body = generate_latest(self.runtime.metrics.registry)
+        registry = self.runtime.metrics.registry
+        cluster = self.runtime.cluster
+        # A cluster's processes are told apart by a process label on every sample.
+        body = generate_latest(
+            registry if cluster is None else ProcessLabelled(registry, cluster.id)  # type: ignore[arg-type]
+        )
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def _status(self, request: web.Request) -> web.Response:

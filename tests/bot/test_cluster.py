@@ -288,6 +288,31 @@ async def test_status_lists_every_process_of_the_cluster_with_its_leases(
     assert "b" in text and "2 leases" in text
 
 
+async def test_each_process_labels_its_metrics_with_its_id(
+    cluster_config: Callable[..., Config],
+) -> None:
+    """Scraping every process of a cluster, a dashboard tells them apart by ``process``."""
+    import aiohttp
+
+    from bot.ops import OpsServer
+    from tests.bot.test_ops import samples, value
+
+    async with process(cluster_config("a")) as a, process(cluster_config("b")) as b:
+        await a.submit(inbound(CH, "hello", pid="m1"))
+        await wait_for(lambda: len(replies(a)) == 1)
+        pages = {}
+        for rt in (a, b):
+            async with OpsServer(rt, port=0) as ops, aiohttp.ClientSession() as http:
+                async with http.get(f"{ops.url}/metrics") as resp:
+                    assert resp.status == 200
+                    pages[rt.cluster.id if rt.cluster else ""] = samples(await resp.text())
+    for pid, page in pages.items():
+        assert page and all(dict(labels).get("process") == pid for _, labels in page)
+    name = "tierbot_messages_in_total"
+    assert value(pages["a"], name, adapter="test", process="a") == 1
+    assert value(pages["b"], name, adapter="test", process="b") == 0
+
+
 @pytest.mark.slow
 async def test_discord_shards_split_the_guilds_and_a_dm_reaches_its_owner(
     cluster_config: Callable[..., Config],

@@ -18,8 +18,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 run: $(VENV)/.installed
 	$(BIN)/tierbot run --config $(CONFIG)
 
+# One pytest worker per core (at most 4): most of the suite waits on the processes and
+# servers it starts.  `.venv/bin/python -m pytest` alone runs it serially.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .

@@ -95,6 +95,7 @@ class ChannelActor:
         # The ids loaded or handed within SEEN_WINDOW of last_seen: in a cluster a message
         # can become visible after one with a higher id (see has_seen).
         self._seen: set[int] = set()
+        self._seen_limit = 32
         self.history = History(key, deps, tools=lambda: self.turns.tools())
         self.compaction = ChannelCompaction(
             key, deps, self.history, post=self._mailbox.put_nowait, log=self.log
@@ -222,9 +223,12 @@ class ChannelActor:
     def note_seen(self, ids: Sequence[int]) -> None:
         """Count ``ids`` as seen (handed, loaded, or archived already: not to be handed)."""
         self._seen.update(ids)
-        if len(self._seen) > 2 * SEEN_WINDOW:
+        if len(self._seen) > self._seen_limit:
+            # Ids fall out of the window as the whole log grows; pruning when the set has
+            # doubled keeps it small and the cost per message constant.
             floor = self.last_seen - SEEN_WINDOW
             self._seen = {i for i in self._seen if i > floor}
+            self._seen_limit = max(32, 2 * len(self._seen))
 
     async def call(self, fn: Callable[[ChannelActor], Awaitable[Any]]) -> Any:
         """Run ``fn(self)`` inside the actor, between turns, and return its result."""

@@ -581,6 +581,7 @@ class ChannelCompaction:
         # comes (a quiet channel must not rest over its threshold).  A no-op looks again
         # now: its cut is never retried, a wider one is (see Compactor._next_range).
         if outcome is Outcome.NOOP:
+            self._cancel_recheck()
             self._fire_recheck()
         else:
             self._arm_recheck(self.compactor.retry_at)

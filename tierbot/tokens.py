@@ -224,7 +224,10 @@ class TokenCounter:
             enc = None
             with contextlib.suppress(ValueError, OSError):
                 enc = _fast_encoding(encoding_name, source)
-            self._enc = enc if enc is not None else tiktoken.get_encoding(encoding_name)
+            if enc is None:
+                with _seed_lock:  # not while _fast_encoding has tiktoken's loader replaced
+                    enc = tiktoken.get_encoding(encoding_name)
+            self._enc = enc
         except Exception as exc:  # tiktoken raises bare ValueErrors and network errors
             raise TokenizerError(f"cannot load tiktoken encoding {encoding_name!r}: {exc}") from exc
         self.encoding_name = encoding_name

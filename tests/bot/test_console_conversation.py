@@ -189,9 +189,13 @@ def test_a_thirty_turn_offline_conversation_remembers_forgets_and_answers(
     said = t.say("What is my locker code?")
     assert "4411" not in said, said
 
-    # Enough talk to push the early facts out of the live context.
+    # Enough talk to push the early facts out of the live context, at a person's pace:
+    # each note waits for a summary in progress, however slow this machine writes it.
     for i in range(10):
         t.say(f"Note for the log: the nightly build number {i} went green on runner r{i}.")
+        deadline = time.monotonic() + 60
+        while "(running:" in (status := t.say("/status")) and time.monotonic() < deadline:
+            time.sleep(0.1)
     status = t.say("/status")
     compactions = re.search(r"compactions: background (\d+), aggressive (\d+)", status)
     assert compactions is not None and int(compactions[1]) + int(compactions[2]) >= 1, status
@@ -200,7 +204,7 @@ def test_a_thirty_turn_offline_conversation_remembers_forgets_and_answers(
     if said.startswith("Let me look further back"):
         said = t.late()
     assert "2025-09-14" in said, said
-    assert "tierbot said" not in said and "Noted" not in said
+    assert "tierbot said" not in said and "Noted" not in said, said
 
     said = t.say("What do you know about me?")
     if said.startswith("Let me look further back"):

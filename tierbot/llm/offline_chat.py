@@ -167,6 +167,8 @@ def candidates(
                 for line in block.text.splitlines():
                     if line.strip() and not line.startswith(("[Summary", "Summary of")):
                         author, text = _split_speaker(line.lstrip("- "))
+                        while author == "summary":  # an earlier summary's line, summarized
+                            author, text = _split_speaker(text.lstrip("- "))
                         if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
                             out.append(Evidence(text, author, None, "summary"))
     # What someone asked to forget is theirs alone: another person's words stay.

@@ -132,6 +132,9 @@ context_window = 3000
     if term.proc.poll() is None:
         os.killpg(term.proc.pid, signal.SIGKILL)
         term.proc.wait()
+    if not term._err.closed:  # a failed test: close what quit() would have
+        os.close(term.master)
+        term._err.close()
 
 
 def test_a_thirty_turn_offline_conversation_remembers_forgets_and_answers(

@@ -96,6 +96,8 @@ class ChannelActor:
         # can become visible after one with a higher id (see has_seen).
         self._seen: set[int] = set()
         self._seen_limit = 32
+        #: Set by the registry in a cluster, the only place messages arrive out of id order.
+        self.track_seen = False
         self.history = History(key, deps, tools=lambda: self.turns.tools())
         self.compaction = ChannelCompaction(
             key, deps, self.history, post=self._mailbox.put_nowait, log=self.log
@@ -222,6 +224,8 @@ class ChannelActor:
 
     def note_seen(self, ids: Sequence[int]) -> None:
         """Count ``ids`` as seen (handed, loaded, or archived already: not to be handed)."""
+        if not self.track_seen:
+            return
         self._seen.update(ids)
         if len(self._seen) > self._seen_limit:
             # Ids fall out of the window as the whole log grows; pruning when the set has

@@ -77,6 +77,7 @@ class ChannelRegistry:
             if self.claim is not None and not await self.claim(key):
                 raise NotOwnerError(key)
             actor = ChannelActor(key, self.deps)
+            actor.track_seen = self.claim is not None
             await actor.start()
             self.actors[key] = actor
         return actor

@@ -18,7 +18,7 @@ import pytest
 from bot.runtime import Runtime
 from tests.helpers import inbound, wait_for
 from tierbot.config import Config
-from tierbot.errors import ConfigError
+from tierbot.errors import ConfigError, StoreError
 from tierbot.llm.offline import OfflineProvider
 from tierbot.messages import Message, Role
 from tierbot.pg.cluster import LeaseLostError
@@ -253,7 +253,7 @@ async def test_two_live_processes_cannot_share_a_process_id(
     cluster_config: Callable[..., Config],
 ) -> None:
     async with process(cluster_config("same")):
-        with pytest.raises(Exception, match="process_id 'same' is in use"):
+        with pytest.raises(StoreError, match="process_id 'same' is in use"):
             async with process(cluster_config("same")):
                 pass
 

@@ -57,6 +57,7 @@ VECTOR_CANDIDATES = 20
 #: very common ones (low idf, high cost) dropped once the budget is spent.
 POSTINGS_BUDGET = 2_000
 EXPAND_SEEDS = 10
+SCORE_DIGITS = 9  # scores closer than this are ties (see the final sort)
 EXPAND_SHARE = 0.5
 SUPERSEDED_FACTOR = 0.5
 #: Message prior (see _message_prior): full weight from this many index terms on ...
@@ -217,7 +218,9 @@ async def recall(
             s *= SUPERSEDED_FACTOR
         scored.append([min(1.0, max(0.0, s)), r, c])
     _successors_first(scored)
-    scored.sort(key=lambda x: (-x[0], x[1]))
+    # Scores equal but for rounding (recency moves with the clock by a few ulps) rank as
+    # ties, and ties go to the newest row: the same order on every backend, every time.
+    scored.sort(key=lambda x: (-round(x[0], SCORE_DIGITS), -x[1]))
     hits = []
     for s, _, c in scored[:limit]:
         row = c.row
@@ -321,7 +324,7 @@ async def _scored_in_scope(
     labels, scores = labels[inside], scores[inside]
     # Ties (often: many rows of one template) go to the newest row, not to the order the
     # storage returned them in, which differs between backends and after a migration.
-    best = np.lexsort((-labels, -np.round(scores, 9)))
+    best = np.lexsort((-labels, -np.round(scores, SCORE_DIGITS)))
     chosen = {int(x) for x in labels[best[:FTS_CANDIDATES]]}
     if windows and len(labels):  # the best matches inside the dates the query names, too
         created = await g.storage.created_at(labels.tolist())
@@ -422,7 +425,7 @@ async def _expand(
     since: float | None,
 ) -> None:
     """Let the best candidates' graph neighbours (both directions) inherit part of their score."""
-    seeds = sorted(rel, key=lambda r: -rel[r])[:EXPAND_SEEDS]
+    seeds = sorted(rel, key=lambda r: (-rel[r], -r))[:EXPAND_SEEDS]
     gained: dict[int, float] = {}
     for link in await g.storage.links_of(seeds):
         flow = rel[link.node] * EXPAND_SHARE * EDGE_MULTIPLIER.get(link.type, 1.0) * link.weight

@@ -75,6 +75,8 @@ class MemoryGraph:
         self.embedder = embedder
         self.index_dir = index_dir
         self.lock = asyncio.Lock()
+        #: Saves waiting for ``lock``, written together by whoever holds it (writing.py).
+        self.pending_saves: list[writing.PendingSave] = []
         self.vectors = VectorIndex(embedder.dim, embedder.identity)
         self.next_rowid = 1
         # rowid -> scope codes (-1: deleted or unknown), for filtered vector search.

@@ -70,19 +70,88 @@ class _Plan:
     edges: list[tuple[int, int, str, float]] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class PendingSave:
+    """One caller's drafts waiting for the write lock (see :func:`save_many`)."""
+
+    items: Sequence[MemoryDraft]
+    vectors: np.ndarray
+    result: list[SaveResult] | None = None
+    error: Exception | None = None
+    done: bool = False
+
+
 async def save_many(g: MemoryGraph, items: Sequence[MemoryDraft]) -> list[SaveResult]:
+    """Save ``items`` (one caller's drafts: all saved, or none and the error raised).
+
+    Saves queue for the graph's write lock; whoever gets it writes every save queued
+    by then in one transaction, and the others find theirs done.  Under a burst (many
+    channels saving at once) that is one commit for the lot instead of one each.  A
+    group that fails is written again caller by caller, so one caller's bad draft (a
+    forgotten author, an unknown reference) never fails another's save.
+    """
     if not items:
         return []
     for d in items:
         validate_draft(d)
     vecs = await asyncio.to_thread(g.embedder.embed, [d.content for d in items])
-    async with g.lock:
-        # Checked under the write lock: a forget() cannot slip in between the tombstone
-        # check and the write, and a referenced memory cannot vanish before its edge lands.
-        await _check_references(g, items)
-        plans = await _live_plans(g, items, vecs)
-        await _dedupe(g, plans)
-        return await _write(g, plans)
+    mine = PendingSave(items, vecs)
+    g.pending_saves.append(mine)
+    try:
+        async with g.lock:
+            if not mine.done:
+                await _save_group(g)
+    finally:
+        if not mine.done and mine in g.pending_saves:  # cancelled while it waited
+            g.pending_saves.remove(mine)
+    if mine.error is not None:
+        raise mine.error
+    assert mine.result is not None
+    return mine.result
+
+
+async def _save_group(g: MemoryGraph) -> None:
+    """Under the write lock: write every queued save, together when they can be."""
+    group = list(g.pending_saves)
+    g.pending_saves.clear()
+    try:
+        if len(group) > 1 and await _save_together(g, group):
+            return
+        for p in group:
+            try:
+                p.result = await _save_locked(g, p.items, p.vectors)
+            except Exception as exc:
+                p.error = exc
+            p.done = True
+    except BaseException:
+        # Cancelled mid-write (rolled back): the next holder of the lock writes the rest.
+        g.pending_saves[:0] = [p for p in group if not p.done]
+        raise
+
+
+async def _save_together(g: MemoryGraph, group: list[PendingSave]) -> bool:
+    """Write the whole group in one transaction; False (nothing written) if it failed."""
+    try:
+        results = await _save_locked(
+            g, [d for p in group for d in p.items], np.concatenate([p.vectors for p in group])
+        )
+    except Exception:  # someone's draft is refused, or the write failed: one by one
+        return False
+    for p in group:
+        p.result, results = results[: len(p.items)], results[len(p.items) :]
+        p.done = True
+    return True
+
+
+async def _save_locked(
+    g: MemoryGraph, items: Sequence[MemoryDraft], vecs: np.ndarray
+) -> list[SaveResult]:
+    # Checked under the write lock: a forget() cannot slip in between the tombstone
+    # check and the write, and a referenced memory cannot vanish before its edge lands.
+    await _check_references(g, items)
+    plans = await _live_plans(g, items, vecs)
+    await _dedupe(g, plans)
+    return await _write(g, plans)
 
 
 async def _check_references(g: MemoryGraph, items: Sequence[MemoryDraft]) -> None:

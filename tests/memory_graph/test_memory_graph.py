@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import shutil
@@ -202,6 +203,82 @@ async def test_a_linked_memory_is_recalled_through_its_link_after_a_restart(
     for ids in (before, after):
         assert ids[0] == launch.id and banners.id in ids and lone.id not in ids
     assert node is not None and node["edges"] == []  # forgetting a node drops its links
+
+
+# --- concurrent saves -----------------------------------------------------------------
+
+
+async def _saves_queued_behind_the_lock(
+    graph: MemoryGraph, calls: list[dict[str, Any]]
+) -> list[asyncio.Task[Any]]:
+    """Start one save per call while the write lock is busy; return once all are queued."""
+    tasks = [asyncio.create_task(graph.save(**c)) for c in calls]
+    await wait_for(lambda: len(graph.pending_saves) == len(calls))
+    return tasks
+
+
+async def test_saves_from_many_channels_at_once_each_get_their_own_results(
+    graph: MemoryGraph,
+) -> None:
+    """Saves that wait together are written together, yet each caller gets its own
+    memory back, merged exactly as if they had been saved one after another."""
+    calls = [
+        dict(content="The deploy window is Tuesday 9:00", memory_type="fact", channel=GUILD_A),
+        dict(content="Bob's favourite editor is helix", memory_type="fact", channel=GUILD_B),
+        # Same words in the same workspace: merged into the first.
+        dict(content="The deploy window is Tuesday 9:00", memory_type="fact", channel=GUILD_A2),
+        # Same words in another workspace: its own memory, never merged across.
+        dict(content="The deploy window is Tuesday 9:00", memory_type="fact", channel=GUILD_B),
+    ]
+    async with graph.lock:
+        tasks = await _saves_queued_behind_the_lock(graph, calls)
+    first, bob, again, other = await asyncio.gather(*tasks)
+    assert not first.merged and not bob.merged and not other.merged
+    assert again.merged and again.id == first.id
+    assert len({first.id, bob.id, other.id}) == 3
+    for result, call in [(first, calls[0]), (bob, calls[1]), (other, calls[3])]:
+        node = await graph.get(result.id)
+        assert node is not None
+        assert (node["content"], node["channel"]) == (call["content"], call["channel"])
+    assert await graph.count() == 3
+
+
+async def test_one_refused_save_among_concurrent_ones_fails_only_its_caller(
+    graph: MemoryGraph,
+) -> None:
+    """A forgotten author's save is refused with an error naming author_id; the saves
+    that waited beside it are written."""
+    await graph.forget_author("u9")
+    calls = [
+        dict(content="Carol runs the book club", memory_type="fact", channel=GUILD_A),
+        dict(content="Dan is vegetarian", memory_type="identity", channel=GUILD_A, author_id="u9"),
+        dict(content="Erin moved to Porto", memory_type="fact", channel=GUILD_B),
+    ]
+    async with graph.lock:
+        tasks = await _saves_queued_behind_the_lock(graph, calls)
+    carol, dan, erin = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(dan, ToolError) and dan.argument == "author_id"
+    for result in (carol, erin):
+        assert not isinstance(result, BaseException)
+        assert await graph.get(result.id) is not None
+    assert await graph.count() == 2
+
+
+async def test_a_save_cancelled_while_it_waits_is_not_written(graph: MemoryGraph) -> None:
+    """A caller that gives up before the write lock comes free leaves nothing behind;
+    the save queued beside it is written."""
+    calls = [
+        dict(content="Frank's birthday is 3 May", memory_type="fact", channel=GUILD_A),
+        dict(content="Grace prefers tabs", memory_type="fact", channel=GUILD_A),
+    ]
+    async with graph.lock:
+        kept, dropped = await _saves_queued_behind_the_lock(graph, calls)
+        dropped.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await dropped
+    saved = await kept
+    assert await graph.count() == 1
+    assert (await graph.get(saved.id) or {}).get("content") == "Frank's birthday is 3 May"
 
 
 # --- scope ----------------------------------------------------------------------------

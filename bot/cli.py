@@ -63,6 +63,10 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
     from bot.runtime import Runtime, install_signal_handlers
 
     stop = asyncio.Event()
+    # Before the store is opened: a SIGTERM while the runtime starts (taking the writer
+    # lock, loading the memory indexes) is a clean stop once it has started, never the
+    # default action's kill half-way through.
+    install_signal_handlers(stop)
     # The seat watches config.toml (SIGHUP reloads it too) and serves [ops] when enabled.
     async with Runtime.open(cfg) as rt, OperatorSeat(rt, serve=not console_only) as seat:
         install_signal_handlers(stop, reload=seat.request_reload)

@@ -100,3 +100,36 @@ def test_sigterm_while_discord_login_hangs_stops_the_bot(tmp_path: Path, black_h
         raise
     assert proc.returncode == 0, err
     assert no_traceback(err) and "Unclosed client session" not in err, err
+
+
+@pytest.mark.slow
+def test_sigterm_the_moment_the_store_is_locked_is_a_clean_stop(
+    tmp_path: Path, black_hole: int
+) -> None:
+    """SIGTERM while `tierbot run` is still opening its store (the writer lock just taken,
+    the memory graph still loading) stops it with exit 0 and no traceback, never the
+    default action's kill (-15) half-way through the start."""
+    cfg = write_config(
+        tmp_path,
+        f'[adapters.discord]\nenabled = true\napi_base = "http://127.0.0.1:{black_hole}/api/v10"\n'
+        f'gateway_url = "ws://127.0.0.1:{black_hole}/"\ntoken_env = "TIERBOT_TEST_TOKEN"\n',
+        memory=True,
+    )
+    proc = subprocess.Popen(
+        tierbot("run", "--config", str(cfg)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env(), "TIERBOT_TEST_TOKEN": "t0ken"},
+    )
+    wait_for_writer(proc, tmp_path / "bot.db.lock")
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=EXIT_BOUND)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, err
+    assert no_traceback(err), err

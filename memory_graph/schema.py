@@ -148,8 +148,8 @@ async def check(db: aiosqlite.Connection) -> None:
 
 
 async def fetch_all(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
-    async with db.execute(sql, tuple(params)) as cur:
-        return list(await cur.fetchall())
+    # One trip to the connection's thread (a cursor takes three: execute, fetch, close).
+    return list(await db.execute_fetchall(sql, tuple(params)))
 
 
 def marks(n: int) -> str:
@@ -158,9 +158,8 @@ def marks(n: int) -> str:
 
 
 async def get_meta(db: aiosqlite.Connection, key: str) -> str | None:
-    async with db.execute("SELECT value FROM memory_meta WHERE key = ?", (key,)) as cur:
-        row = await cur.fetchone()
-    return None if row is None else str(row[0])
+    rows = list(await db.execute_fetchall("SELECT value FROM memory_meta WHERE key = ?", (key,)))
+    return None if not rows else str(rows[0][0])
 
 
 async def set_meta(db: aiosqlite.Connection, key: str, value: str) -> None:

@@ -93,34 +93,44 @@ class SQLiteMemoryStorage(SQLiteSearch):
     async def find_tombstones(
         self, authors: Sequence[str], platform_ids: Sequence[str]
     ) -> list[TombstoneRow]:
-        found: list[TombstoneRow] = []
         queries = (
             ("author", list(dict.fromkeys(authors)), "key"),
             # A scoped key is "author id \n channel": match on the author id part.
             ("author_in", list(dict.fromkeys(authors)), "substr(key, 1, instr(key, char(10)) - 1)"),
             ("message", list(dict.fromkeys(platform_ids)), "key"),
         )
+        # Every chunk's query in one statement (up to 4 chunks' parameters): asked on
+        # every turn, so one trip to the connection's thread instead of one per kind.
+        statements: list[tuple[list[str], list[object]]] = [([], [])]
         for kind, keys, column in queries:
             for chunk in _chunks(keys):
-                async with self._db.execute(
-                    "SELECT key, created_at FROM memory_tombstones "
-                    f"WHERE kind = ? AND {column} IN ({schema.marks(len(chunk))})",
-                    (kind, *chunk),
-                ) as cur:
-                    found += [TombstoneRow(kind, k, float(t)) for k, t in await cur.fetchall()]
+                if len(statements[-1][1]) + len(chunk) > 4 * _CHUNK:
+                    statements.append(([], []))
+                sql, args = statements[-1]
+                sql.append(
+                    "SELECT kind, key, created_at FROM memory_tombstones "
+                    f"WHERE kind = ? AND {column} IN ({schema.marks(len(chunk))})"
+                )
+                args += [kind, *chunk]
+        found: list[TombstoneRow] = []
+        for sql, args in statements:
+            if sql:
+                rows = await self._db.execute_fetchall(" UNION ALL ".join(sql), tuple(args))
+                found += [TombstoneRow(kind, k, float(t)) for kind, k, t in rows]
         return found
 
     # -- what forgetting reads -------------------------------------------------------------
 
     async def node_ref(self, memory_id: str) -> NodeRef | None:
-        async with self._db.execute(
-            "SELECT rowid, id, type, channel, sources FROM memory_nodes WHERE id = ?",
-            (memory_id,),
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        rows = list(
+            await self._db.execute_fetchall(
+                "SELECT rowid, id, type, channel, sources FROM memory_nodes WHERE id = ?",
+                (memory_id,),
+            )
+        )
+        if not rows:
             return None
-        rowid, id_, type_, channel, sources = row
+        rowid, id_, type_, channel, sources = rows[0]
         return NodeRef(int(rowid), id_, type_, channel, tuple(json.loads(sources)))
 
     async def authored_nodes(self, author_id: str) -> list[AuthoredNode]:

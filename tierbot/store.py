@@ -29,6 +29,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -227,6 +228,49 @@ def _row_to_message(row: Sequence[Any]) -> Message:
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
 
 
+@dataclass(eq=False, slots=True)
+class _Mergeable:
+    """A write the writer may run in one statement with the batch's others of its
+    ``kind``: appends become one multi-row INSERT, channel states one executemany.
+
+    Under a burst most of a batch is appends and channel states, and each op costs a
+    trip to the connection's thread; merged, a batch of hundreds takes a handful.
+    Called alone (a batch being retried op by op) it runs on its own payload.
+    """
+
+    kind: str
+    payload: Any
+    run_many: Callable[[aiosqlite.Connection, list[Any]], Awaitable[list[Any]]]
+
+    async def __call__(self, db: aiosqlite.Connection) -> Any:
+        return (await self.run_many(db, [self.payload]))[0]
+
+
+async def _append_many_ops(
+    db: aiosqlite.Connection, payloads: list[Sequence[Message]]
+) -> list[list[Message | None]]:
+    """Several callers' appends in one INSERT (in their order, so a platform id two of
+    them carry is the first one's); each gets its own messages back."""
+    stored = await _insert(db, [m for msgs in payloads for m in msgs], redelivery_ok=True)
+    out = []
+    for msgs in payloads:
+        out.append(stored[: len(msgs)])
+        stored = stored[len(msgs) :]
+    return out
+
+
+async def _upsert_states(
+    db: aiosqlite.Connection, payloads: list[tuple[str, ChannelState]]
+) -> list[None]:
+    """Channel states, the last one of a channel winning (they are in queue order)."""
+    now = time.time()
+    await db.executemany(
+        _UPSERT_STATE,
+        [(key, st.handled_upto, json.dumps(st.counters), now) for key, st in payloads],
+    )
+    return [None] * len(payloads)
+
+
 __all__ = [
     "MIGRATIONS",
     "ChannelState",
@@ -378,8 +422,8 @@ class Store:
     async def write(self, op: WriteOp) -> Any:
         """Run ``op`` inside the next batch transaction; return once it is committed.
 
-        Each op runs under its own savepoint: one failing op is rolled back and
-        its error raised to its caller without affecting the rest of the batch.
+        One failing op is rolled back and its error raised to its caller without
+        affecting the rest of the batch (see :meth:`_commit`).
         """
         if self._writer is None:
             raise StoreError(
@@ -393,27 +437,15 @@ class Store:
         db = self._db
         assert db is not None
         while (batch := await self._queue.next_batch(self._commit_batch)) is not None:
-            results: list[WriteResult] = []
             try:
-                await db.execute("BEGIN IMMEDIATE")
-                for op, fut in batch:
-                    await db.execute("SAVEPOINT op")
-                    try:
-                        value = await op(db)
-                    except Exception as exc:
-                        if not db.in_transaction:
-                            # SQLite rolled the whole transaction back (disk full, I/O
-                            # error): the batch's earlier ops are gone too.
-                            raise
-                        # The op's own failure goes to its caller alone.
-                        await db.execute("ROLLBACK TO op")
-                        await db.execute("RELEASE op")
-                        results.append((fut, None, self._error(exc)))
-                        continue
-                    await db.execute("RELEASE op")
-                    results.append((fut, value, None))
-                await db.execute("COMMIT")
-                self.commits += 1
+                # Optimistic first: the batch's ops one after another in one transaction
+                # (appends and channel states merged), which is every batch but the rare
+                # one holding a failing op.  That one is rolled back and run again, each
+                # op alone under its own savepoint.
+                results = await self._commit(db, batch, isolated=False)
+                if results is None:
+                    results = await self._commit(db, batch, isolated=True)
+                    assert results is not None
             except Exception as exc:
                 # Report the error that stopped the batch, never a failed rollback's.
                 log.error("store.commit_failed", error=str(exc), batch=len(batch))
@@ -425,6 +457,59 @@ class Store:
                 err = self._error(exc)
                 results = [(fut, None, err) for _, fut in batch]
             self._queue.settle(results)
+
+    async def _commit(
+        self,
+        db: aiosqlite.Connection,
+        batch: Sequence[tuple[WriteOp, asyncio.Future[Any]]],
+        *,
+        isolated: bool,
+    ) -> list[WriteResult] | None:
+        """Run ``batch`` in one transaction and commit it.  Not ``isolated``: an op's
+        failure rolls everything back and returns None (a batch of one: its error).
+        ``isolated``: each op under a savepoint, a failing one rolled back alone and its
+        error kept for its caller.  Raises when the transaction itself failed."""
+        results: list[WriteResult] = []
+        kinds: dict[str, list[tuple[_Mergeable, asyncio.Future[Any]]]] = {}
+        if not isolated:
+            for op, fut in batch:
+                if isinstance(op, _Mergeable):
+                    kinds.setdefault(op.kind, []).append((op, fut))
+        await db.execute("BEGIN IMMEDIATE")
+        for op, fut in batch:
+            if isolated:
+                await db.execute("SAVEPOINT op")
+            try:
+                if isinstance(op, _Mergeable) and op.kind in kinds:
+                    # The first of its kind runs them all, where it stands in the batch.
+                    group = kinds.pop(op.kind)
+                    values = await op.run_many(db, [o.payload for o, _ in group])
+                    results += [(f, v, None) for (_, f), v in zip(group, values, strict=True)]
+                    continue
+                if isinstance(op, _Mergeable) and not isolated:
+                    continue  # ran with the first of its kind
+                value = await op(db)
+            except Exception as exc:
+                if not db.in_transaction:
+                    # SQLite rolled the whole transaction back (disk full, I/O
+                    # error): the batch's earlier ops are gone too.
+                    raise
+                if not isolated:
+                    await db.execute("ROLLBACK")
+                    if len(batch) == 1:
+                        return [(fut, None, self._error(exc))]
+                    return None
+                # The op's own failure goes to its caller alone.
+                await db.execute("ROLLBACK TO op")
+                await db.execute("RELEASE op")
+                results.append((fut, None, self._error(exc)))
+                continue
+            if isolated:
+                await db.execute("RELEASE op")
+            results.append((fut, value, None))
+        await db.execute("COMMIT")
+        self.commits += 1
+        return results
 
     def _error(self, exc: Exception) -> Exception:
         """SQLite's own errors become a StoreError naming the store and the real cause."""
@@ -447,10 +532,9 @@ class Store:
         """Append several messages in one transaction (all or none); redeliveries come back
         as None."""
 
-        async def op(db: aiosqlite.Connection) -> list[Message | None]:
-            return await _insert(db, msgs, redelivery_ok=True)
-
-        result: list[Message | None] = await self.write(op)
+        result: list[Message | None] = await self.write(
+            _Mergeable("append", msgs, _append_many_ops)
+        )
         return result
 
     async def load_live(self, channel: str) -> list[Message]:
@@ -475,10 +559,11 @@ class Store:
         Ids grow in commit order, so a reader that resumes from the covered id misses
         nothing; the covered id may pass rows of other roles that were skipped."""
         assert self._reader is not None
-        async with self._reader.execute(
-            "SELECT id, role FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
-        ) as cur:
-            scanned = list(await cur.fetchall())
+        scanned = list(
+            await self._reader.execute_fetchall(
+                "SELECT id, role FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            )
+        )
         if not scanned:
             return [], after_id
         wanted = {r.value for r in roles}
@@ -525,34 +610,36 @@ class Store:
 
     async def channel_keys(self) -> list[str]:
         assert self._reader is not None
-        async with self._reader.execute("SELECT DISTINCT channel FROM messages") as cur:
-            return [r[0] for r in await cur.fetchall()]
+        rows = await self._reader.execute_fetchall("SELECT DISTINCT channel FROM messages")
+        return [r[0] for r in rows]
 
     async def _select(self, sql: str, args: tuple[Any, ...]) -> list[Message]:
         assert self._reader is not None
-        async with self._reader.execute(sql, args) as cur:
-            return [_row_to_message(r) for r in await cur.fetchall()]
+        # execute_fetchall: one trip to the connection's thread, not three (a cursor's
+        # execute, fetchall and close each take one), on every turn's reads.
+        return [_row_to_message(r) for r in await self._reader.execute_fetchall(sql, args)]
 
     async def _scalar(self, sql: str, args: tuple[Any, ...]) -> Any:
         assert self._reader is not None
-        async with self._reader.execute(sql, args) as cur:
-            row = await cur.fetchone()
-        return row[0] if row else None
+        rows = list(await self._reader.execute_fetchall(sql, args))
+        return rows[0][0] if rows else None
 
     # -- channel state -------------------------------------------------------------
 
     async def channel_state(self, channel: str) -> ChannelState:
         assert self._reader is not None
-        async with self._reader.execute(
-            "SELECT handled_upto, counters FROM channels WHERE key=?", (channel,)
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        rows = list(
+            await self._reader.execute_fetchall(
+                "SELECT handled_upto, counters FROM channels WHERE key=?", (channel,)
+            )
+        )
+        if not rows:
             return ChannelState()
+        row = rows[0]
         return ChannelState(handled_upto=row[0], counters=json.loads(row[1]))
 
     async def save_channel_state(self, channel: str, state: ChannelState) -> None:
-        await self.write(lambda db: _upsert_state(db, channel, state))
+        await self.write(_Mergeable("state", (channel, state), _upsert_states))
 
     async def ensure_channel(self, channel: str) -> None:
         """Give ``channel`` a state row (nothing answered yet) unless it has one."""
@@ -776,13 +863,15 @@ class Store:
             return [r[0] for r in await cur.fetchall()]
 
 
+_UPSERT_STATE = (
+    "INSERT INTO channels (key, handled_upto, counters, updated) VALUES (?,?,?,?) "
+    "ON CONFLICT(key) DO UPDATE SET handled_upto=excluded.handled_upto, "
+    "counters=excluded.counters, updated=excluded.updated"
+)
+
+
 async def _upsert_state(db: aiosqlite.Connection, channel: str, state: ChannelState) -> None:
-    await db.execute(
-        "INSERT INTO channels (key, handled_upto, counters, updated) VALUES (?,?,?,?) "
-        "ON CONFLICT(key) DO UPDATE SET handled_upto=excluded.handled_upto, "
-        "counters=excluded.counters, updated=excluded.updated",
-        (channel, state.handled_upto, json.dumps(state.counters), time.time()),
-    )
+    await _upsert_states(db, [(channel, state)])
 
 
 async def _insert_record(db: aiosqlite.Connection, r: CompactionRecord) -> None:

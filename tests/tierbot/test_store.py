@@ -83,6 +83,69 @@ async def test_concurrent_appends_share_commits(tmp_path: Path) -> None:
         assert len(await store.channel_keys()) == 300
 
 
+async def test_concurrent_appends_each_get_their_own_rows(tmp_path: Path) -> None:
+    """Appends from many callers committed together: each caller gets back its own
+    messages with their ids; a platform id two of them carry is stored once, for the
+    first, and is the other's duplicate."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        calls = [
+            store.append_many([msg("a1", "one", "c1"), msg("a2", "two", "c1")]),
+            store.append(msg("b1", "three", "c2")),
+            store.append(msg("a2", "two again", "c1")),
+            store.append(msg("a2", "not a duplicate", "c3")),
+        ]
+        ones, three, again, other = await asyncio.gather(*calls)
+        assert [(m.platform_id, m.text) for m in ones if m] == [("a1", "one"), ("a2", "two")]
+        assert three is not None and (three.channel, three.text) == ("c2", "three")
+        assert again is None
+        assert other is not None and other.text == "not a duplicate"
+        ids = [m.id for m in [*ones, three, other] if m]
+        assert len(set(ids)) == 4
+        assert [(m.id, m.text) for m in await store.load_live("c1")] == [
+            (m.id, m.text) for m in ones if m
+        ]
+
+
+async def test_a_refused_append_among_concurrent_ones_fails_only_its_caller(
+    tmp_path: Path,
+) -> None:
+    """A message SQLite refuses (a NaN timestamp breaks NOT NULL) fails its own caller with
+    a StoreError; the appends and channel states committed beside it are all there."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        bad = msg("bad", channel="c2").with_(ts=float("nan"))
+        results = await asyncio.gather(
+            store.append(msg("a", channel="c1")),
+            store.append(bad),
+            store.save_channel_state("c1", ChannelState(handled_upto=7)),
+            store.append(msg("b", channel="c3")),
+            return_exceptions=True,
+        )
+        assert isinstance(results[1], StoreError), results[1]
+        assert "NOT NULL" in str(results[1])
+        assert not isinstance(results[0], BaseException) and results[0] is not None
+        assert [m.platform_id for m in await store.load_live("c1")] == ["a"]
+        assert [m.platform_id for m in await store.load_live("c3")] == ["b"]
+        assert await store.load_live("c2") == []
+        assert (await store.channel_state("c1")).handled_upto == 7
+
+
+async def test_the_last_state_saved_for_a_channel_wins(tmp_path: Path) -> None:
+    """Channel states saved at once are committed together; each channel keeps the one
+    saved last."""
+    async with await Store.open(tmp_path / "s.db") as store:
+        await asyncio.gather(
+            *(
+                store.save_channel_state(f"c{i % 3}", ChannelState(handled_upto=i))
+                for i in range(30)
+            )
+        )
+        assert [(await store.channel_state(f"c{i}")).handled_upto for i in range(3)] == [
+            27,
+            28,
+            29,
+        ]
+
+
 async def test_newer_schema_is_refused(tmp_path: Path) -> None:
     """A database from a newer tierbot is refused with an upgrade hint, not corrupted."""
     path = tmp_path / "s.db"

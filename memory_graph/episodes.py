@@ -17,7 +17,7 @@ from tierbot.keys import workspace_of
 from tierbot.messages import Message, Role
 
 from . import tombstones
-from .storage import EpisodeRow
+from .storage import EpisodeContext, EpisodeRow
 from .text import content_hash, embed_text, fts_tags, terms
 from .types import MAX_CONTENT_BYTES
 
@@ -95,12 +95,17 @@ async def add_episodes(
                 -math.inf if forgotten_at is None else forgotten_at
             ):
                 by_channel[m.channel].append(m)
+        # Every channel's reads and embedding at once: each is a trip to the storage's
+        # connection (or a thread), and queued together they run back to back instead of
+        # one round trip after another while the lock is held.
+        drafts = await asyncio.gather(
+            *(_read_channel(g, channel, group) for channel, group in by_channel.items())
+        )
         plans: list[_Plan] = []
         with g.allocating_rowids() as new_rowid:
-            for channel, group in by_channel.items():
-                plan = await _plan_channel(g, channel, group, new_rowid)
-                if plan is not None:
-                    plans.append(plan)
+            for draft in drafts:  # rowids in channel order, whatever finished first
+                if draft is not None:
+                    plans.append(_plan_channel(g, draft, new_rowid))
             if not plans and indexed_upto is None:
                 return 0
             # Every channel's episodes and the mark that covers them commit together: after a
@@ -120,9 +125,22 @@ async def indexed_upto(g: MemoryGraph) -> int:
     return await g.storage.indexed_upto()
 
 
-async def _plan_channel(
-    g: MemoryGraph, channel: str, msgs: list[Message], new_rowid: Callable[[], int]
-) -> _Plan | None:
+@dataclass(slots=True)
+class _Draft:
+    """What one channel's new episodes need from storage and the embedder."""
+
+    channel: str
+    new: list[Message]
+    prev: list[EpisodeContext]
+    contexts: list[tuple[str, str]]
+    vecs: np.ndarray
+    tags: list[tuple[str, str, str, str]]
+    derived: list[tuple[int, str]]
+
+
+async def _read_channel(g: MemoryGraph, channel: str, msgs: list[Message]) -> _Draft | None:
+    """The channel's messages not indexed yet, their contexts, vectors and tags; None
+    when every one is indexed already."""
     have = await g.storage.episode_platform_ids(channel, [m.platform_id for m in msgs])
     fresh: dict[str, Message] = {}
     for m in sorted(msgs, key=lambda m: (m.ts, m.id)):
@@ -144,12 +162,19 @@ async def _plan_channel(
         return _contexts(seq), g.embedder.embed(texts), tags
 
     contexts, vecs, tags = await asyncio.to_thread(prepare)
+    derived = await g.storage.sources_citing(channel, list(fresh))
+    return _Draft(channel, new, prev, contexts, vecs, tags, derived)
+
+
+def _plan_channel(g: MemoryGraph, draft: _Draft, new_rowid: Callable[[], int]) -> _Plan:
+    channel, new, prev, contexts = draft.channel, draft.new, draft.prev, draft.contexts
+    ws = workspace_of(channel)
     now = time.time()
     rows = []
     for k, m in enumerate(new):
         near, far = contexts[len(prev) + k]
         text = _truncate(m.text)
-        words, ws_tag, ch_tag, ty_tag = tags[k]
+        words, ws_tag, ch_tag, ty_tag = draft.tags[k]
         rows.append(
             EpisodeRow(
                 rowid=new_rowid(),
@@ -165,7 +190,7 @@ async def _plan_channel(
                 platform_id=m.platform_id,
                 near=near,
                 far=far,
-                vector=vecs[k],
+                vector=draft.vecs[k],
                 embedder=g.embedder.identity,
                 terms=words,
                 workspace_tag=ws_tag,
@@ -175,9 +200,8 @@ async def _plan_channel(
         )
     first = max(0, len(prev) - CONTEXT_REACH)
     ctx_rows = [(*contexts[k], prev[k].rowid) for k in range(first, len(prev))]
-    derived = await g.storage.sources_citing(channel, list(fresh))
     rowid_of = {r.platform_id: r.rowid for r in rows}
-    edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in derived]
+    edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in draft.derived]
     return _Plan(channel, ws, new, rows, ctx_rows, edges)
 
 

@@ -32,6 +32,10 @@ BOT_AUTHOR = "tierbot"
 _POS_STEP = 1e-5
 
 
+#: Tokens of (encoding, system prompt, tool names): the fixed part of a context.
+_FIXED_TOKENS: dict[tuple[str, str, tuple[str, ...]], int] = {}
+
+
 class History:
     """One channel's live context, its usage and the bot's entries into it."""
 
@@ -68,11 +72,19 @@ class History:
         key = (s.system_prompt, tuple(t.name for t in tools))
         if key == self._fixed_key:
             return
-        schema = json.dumps([asdict(t) for t in tools]) if tools else ""
+        counter = self.deps.counter
+        shared = (counter.encoding_name, *key)
+        fixed = _FIXED_TOKENS.get(shared)
+        if fixed is None:
+            # Counted once per process, not once per channel: at a burst's start thousands
+            # of channels load, and the tool schemas are a few thousand tokens.
+            schema = json.dumps([asdict(t) for t in tools]) if tools else ""
+            fixed = counter.count_message(s.system_prompt) + counter.count(schema)
+            if len(_FIXED_TOKENS) >= 64:  # prompts reloaded many times: start over
+                _FIXED_TOKENS.clear()
+            _FIXED_TOKENS[shared] = fixed
         self._fixed_key = key
-        self.ctx.set_fixed(
-            self.deps.counter.count_message(s.system_prompt) + self.deps.counter.count(schema)
-        )
+        self.ctx.set_fixed(fixed)
 
     def note_usage(self) -> float:
         """The current usage, remembered as the peak if it is one."""

@@ -513,6 +513,9 @@ class Config(_Model):
     _deprecations: tuple[str, ...] = PrivateAttr(default=())
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _resolved: dict[str, ChannelSettings] = PrivateAttr(default_factory=dict)
+    #: Settings by the overrides that make them: channels matching the same overrides
+    #: (most match none) share one object instead of building and keeping their own.
+    _by_overrides: dict[tuple[int, ...], ChannelSettings] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _database_search_needs_postgres(self) -> Config:
@@ -562,9 +565,19 @@ class Config(_Model):
 
     def for_channel(self, key: str) -> ChannelSettings:
         """Effective settings for ``key``; overrides sorted so the most specific wins."""
-        cached = self._resolved.get(key)
+        resolved = self._resolved
+        cached = resolved.get(key)
         if cached is not None:
             return cached
+        matching = _matching(self.channels, key)
+        which = tuple(id(ov) for ov in matching)
+        shared = self._by_overrides.get(which)
+        if shared is None:
+            shared = self._by_overrides[which] = self._settings(matching)
+        resolved[key] = shared
+        return shared
+
+    def _settings(self, matching: list[ChannelOverride]) -> ChannelSettings:
         d = self.defaults
         merged: dict[str, Any] = {
             "context_window": d.context_window,
@@ -575,7 +588,7 @@ class Config(_Model):
         compaction: dict[str, Any] = d.compaction.model_dump()
         branches: dict[str, Any] = d.branches.model_dump()
         task_workers: dict[str, Any] = d.task_workers.model_dump()
-        for ov in _matching(self.channels, key):
+        for ov in matching:
             for name in ("context_window", "system_prompt", "respond", "max_reply_tokens"):
                 value = getattr(ov, name)
                 if value is not None:
@@ -583,14 +596,12 @@ class Config(_Model):
             compaction.update(ov.compaction.model_dump(exclude_none=True))
             branches.update(ov.branches.model_dump(exclude_none=True))
             task_workers.update(ov.task_workers.model_dump(exclude_none=True))
-        settings = ChannelSettings(
+        return ChannelSettings(
             compaction=CompactionConfig(**compaction),
             branches=BranchSettings(**branches),
             task_workers=TaskWorkerSettings(**task_workers),
             **merged,
         )
-        self._resolved[key] = settings
-        return settings
 
 
 def _applies(extra: Any) -> str | None:

@@ -66,6 +66,10 @@ REDELIVER_BACKOFF = Backoff(base=5.0, cap=300.0)
 MAX_DELIVERY_ATTEMPTS = 10
 
 
+#: Channels whose respond mode is remembered at once (the cache starts over past it).
+_RESOLVED_KEEP = 4096
+
+
 @dataclass
 class LiveConfig:
     """The config in force: a reload swaps ``current``; every reader calls it at its next look."""
@@ -103,6 +107,7 @@ class Runtime(Dispatcher):
     ) -> None:
         self._live = config
         self.respond_override = respond_override
+        self._respond_modes: tuple[object, dict[str, RespondMode]] = (None, {})
         #: The runtime's event bus: channels, workers and adapters publish, metrics subscribe.
         self.events = events
         self.metrics = metrics
@@ -603,7 +608,19 @@ class Runtime(Dispatcher):
         return _QuietProgress(handle, channel)
 
     def respond_mode(self, channel: str) -> RespondMode:
-        return self.respond_override or self.config.respond_for(channel)
+        if self.respond_override:
+            return self.respond_override
+        # Asked several times a message: resolved once per channel and config.
+        config = self.config
+        if self._respond_modes[0] is not config:
+            self._respond_modes = (config, {})
+        modes = self._respond_modes[1]
+        mode = modes.get(channel)
+        if mode is None:
+            if len(modes) >= _RESOLVED_KEEP:  # bounded: evicted channels cost nothing
+                modes.clear()
+            mode = modes[channel] = config.respond_for(channel)
+        return mode
 
     # -- Dispatcher --------------------------------------------------------------------
 

@@ -49,10 +49,16 @@ class History:
         self.awaiting: set[str] = set()
         self._tools = tools
         self._fixed_key: tuple[str, tuple[str, ...]] | None = None
+        self._settings: tuple[object, ChannelSettings] | None = None
 
     @property
     def settings(self) -> ChannelSettings:
-        return self.deps.config().for_channel(self.key)
+        # Read on every message (usage, compaction checks): resolved once per config, and
+        # again when a reload swaps the config in.
+        config = self.deps.config()
+        if self._settings is None or self._settings[0] is not config:
+            self._settings = (config, config.for_channel(self.key))
+        return self._settings[1]
 
     @property
     def usage(self) -> float:

@@ -217,6 +217,10 @@ class ChannelRegistry:
                 evicted.append(key)
                 log.debug("channel.evicted", channel=key)
         gone = [k for k in evicted if k not in self.actors]  # none restarted meanwhile
+        for key in gone:  # an evicted channel keeps nothing here, not even its lock
+            lock = self._locks.get(key)
+            if lock is not None and not lock.locked():
+                del self._locks[key]
         if gone and self.released is not None:
             await self.released(gone)
         return evicted

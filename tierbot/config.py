@@ -569,6 +569,8 @@ class Config(_Model):
         cached = resolved.get(key)
         if cached is not None:
             return cached
+        if len(resolved) >= 4096:  # bounded: evicted channels cost nothing; rebuilt cheaply
+            resolved.clear()
         matching = _matching(self.channels, key)
         which = tuple(id(ov) for ov in matching)
         shared = self._by_overrides.get(which)

@@ -23,6 +23,7 @@ never delays the reply.
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -74,6 +75,54 @@ _STOP = object()
 SEEN_WINDOW = 1000
 
 
+class Mailbox:
+    """The actor's inbox: unbounded, one reader (the actor's loop), any writers.
+
+    An asyncio.Queue holds four deques and an event whatever it holds; thousands of
+    idle channels stay resident, so this keeps nothing while it is empty.
+    """
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: collections.deque[Any] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        if self._items is None:
+            self._items = collections.deque()
+        self._items.append(item)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def put(self, item: Any) -> None:
+        self.put_nowait(item)
+
+    def get_nowait(self) -> Any:
+        if not self._items:
+            raise asyncio.QueueEmpty
+        item = self._items.popleft()
+        if not self._items:
+            self._items = None
+        return item
+
+    async def get(self) -> Any:
+        while not self._items:
+            assert self._waiter is None, "a mailbox has one reader"
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self.get_nowait()
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items) if self._items else 0
+
+
 class ChannelActor:
     """Owns one channel's live context, compactor and turn loop."""
 
@@ -83,11 +132,12 @@ class ChannelActor:
         self.log = log.bind(channel=key)
         self.last_active = time.monotonic()
         self.busy = False
-        self._mailbox: asyncio.Queue[Any] = asyncio.Queue()
+        self._mailbox = Mailbox()
         self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
-        self._changed = asyncio.Event()  # set after every mailbox batch (see make_room)
+        # Set after every mailbox batch (see make_room); made only while someone waits.
+        self._changed: asyncio.Event | None = None
         self._inbox_tokens = 0  # tokens of messages put but not yet entered
         #: The highest message id this actor has loaded or been handed (a cluster's owner
         #: pulls what other processes stored after it).
@@ -299,7 +349,9 @@ class ChannelActor:
                     self._turn_failed(exc)
             self.last_active = time.monotonic()
             self.busy = False
-            self._changed.set()
+            changed, self._changed = self._changed, None
+            if changed is not None:
+                changed.set()
             if stop:
                 return
 
@@ -368,8 +420,7 @@ class ChannelActor:
                 return
             if not self._compaction_pending():
                 return
-            self._changed.clear()
-            await self._changed.wait()
+            await self._next_batch()
 
     async def settle(self) -> None:
         """Wait until usage is under ``background_threshold``, or until no pass is in
@@ -378,8 +429,13 @@ class ChannelActor:
             s = self.settings
             if self.usage < s.compaction.background_threshold or not self._compaction_pending():
                 return
-            self._changed.clear()
-            await self._changed.wait()
+            await self._next_batch()
+
+    async def _next_batch(self) -> None:
+        """Wait until the loop has handled its next mailbox batch."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        await self._changed.wait()
 
     def _compaction_pending(self) -> bool:
         """A pass is in flight, waiting to be swapped in, or due within the loop guard,

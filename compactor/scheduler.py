@@ -16,7 +16,6 @@ Every function here is pure: no store, no clock.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Collection, Iterable, Sequence
 
 from tierbot.config import CompactionConfig
@@ -110,24 +109,36 @@ class Pace:
 
     WINDOW_SECONDS = 5.0
 
+    __slots__ = ("_arrivals", "_durations", "_tokens")
+
     def __init__(self) -> None:
-        self._arrivals: deque[tuple[float, int]] = deque()
+        # Plain lists, not deques: a deque costs ~600 bytes even empty, and every
+        # resident channel has a Pace.  Both stay short (a few seconds; three passes).
+        self._arrivals: list[tuple[float, int]] = []
         self._tokens = 0
-        self._durations: deque[float] = deque(maxlen=3)
+        self._durations: tuple[float, ...] = ()
+
+    def _expire(self, now: float) -> None:
+        cut = 0
+        for at, tokens in self._arrivals:
+            if at >= now - self.WINDOW_SECONDS:
+                break
+            self._tokens -= tokens
+            cut += 1
+        if cut:
+            del self._arrivals[:cut]
 
     def arrived(self, tokens: int, now: float) -> None:
         self._arrivals.append((now, tokens))
         self._tokens += tokens
-        while self._arrivals and self._arrivals[0][0] < now - self.WINDOW_SECONDS:
-            self._tokens -= self._arrivals.popleft()[1]
+        self._expire(now)
 
     def took(self, seconds: float) -> None:
-        self._durations.append(max(0.0, seconds))
+        self._durations = (*self._durations[-2:], max(0.0, seconds))
 
     def rate(self, now: float) -> float:
         """Inbound tokens per second over the last :attr:`WINDOW_SECONDS`."""
-        while self._arrivals and self._arrivals[0][0] < now - self.WINDOW_SECONDS:
-            self._tokens -= self._arrivals.popleft()[1]
+        self._expire(now)
         if not self._arrivals:
             return 0.0
         span = max(0.5, now - self._arrivals[0][0])

@@ -32,8 +32,9 @@ BOT_AUTHOR = "tierbot"
 _POS_STEP = 1e-5
 
 
-#: Tokens of (encoding, system prompt, tool names): the fixed part of a context.
-_FIXED_TOKENS: dict[tuple[str, str, tuple[str, ...]], int] = {}
+#: Tokens of (encoding, system prompt, tools' names and descriptions): the fixed part
+#: of a context.
+_FIXED_TOKENS: dict[tuple[str, str, tuple[tuple[str, str], ...]], int] = {}
 
 
 class History:
@@ -79,7 +80,13 @@ class History:
         if key == self._fixed_key:
             return
         counter = self.deps.counter
-        shared = (counter.encoding_name, *key)
+        # Process-wide, tools are told apart by description too: a channel that only
+        # listens is offered memory_recall with other words than one that chats.
+        shared = (
+            counter.encoding_name,
+            s.system_prompt,
+            tuple((t.name, t.description) for t in tools),
+        )
         fixed = _FIXED_TOKENS.get(shared)
         if fixed is None:
             # Counted once per process, not once per channel: at a burst's start thousands

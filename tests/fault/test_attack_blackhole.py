@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,24 +74,28 @@ async def test_discord_login_to_a_black_hole_fails_within_ready_timeout(black_ho
         await adapter.stop()
 
 
-@pytest.mark.slow
-def test_sigterm_while_discord_login_hangs_stops_the_bot(tmp_path: Path, black_hole: int) -> None:
-    """`tierbot run` whose Discord API is a black hole: SIGTERM during that first login ends
-    the process within the bound, exit 0, no traceback, no unclosed session."""
+def _run_against_the_black_hole(tmp_path: Path, black_hole: int, *, memory: bool) -> Any:
+    """`tierbot run` whose Discord API is the black hole, once it holds the writer lock."""
     cfg = write_config(
         tmp_path,
         f'[adapters.discord]\nenabled = true\napi_base = "http://127.0.0.1:{black_hole}/api/v10"\n'
         f'gateway_url = "ws://127.0.0.1:{black_hole}/"\ntoken_env = "TIERBOT_TEST_TOKEN"\n',
+        memory=memory,
     )
     proc = subprocess.Popen(
         tierbot("run", "--config", str(cfg)),
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**env(), "TIERBOT_TEST_TOKEN": "t0ken"},
     )
     wait_for_writer(proc, tmp_path / "bot.db.lock")
-    time.sleep(0.5)  # let the login reach the black hole; the test holds either way
+    return proc
+
+
+def _sigterm(proc: Any) -> str:
+    """SIGTERM ``proc`` and wait for it within the bound; its stderr."""
     proc.send_signal(signal.SIGTERM)
     try:
         _, err = proc.communicate(timeout=EXIT_BOUND)
@@ -98,6 +103,16 @@ def test_sigterm_while_discord_login_hangs_stops_the_bot(tmp_path: Path, black_h
         proc.kill()
         proc.communicate()
         raise
+    return str(err)
+
+
+@pytest.mark.slow
+def test_sigterm_while_discord_login_hangs_stops_the_bot(tmp_path: Path, black_hole: int) -> None:
+    """`tierbot run` whose Discord API is a black hole: SIGTERM during that first login ends
+    the process within the bound, exit 0, no traceback, no unclosed session."""
+    proc = _run_against_the_black_hole(tmp_path, black_hole, memory=False)
+    time.sleep(0.5)  # let the login reach the black hole; the test holds either way
+    err = _sigterm(proc)
     assert proc.returncode == 0, err
     assert no_traceback(err) and "Unclosed client session" not in err, err
 
@@ -109,27 +124,7 @@ def test_sigterm_the_moment_the_store_is_locked_is_a_clean_stop(
     """SIGTERM while `tierbot run` is still opening its store (the writer lock just taken,
     the memory graph still loading) stops it with exit 0 and no traceback, never the
     default action's kill (-15) half-way through the start."""
-    cfg = write_config(
-        tmp_path,
-        f'[adapters.discord]\nenabled = true\napi_base = "http://127.0.0.1:{black_hole}/api/v10"\n'
-        f'gateway_url = "ws://127.0.0.1:{black_hole}/"\ntoken_env = "TIERBOT_TEST_TOKEN"\n',
-        memory=True,
-    )
-    proc = subprocess.Popen(
-        tierbot("run", "--config", str(cfg)),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**env(), "TIERBOT_TEST_TOKEN": "t0ken"},
-    )
-    wait_for_writer(proc, tmp_path / "bot.db.lock")
-    proc.send_signal(signal.SIGTERM)
-    try:
-        _, err = proc.communicate(timeout=EXIT_BOUND)
-    except BaseException:
-        proc.kill()
-        proc.communicate()
-        raise
+    proc = _run_against_the_black_hole(tmp_path, black_hole, memory=True)
+    err = _sigterm(proc)
     assert proc.returncode == 0, err
     assert no_traceback(err), err

@@ -149,6 +149,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     return asyncio.run(_serve(cfg, console_channel=None, console_only=False))
 
 
+async def _work(cfg: Config) -> int:
+    """``tierbot worker``: run the shared queue's compaction jobs until SIGTERM/SIGINT."""
+    from bot.ops import OperatorSeat
+    from bot.runtime import Runtime, install_signal_handlers
+
+    stop = asyncio.Event()
+    install_signal_handlers(stop)
+    async with Runtime.open(cfg, jobs_only=True) as rt, OperatorSeat(rt) as seat:
+        install_signal_handlers(stop, reload=seat.request_reload)
+        gc.freeze()
+        await stop.wait()
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    cfg = config_from(args.config)
+    if cfg.workers.queue != "shared":
+        raise UsageError(
+            f'{cfg.source}: [workers] queue is "{cfg.workers.queue}": a worker process runs '
+            'the shared queue\'s jobs, set [workers] queue = "shared" (PostgreSQL) first'
+        )
+    _setup_logging(cfg, args)
+    return asyncio.run(_work(cfg))
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     cfg = config_from(args.config)
     log_file = _log_file_for(cfg, sys.stdin.isatty())
@@ -573,6 +598,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", parents=[common], help="start every enabled adapter")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser(
+        "worker",
+        parents=[common],
+        help="run shared compaction jobs only (no adapter, no channel)",
+        description='Take compaction jobs from the shared queue ([workers] queue = "shared", '
+        "PostgreSQL), summarize them and save their memories; the channels' owners apply "
+        "the results. Stops cleanly on SIGTERM/SIGINT.",
+    )
+    p.set_defaults(func=cmd_worker)
     p = sub.add_parser("chat", parents=[common], help="chat in the terminal")
     p.add_argument("--channel", default=None, help="channel key (default console:local)")
     p.set_defaults(func=cmd_chat)

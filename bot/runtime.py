@@ -48,13 +48,15 @@ from tierbot.keys import ChannelKey
 from tierbot.llm.base import LLMProvider
 from tierbot.llm.factory import make_provider
 from tierbot.messages import InboundMessage, too_long
-from tierbot.pg.cluster import CLUSTER_TABLES
+from tierbot.pg.cluster import CLUSTER_TABLES, default_process_id
 from tierbot.pg.connect import dsn_from_env
+from tierbot.pg.jobs import job_tables
 from tierbot.pg.store import PostgresStore
 from tierbot.retry import Backoff, retry_forever
 from tierbot.storage import UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
 from workers import TASK_TABLES, TASK_TABLES_PG, CompactionWorker, TaskPool, TaskRecords, WorkerPool
+from workers.shared import JobRunner, SharedCompaction, SharedQueue
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -104,6 +106,7 @@ class Runtime(Dispatcher):
         llm: MeteredProvider,
         memory: MemoryService | None,
         respond_override: RespondMode | None = None,
+        jobs: SharedQueue | None = None,
     ) -> None:
         self._live = config
         self.respond_override = respond_override
@@ -119,11 +122,22 @@ class Runtime(Dispatcher):
         self.outbox = Outbox()
         cfg = config.current
         self.pool = WorkerPool(cfg.workers.compaction_concurrency)
-        worker = CompactionWorker(
+        #: Summarizes in this process: the channels' own jobs, or (``[workers] queue =
+        #: "shared"``) the queued jobs this process's :attr:`job_runner` takes.
+        self.compaction_worker = CompactionWorker(
             llm,
             counter,
             memory.writer() if memory is not None else None,
             timeout=cfg.workers.compaction_timeout_seconds,
+        )
+        #: The shared job queue (``[workers] queue = "shared"``), else None.
+        self.jobs = jobs
+        #: Runs queued jobs in this process (``run_jobs``, or ``tierbot worker``).
+        self.job_runner: JobRunner | None = None
+        worker = (
+            self.compaction_worker
+            if jobs is None
+            else SharedCompaction(jobs, self.compaction_worker)
         )
         deps = ChannelDeps(
             config=config,
@@ -166,6 +180,7 @@ class Runtime(Dispatcher):
         llm: LLMProvider | None = None,
         environ: Mapping[str, str] | None = None,
         respond_override: RespondMode | None = None,
+        jobs_only: bool = False,
     ) -> Opening:
         """Open everything ``config`` names and return the running runtime.
 
@@ -175,6 +190,9 @@ class Runtime(Dispatcher):
         what the earlier steps opened is closed and the error raised: aiosqlite's
         threads would otherwise keep a process that cannot run alive forever
         instead of letting it exit with its reason.
+
+        ``jobs_only`` opens a ``tierbot worker``: it runs the shared queue's jobs and
+        never joins the cluster, so it owns no channel.
         """
         return Opening(
             cls._build(
@@ -182,6 +200,7 @@ class Runtime(Dispatcher):
                 llm=llm,
                 environ=os.environ if environ is None else environ,
                 respond_override=respond_override,
+                jobs_only=jobs_only,
             )
         )
 
@@ -193,6 +212,7 @@ class Runtime(Dispatcher):
         llm: LLMProvider | None,
         environ: Mapping[str, str],
         respond_override: RespondMode | None,
+        jobs_only: bool = False,
     ) -> Runtime:
         cfg = config
         live = LiveConfig(config)
@@ -202,12 +222,24 @@ class Runtime(Dispatcher):
             opened.callback(metrics.close)
             encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
             counter = get_counter(encoding)
+            shared = cfg.workers.queue == "shared"
+            pg_tables = (TASK_TABLES_PG, CLUSTER_TABLES, *([job_tables()] if shared else []))
             store = await open_store(
-                cfg,
-                environ=environ,
-                components={"sqlite": (TASK_TABLES,), "postgres": (TASK_TABLES_PG, CLUSTER_TABLES)},
+                cfg, environ=environ, components={"sqlite": (TASK_TABLES,), "postgres": pg_tables}
             )
             opened.push_async_callback(store.aclose)
+            jobs: SharedQueue | None = None
+            if shared:
+                assert isinstance(store, PostgresStore)  # the config refuses SQLite
+                jobs = SharedQueue(
+                    dsn_from_env(cfg.storage, environ),
+                    store.pool,
+                    where=store.where,
+                    wait_seconds=cfg.workers.queue_wait_seconds,
+                    connect_timeout=cfg.storage.connect_timeout_seconds,
+                )
+                await jobs.open()
+                opened.push_async_callback(jobs.aclose)
             provider = MeteredProvider(
                 llm if llm is not None else make_provider(cfg.llm, counter, environ), metrics
             )
@@ -227,12 +259,26 @@ class Runtime(Dispatcher):
                 llm=provider,
                 memory=memory,
                 respond_override=respond_override,
+                jobs=jobs,
             )
             rt.pool.start()
             opened.push_async_callback(rt.pool.aclose)
             rt.registry.start_sweeper()
             opened.push_async_callback(rt.registry.aclose)
-            if cfg.cluster.enabled:
+            if jobs is not None and (cfg.workers.run_jobs or jobs_only):
+                runner = JobRunner(
+                    jobs,
+                    store,
+                    rt.compaction_worker,
+                    concurrency=cfg.workers.compaction_concurrency,
+                    stalled_seconds=cfg.workers.stalled_job_seconds,
+                    drain_seconds=cfg.runtime.drain_seconds,
+                    name=cfg.cluster.process_id or default_process_id(),
+                )
+                runner.start()
+                opened.push_async_callback(runner.aclose)
+                rt.job_runner = runner
+            if cfg.cluster.enabled and not jobs_only:
                 assert isinstance(store, PostgresStore)  # the config refuses SQLite
                 member = ClusterMember(
                     store,
@@ -269,7 +315,9 @@ class Runtime(Dispatcher):
         """
         self._live.current = config
         self.pool.set_concurrency(config.workers.compaction_concurrency)
-        self.registry.deps.worker.timeout = config.workers.compaction_timeout_seconds
+        self.compaction_worker.timeout = config.workers.compaction_timeout_seconds
+        if self.jobs is not None:
+            self.jobs.wait_seconds = config.workers.queue_wait_seconds
         for name, adapter in self.adapters.items():
             section = getattr(config.adapters, name, None)
             if section is not None and hasattr(adapter, "config"):
@@ -338,6 +386,10 @@ class Runtime(Dispatcher):
         # Each owner closes even when the one before it failed: an unclosed database
         # connection's thread would keep a process that is stopping alive forever.
         closers: list[tuple[str, Callable[[], Awaitable[None]]]] = [("workers", self.pool.aclose)]
+        if self.job_runner is not None:
+            closers.append(("job runner", self.job_runner.aclose))
+        if self.jobs is not None:
+            closers.append(("job queue", self.jobs.aclose))
         if self.memory is not None:
             closers.append(("memory", self.memory.aclose))
         closers.append(("llm", self.llm.aclose))

@@ -12,7 +12,7 @@ from tierbot.llm.base import LLMProvider, ToolSpec
 from tierbot.messages import Message, Outbound, ProgressHandle
 from tierbot.storage import MessageStore
 from tierbot.tokens import TokenCounter
-from workers import CompactionWorker, WorkerPool
+from workers import Summarizer, WorkerPool
 from workers.supervisor import TaskPool
 
 __all__ = ["ChannelDeps", "MemoryAccess"]
@@ -72,7 +72,7 @@ class ChannelDeps:
     llm: LLMProvider
     counter: TokenCounter
     pool: WorkerPool
-    worker: CompactionWorker
+    worker: Summarizer
     deliver: Callable[[Outbound], Awaitable[None]]
     respond_mode: Callable[[str], RespondMode]
     tasks: TaskPool  # process-wide branch/worker slots, their records, the operator's tools

@@ -386,6 +386,19 @@ class WorkersConfig(_Model):
     retry_max_seconds: float = Field(300.0, ge=0.01, le=DAY)
     branch_concurrency: int = Field(default=16, ge=1, le=10_000)
     task_worker_concurrency: int = Field(default=4, ge=1, le=10_000)
+    #: Where compaction summaries are computed: "local" (this process's pool) or
+    #: "shared" (a job queue in PostgreSQL that every process with run_jobs takes from,
+    #: `tierbot worker` processes included); the owner of a channel applies them.
+    queue: Literal["local", "shared"] = Field("local", json_schema_extra=RESTART)
+    #: With queue = "shared": whether this process also runs queued jobs
+    #: (compaction_concurrency at a time).  `tierbot worker` always does.
+    run_jobs: bool = Field(True, json_schema_extra=RESTART)
+    #: With queue = "shared": how long a job may wait for a worker before its channel
+    #: withdraws it and retries after its backoff.
+    queue_wait_seconds: float = Field(300.0, ge=1.0, le=DAY)
+    #: With queue = "shared": a job whose worker sent no heartbeat for this long (the
+    #: process died mid-summary) goes back to the queue.
+    stalled_job_seconds: float = Field(30.0, ge=2.0, le=HOUR, json_schema_extra=RESTART)
 
 
 class RuntimeConfig(_Model):
@@ -532,6 +545,15 @@ class Config(_Model):
             raise ValueError(
                 '[cluster] enabled = true needs [storage] backend = "postgres": processes '
                 "share channels through the database (SQLite serves one process)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _shared_queue_needs_postgres(self) -> Config:
+        if self.workers.queue == "shared" and self.storage.backend != "postgres":
+            raise ValueError(
+                '[workers] queue = "shared" needs [storage] backend = "postgres": the job '
+                'queue lives in the database (SQLite serves one process: use "local")'
             )
         return self
 

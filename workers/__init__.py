@@ -18,6 +18,7 @@ from workers.compaction import (
     CompactionOutcome,
     CompactionWorker,
     MemoryWriter,
+    Summarizer,
     infer_sources,
     minable,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "CompactionWorker",
     "LimitReached",
     "MemoryWriter",
+    "Summarizer",
     "Supervisor",
     "TaskFailed",
     "TaskOutcome",

@@ -72,6 +72,16 @@ class MemoryWriter(Protocol):
     async def add_episodes(self, messages: Sequence[Message]) -> int: ...
 
 
+class Summarizer(Protocol):
+    """What a channel hands its compaction jobs to: :class:`CompactionWorker` in this
+    process, or :class:`workers.shared.SharedCompaction` through the shared queue."""
+
+    @property
+    def memory(self) -> MemoryWriter | None: ...
+
+    async def run(self, job: CompactionJob) -> CompactionOutcome: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionJob:
     """What to summarize: the messages (already resolved from the store) and the limits."""

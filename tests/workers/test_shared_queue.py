@@ -1,0 +1,183 @@
+"""Compaction through the shared job queue: the owner plans and applies, any process summarizes.
+
+Runtimes in one test process stand for a ``tierbot run`` that owns channels and a
+``tierbot worker`` (``jobs_only``); the SIGKILL of a worker mid-job is in
+tests/fault/test_shared_worker_killed.py, with real processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from bot.runtime import Runtime
+from channels import ChannelActor
+from tests.helpers import inbound, wait_for
+from tierbot.config import Config
+from tierbot.errors import ConfigError
+from tierbot.messages import Role
+from tierbot.pg.jobs import queue_depths
+from tierbot.testing.scripted import ScriptedLLM
+from tierbot.vocab import Outcome
+
+CH = "test:shared"
+WINDOW = 1000
+
+
+@pytest.fixture
+def shared_config(
+    make_config: Callable[..., Config], pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Config]:
+    monkeypatch.setenv("TIERBOT_DATABASE_URL", pg_dsn)
+
+    def build(**workers: Any) -> Config:
+        return make_config(
+            {
+                "storage": {"backend": "postgres"},
+                "defaults": {
+                    "context_window": WINDOW,
+                    "system_prompt": "sys",
+                    "respond": "listen",
+                    "compaction": {"min_messages_between": 0, "summary_share": 0.9},
+                },
+                "workers": {"queue": "shared", "stalled_job_seconds": 2.0, **workers},
+            }
+        )
+
+    return build
+
+
+@contextlib.asynccontextmanager
+async def opened(
+    cfg: Config, llm: ScriptedLLM, *, jobs_only: bool = False
+) -> AsyncIterator[Runtime]:
+    async with Runtime.open(cfg, llm=llm, jobs_only=jobs_only) as rt:
+        yield rt
+
+
+async def fill_past_background(rt: Runtime) -> ChannelActor:
+    """Listen-only messages of 50 tokens until the background tier plans a pass."""
+    actor = await rt.registry.actor(CH)
+    n = 0
+    while actor.compactor.running is None:
+        await rt.submit(inbound(CH, "alpha " * 45, pid=f"f{n}"))
+        await wait_for(lambda: actor.idle() or actor.compactor.running is not None)
+        n += 1
+    return actor
+
+
+async def live_summaries(rt: Runtime) -> list[Any]:
+    return [m for m in await rt.store.load_live(CH) if m.role is Role.SUMMARY]
+
+
+async def no_live_message_inside_a_summary(rt: Runtime) -> None:
+    live = await rt.store.load_live(CH)
+    live_ids = {m.id for m in live}
+    for m in live:
+        if m.role in (Role.SUMMARY, Role.MARKER):
+            assert not set(await rt.store.covered_by(m.id)) & live_ids
+
+
+async def test_a_worker_process_summarizes_and_the_owner_swaps_it_in(
+    shared_config: Callable[..., Config],
+) -> None:
+    owner_llm, worker_llm = ScriptedLLM(), ScriptedLLM()
+    cfg = shared_config(run_jobs=False)
+    async with opened(cfg, owner_llm) as owner, opened(cfg, worker_llm, jobs_only=True) as worker:
+        assert owner.job_runner is None and worker.job_runner is not None
+        actor = await fill_past_background(owner)
+        covered = [m.id for m in actor.compactor.running.covered]
+        await wait_for(lambda: actor.compactor.running is None, timeout=20)
+        await owner.drain()
+        # The worker's model wrote the summary; the owner's model never saw a transcript.
+        assert worker_llm.count("summary") == 1 and owner_llm.count("summary") == 0
+        summaries = await live_summaries(owner)
+        assert len(summaries) == 1
+        assert f"Summary of {len(covered)} messages" in summaries[0].text
+        assert sorted(await owner.store.covered_by(summaries[0].id)) == sorted(covered)
+        assert actor.compactor.counters["background"] == 1
+        assert actor.usage < 0.80
+        await no_live_message_inside_a_summary(owner)
+        assert owner.jobs is not None and owner.jobs.waiting == 0
+        assert worker.job_runner.ran == 1
+        depth = await queue_depths(owner.jobs.pool, where="test")
+        assert depth["queues"].get("compaction", {"todo": 0})["todo"] == 0
+
+
+async def test_with_no_worker_the_pass_fails_named_and_nothing_is_lost(
+    shared_config: Callable[..., Config],
+) -> None:
+    """No process runs jobs: the owner withdraws the job after queue_wait_seconds, records
+    a failed pass that says why, and every message stays live."""
+    cfg = shared_config(run_jobs=False, queue_wait_seconds=1.0, retry_base_seconds=30.0)
+    async with opened(cfg, ScriptedLLM()) as owner:
+        actor = await fill_past_background(owner)
+        await wait_for(lambda: actor.compactor.running is None, timeout=20)
+        records = await owner.store.compactions(CH)
+        assert [r.outcome for r in records] == [Outcome.FAILED]
+        assert "queue_wait_seconds" in records[0].reason
+        assert "run_jobs" in records[0].reason
+        assert await live_summaries(owner) == []
+        stored = [m async for m in owner.store.export(CH)]
+        live = await owner.store.load_live(CH)
+        assert {m.id for m in stored} <= {m.id for m in live}
+        assert owner.jobs is not None
+        depth = await queue_depths(owner.jobs.pool, where="test")
+        assert depth["queues"]["compaction"] == {"todo": 0, "doing": 0}
+
+
+async def test_results_finishing_out_of_order_are_applied_in_history_order(
+    shared_config: Callable[..., Config],
+) -> None:
+    """Two ranges in flight on two workers; the newer finishes first and waits for the
+    older, so the summaries land in the order of the history they cover, once each."""
+    owner_llm = ScriptedLLM()
+    first, second = ScriptedLLM(), ScriptedLLM()
+    first.gate["summary"] = asyncio.Event()
+    # One job at a time per worker, so the second range cannot go to the busy first one.
+    one_each = shared_config(run_jobs=False, compaction_concurrency=1)
+    async with (
+        opened(shared_config(run_jobs=False), owner_llm) as owner,
+        opened(one_each, first, jobs_only=True) as w1,
+    ):
+        try:
+            actor = await fill_past_background(owner)
+            await wait_for(lambda: first.count("summary") == 1, timeout=20)
+            async with opened(one_each, second, jobs_only=True) as w2:
+                # On to the aggressive tier: a second range goes out, and to w2.
+                n = 100
+                while len(actor.compactor.in_flight) < 2:
+                    pid = f"g{n}"
+                    await owner.submit(inbound(CH, "alpha " * 15, pid=pid))
+                    await wait_for(lambda p=pid: actor.ctx.items[-1].platform_id == p)
+                    n += 1
+                assert actor.compactor.counters["emergency"] == 0
+                runner = w2.job_runner
+                assert runner is not None
+                await wait_for(lambda: runner.ran == 1, timeout=20)
+                await asyncio.sleep(0.3)
+                assert await live_summaries(owner) == []  # held behind the older range
+                assert len(actor.compaction.held) == 1
+                first.gate["summary"].set()
+                await wait_for(
+                    lambda: not actor.compactor.in_flight and not actor.compaction.held, 20
+                )
+        finally:
+            first.gate["summary"].set()
+        await owner.drain()
+        summaries = sorted(await live_summaries(owner), key=lambda m: m.pos)
+        assert len(summaries) == 2
+        firsts = [await owner.store.covered_by(s.id) for s in summaries]
+        assert max(firsts[0]) < min(firsts[1])  # the older range is the older summary
+        assert w1.job_runner is not None and w1.job_runner.ran == 1
+        await no_live_message_inside_a_summary(owner)
+
+
+def test_the_shared_queue_needs_postgres(make_config: Callable[..., Config]) -> None:
+    with pytest.raises(ConfigError) as err:
+        make_config({"workers": {"queue": "shared"}})
+    assert "[workers] queue" in str(err.value) and "postgres" in str(err.value)

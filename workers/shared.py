@@ -1,0 +1,392 @@
+"""Compaction workers as a pool shared by every process: procrastinate's queue on PostgreSQL.
+
+With ``[workers] queue = "shared"`` a channel's owner keeps deciding *what* to
+compact and applies every result itself, in the order of the history it covers
+(:mod:`channels.compaction`); only the summary is computed elsewhere:
+
+* :class:`SharedCompaction` stands where the in-process :class:`CompactionWorker`
+  stood.  ``run(job)`` defers a ``tierbot.compact`` job naming the messages by id,
+  and waits for its result: the ``NOTIFY`` of the worker that ran it wakes the wait,
+  a poll catches what a missed notification left.  A job no worker took within
+  ``queue_wait_seconds`` is cancelled and fails like a timed-out summary (the
+  owner retries after its backoff); a job that ended without a result fails too.
+* :class:`JobRunner` runs jobs in any process: ``tierbot run`` with ``run_jobs``
+  and ``tierbot worker``.  It reads the messages from the store, summarizes them
+  and saves memories with the ordinary :class:`CompactionWorker`, and writes the
+  outcome into ``job_results``.  Its procrastinate worker sends heartbeats; a job
+  whose worker stopped sending them (killed mid-summary) goes back to the queue.
+
+A result is taken once (``DELETE ... RETURNING``) by the process that deferred it,
+which hands it to the channel's actor exactly once.  A job that runs twice keeps
+its first result; the memories both runs saved merge like any repeated save.
+When the owner dies, its new owner plans again from the store: the dead owner's
+results are swept after a day.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import procrastinate
+import structlog
+
+from tierbot.errors import StoreError
+from tierbot.pg.jobs import (
+    JOBS_DONE_CHANNEL,
+    job_states,
+    put_result,
+    sweep_results,
+    take_results,
+)
+from tierbot.storage import MessageStore
+from workers.compaction import CompactionJob, CompactionOutcome, CompactionWorker, MemoryWriter
+
+__all__ = ["COMPACTION_QUEUE", "COMPACT_TASK", "JobRunner", "SharedCompaction", "SharedQueue"]
+
+log = structlog.get_logger("tierbot.workers.shared")
+
+COMPACTION_QUEUE = "compaction"
+COMPACT_TASK = "tierbot.compact"
+#: Results nobody took for this long belonged to an owner that died: swept.
+RESULT_TTL_SECONDS = 86_400.0
+_ENDED = ("failed", "cancelled", "aborted", "succeeded")
+
+
+class JobFailed(Exception):
+    """A shared job ended without a result (its owner fails the pass and retries later)."""
+
+
+@dataclass
+class _Waiting:
+    future: asyncio.Future[CompactionOutcome]
+    deadline: float
+
+
+class SharedQueue:
+    """One process's handle on the queue: the procrastinate app (psycopg) beside the
+    store's asyncpg pool, the wake-up listener and the collector of results."""
+
+    def __init__(
+        self,
+        dsn: str,
+        pool: asyncpg.Pool,
+        *,
+        where: str,
+        wait_seconds: float,
+        poll_seconds: float = 1.0,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        self.dsn = dsn
+        self.pool = pool
+        self.where = where
+        #: How long a job may wait for a worker before its owner cancels it (live).
+        self.wait_seconds = wait_seconds
+        self.poll_seconds = poll_seconds
+        self.connect_timeout = connect_timeout
+        self.app = procrastinate.App(
+            connector=procrastinate.PsycopgConnector(
+                conninfo=dsn, min_size=1, max_size=4, timeout=connect_timeout
+            )
+        )
+        self.deferred = 0
+        self.collected = 0
+        self._waiting: dict[int, _Waiting] = {}
+        self._wake = asyncio.Event()
+        self._listener: asyncpg.Connection | None = None
+        self._collector: asyncio.Task[None] | None = None
+        self._cancels: set[asyncio.Task[Any]] = set()
+        self._swept = 0.0
+
+    async def open(self) -> None:
+        try:
+            await asyncio.wait_for(self.app.open_async(), self.connect_timeout)
+            listener = await asyncio.wait_for(asyncpg.connect(self.dsn), self.connect_timeout)
+            self._listener = listener
+            await listener.add_listener(JOBS_DONE_CHANNEL, self._notified)
+        except Exception as exc:  # asyncpg's, psycopg's (the app's pool), OSError, timeout
+            await self.aclose()
+            raise StoreError(f"[workers] the shared job queue at {self.where}: {exc!r}") from exc
+        self._collector = asyncio.create_task(self._collect_loop(), name="job-results")
+
+    async def aclose(self) -> None:
+        for task in [self._collector, *self._cancels]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._collector = None
+        for waiting in self._waiting.values():
+            if not waiting.future.done():
+                waiting.future.set_exception(JobFailed("the process is stopping"))
+        self._waiting.clear()
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.close()
+            self._listener = None
+        with contextlib.suppress(Exception):
+            await self.app.close_async()
+
+    @property
+    def waiting(self) -> int:
+        """Jobs this process deferred whose result has not come back yet."""
+        return len(self._waiting)
+
+    # -- the owner's side ------------------------------------------------------------
+
+    async def compact(self, job: CompactionJob, *, priority: int = 0) -> CompactionOutcome:
+        """Defer ``job`` and wait for its outcome."""
+        args: dict[str, Any] = {
+            "channel": job.channel,
+            "kind": job.kind,
+            "ids": [m.id for m in job.messages],
+            "max_summary_tokens": job.max_summary_tokens,
+            "level": job.level,
+            "extract_memories": job.extract_memories,
+        }
+        try:
+            job_id = await self.app.configure_task(
+                COMPACT_TASK, queue=COMPACTION_QUEUE, priority=priority
+            ).defer_async(**args)
+        except Exception as exc:  # psycopg's errors: the job was not queued
+            raise StoreError(
+                f"[workers] cannot queue a compaction job at {self.where}: {exc}"
+            ) from exc
+        self.deferred += 1
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(loop.create_future(), time.monotonic() + self.wait_seconds)
+        self._waiting[job_id] = waiting
+        try:
+            return await asyncio.shield(waiting.future)
+        except asyncio.CancelledError:
+            # The channel stopped waiting (evicted, lease lost, shutdown): a job nobody
+            # took yet is withdrawn; one that runs finishes, its result is swept.
+            self._waiting.pop(job_id, None)
+            task = asyncio.create_task(self._withdraw(job_id))
+            self._cancels.add(task)
+            task.add_done_callback(self._cancels.discard)
+            raise
+
+    async def _withdraw(self, job_id: int) -> bool:
+        try:
+            return bool(await self.app.job_manager.cancel_job_by_id_async(job_id))
+        except Exception as exc:
+            log.warning("jobs.withdraw_failed", job=job_id, error=str(exc))
+            return False
+
+    def _notified(self, conn: Any, pid: int, channel: str, payload: str) -> None:
+        with contextlib.suppress(ValueError):
+            if int(payload) in self._waiting:
+                self._wake.set()
+
+    async def _collect_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+            self._wake.clear()
+            try:
+                await self.collect()
+            except StoreError as exc:
+                log.warning("jobs.collect_failed", error=str(exc))
+
+    async def collect(self) -> None:
+        """Hand every result that came in to its waiter; fail the jobs that ended
+        without one or waited past ``wait_seconds`` for a worker."""
+        now = time.monotonic()
+        if now - self._swept > 3600:
+            self._swept = now
+            await sweep_results(self.pool, RESULT_TTL_SECONDS, where=self.where)
+        if not self._waiting:
+            return
+        ids = list(self._waiting)
+        # States before results: a job gone from procrastinate's table by then had
+        # written its result first, so the read after sees it.
+        states = await job_states(self.pool, ids, where=self.where)
+        results = await take_results(self.pool, ids, where=self.where)
+        for job_id in ids:
+            waiting = self._waiting.get(job_id)
+            if waiting is None:
+                continue
+            if job_id in results:
+                self._resolve(job_id, _outcome(results[job_id]), None)
+                continue
+            state = states.get(job_id)
+            if state is None or state in _ENDED:
+                why = f"compaction job {job_id} ended ({state or 'deleted'}) without a result"
+                self._resolve(job_id, None, JobFailed(why))
+            elif state == "todo" and now > waiting.deadline:
+                if await self._withdraw(job_id):
+                    why = (
+                        f"no worker took compaction job {job_id} within {self.wait_seconds:.0f} s "
+                        "([workers] queue_wait_seconds): is a process with run_jobs running?"
+                    )
+                    self._resolve(job_id, None, JobFailed(why))
+
+    def _resolve(
+        self, job_id: int, outcome: CompactionOutcome | None, error: BaseException | None
+    ) -> None:
+        waiting = self._waiting.pop(job_id, None)
+        if waiting is None or waiting.future.done():
+            return
+        self.collected += 1
+        if error is not None:
+            log.warning("jobs.failed", job=job_id, error=str(error))
+            waiting.future.set_exception(error)
+        else:
+            assert outcome is not None
+            waiting.future.set_result(outcome)
+
+
+def _outcome(result: dict[str, Any]) -> CompactionOutcome:
+    return CompactionOutcome(
+        summary=result.get("summary"),
+        memories=int(result.get("memories", 0)),
+        duration=float(result.get("duration", 0.0)),
+        error=result.get("error"),
+    )
+
+
+class SharedCompaction:
+    """The owner's compaction worker when summaries run on the shared queue: the
+    same ``run(job)`` as :class:`CompactionWorker`, computed by whichever process
+    takes the job.  ``memory`` is this process's writer (branches save through it)."""
+
+    def __init__(self, queue: SharedQueue, local: CompactionWorker) -> None:
+        self.queue = queue
+        self.local = local
+
+    @property
+    def memory(self) -> MemoryWriter | None:
+        return self.local.memory
+
+    @property
+    def timeout(self) -> float:
+        return self.local.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self.local.timeout = value
+
+    async def run(self, job: CompactionJob) -> CompactionOutcome:
+        # Aggressive and meta passes of a full channel go before background ones.
+        priority = {"aggressive": 2, "rescue": 1}.get(job.kind, 0)
+        return await self.queue.compact(job, priority=priority)
+
+
+class JobRunner:
+    """Runs queued compaction jobs in this process; start with :meth:`start`."""
+
+    def __init__(
+        self,
+        queue: SharedQueue,
+        store: MessageStore,
+        worker: CompactionWorker,
+        *,
+        concurrency: int,
+        stalled_seconds: float,
+        drain_seconds: float,
+        name: str,
+    ) -> None:
+        self.queue = queue
+        self.store = store
+        self.worker = worker
+        self.concurrency = concurrency
+        self.stalled_seconds = stalled_seconds
+        #: How long a stop waits for the jobs in hand; the rest are aborted and their
+        #: owners retry them.
+        self.drain_seconds = drain_seconds
+        self.name = name
+        self.ran = 0
+        self.requeued = 0
+        self._task: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        queue.app.task(name=COMPACT_TASK, queue=COMPACTION_QUEUE, pass_context=True)(self._compact)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(
+            self.queue.app.run_worker_async(
+                queues=[COMPACTION_QUEUE],
+                name=self.name,
+                concurrency=self.concurrency,
+                wait=True,
+                install_signal_handlers=False,
+                update_heartbeat_interval=max(0.5, self.stalled_seconds / 4),
+                stalled_worker_timeout=self.stalled_seconds,
+                delete_jobs="successful",
+                fetch_job_polling_interval=1.0,
+                shutdown_graceful_timeout=self.drain_seconds,
+            ),
+            name="job-runner",
+        )
+        self._sweeper = asyncio.create_task(self._requeue_loop(), name="job-requeue")
+
+    async def aclose(self) -> None:
+        for task in (self._sweeper, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._task = self._sweeper = None
+
+    async def _requeue_loop(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.5, self.stalled_seconds / 3))
+            try:
+                await self.requeue_stalled()
+            except Exception as exc:  # the database is away: try again next round
+                log.warning("jobs.requeue_failed", error=str(exc))
+
+    async def requeue_stalled(self) -> int:
+        """Put back on the queue the jobs whose worker stopped sending heartbeats."""
+        manager = self.queue.app.job_manager
+        stalled = await manager.get_stalled_jobs(
+            queue=COMPACTION_QUEUE, seconds_since_heartbeat=self.stalled_seconds
+        )
+        n = 0
+        for job in stalled:
+            try:
+                await manager.retry_job(job)
+            except Exception as exc:  # another process put it back first
+                log.info("jobs.requeue_skipped", job=job.id, error=str(exc))
+                continue
+            n += 1
+            log.warning("jobs.requeued", job=job.id, hint="its worker stopped mid-job")
+        self.requeued += n
+        return n
+
+    async def _compact(self, context: procrastinate.JobContext, **args: Any) -> None:
+        job_id = context.job.id
+        assert job_id is not None
+        channel = str(args["channel"])
+        ids: Sequence[int] = args["ids"]
+        found = {m.id: m for m in await self.store.get_messages(ids)}
+        messages = tuple(found[i] for i in ids if i in found)
+        if not messages:
+            outcome = CompactionOutcome(
+                None, 0, 0.0, error="every message of the job was forgotten before it ran"
+            )
+        else:
+            outcome = await self.worker.run(
+                CompactionJob(
+                    channel=channel,
+                    kind=str(args["kind"]),
+                    messages=messages,
+                    max_summary_tokens=int(args["max_summary_tokens"]),
+                    level=int(args["level"]),
+                    extract_memories=bool(args["extract_memories"]),
+                )
+            )
+        result = {
+            "summary": outcome.summary,
+            "memories": outcome.memories,
+            "duration": outcome.duration,
+            "error": outcome.error,
+        }
+        self.ran += 1
+        if not await put_result(self.queue.pool, job_id, channel, result, where=self.queue.where):
+            log.warning("jobs.ran_twice", job=job_id, channel=channel, hint="first result kept")

@@ -155,6 +155,21 @@ def render_status_view(snap: dict[str, Any], url: str, width: int = 30) -> str:
                 f"  {p['id']:<24} {state:<6} pid {p['pid']} on {p['host']}, "
                 f"{p['leases']} leases, heartbeat {p['heartbeat_age_seconds']:.1f} s ago"
             )
+    jobs = snap.get("jobs")
+    if jobs:
+        queues = jobs.get("queues") or {}
+        depth = ", ".join(
+            f"{q} {d['todo']} waiting / {d['doing']} running" for q, d in queues.items()
+        )
+        lines.append(
+            f"job queue: {depth or 'empty'}; {jobs.get('workers', 0)} job workers alive"
+            + (f" (cannot read the queue: {jobs['error']})" if jobs.get("error") else "")
+        )
+        here = "runs jobs" if jobs.get("runs_jobs") else "runs no jobs"
+        lines.append(
+            f"  this process {here} (ran {jobs.get('ran_here', 0)}, put back "
+            f"{jobs.get('requeued_here', 0)} stalled) and waits for {jobs.get('waiting_here', 0)}"
+        )
     channels = snap.get("channels") or []
     total = snap.get("channels_live", len(channels))
     lines.append("")

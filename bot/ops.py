@@ -35,6 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.metrics import ProcessLabelled
 from bot.reload import ConfigWatcher
+from tierbot.pg.jobs import queue_depths
 from tierbot.store import Store
 
 if TYPE_CHECKING:
@@ -190,6 +191,25 @@ def status_snapshot(
         recent_failures=tuple(list(rt.metrics.recent_failures)[-20:]),
         config=config,
     )
+
+
+async def jobs_view(rt: Runtime) -> dict[str, Any]:
+    """The shared job queue as this process sees it: its own waits and runs, the queue's
+    depth and the job workers alive (``[workers] queue = "shared"``)."""
+    jobs = rt.jobs
+    assert jobs is not None
+    runner = rt.job_runner
+    view: dict[str, Any] = {
+        "waiting_here": jobs.waiting,
+        "runs_jobs": runner is not None,
+        "ran_here": runner.ran if runner is not None else 0,
+        "requeued_here": runner.requeued if runner is not None else 0,
+    }
+    try:
+        view.update(await queue_depths(jobs.pool, where=jobs.where))
+    except Exception as exc:  # the view must show even when the database does not answer
+        view["error"] = str(exc)
+    return view
 
 
 async def cluster_view(rt: Runtime) -> dict[str, Any]:
@@ -381,6 +401,8 @@ class OpsServer:
         body = snap.to_json(health)
         if self.runtime.cluster is not None:
             body["cluster"] = await cluster_view(self.runtime)
+        if self.runtime.jobs is not None:
+            body["jobs"] = await jobs_view(self.runtime)
         return web.json_response(body)
 
 

@@ -181,3 +181,36 @@ def test_the_shared_queue_needs_postgres(make_config: Callable[..., Config]) -> 
     with pytest.raises(ConfigError) as err:
         make_config({"workers": {"queue": "shared"}})
     assert "[workers] queue" in str(err.value) and "postgres" in str(err.value)
+
+
+async def test_status_shows_the_queue_depth_and_who_runs_jobs(
+    shared_config: Callable[..., Config],
+) -> None:
+    """An owner waiting on a job no worker has taken yet: the queue shows it waiting,
+    then running once a worker took it, and the worker's own view says it ran it."""
+    from bot.cli_ops import render_status_view
+    from bot.ops import jobs_view
+
+    gated = ScriptedLLM()
+    gated.gate["summary"] = asyncio.Event()
+    cfg = shared_config(run_jobs=False)
+    async with opened(cfg, ScriptedLLM()) as owner:
+        await fill_past_background(owner)
+        await wait_for(lambda: owner.jobs is not None and owner.jobs.waiting == 1)
+        view = await jobs_view(owner)
+        assert view["queues"]["compaction"] == {"todo": 1, "doing": 0}
+        assert view["workers"] == 0 and view["runs_jobs"] is False
+        text = render_status_view({"jobs": view}, "http://127.0.0.1:8686")
+        assert "job queue: compaction 1 waiting / 0 running; 0 job workers alive" in text
+        assert "this process runs no jobs" in text and "waits for 1" in text
+        async with opened(cfg, gated, jobs_only=True) as worker:
+            try:
+                await wait_for(lambda: gated.count("summary") == 1, timeout=20)
+                view = await jobs_view(owner)
+                assert view["queues"]["compaction"] == {"todo": 0, "doing": 1}
+                assert view["workers"] == 1
+            finally:
+                gated.gate["summary"].set()
+            await wait_for(lambda: owner.jobs is not None and owner.jobs.waiting == 0, 20)
+            text = render_status_view({"jobs": await jobs_view(worker)}, "http://x")
+            assert "this process runs jobs (ran 1, put back 0 stalled) and waits for 0" in text

@@ -118,7 +118,7 @@ async def test_a_worker_killed_mid_summary_hands_its_job_to_another(
                     p.send_signal(signal.SIGTERM)
             for p in procs:
                 try:
-                    out, err = p.communicate(timeout=20)
+                    _out, err = p.communicate(timeout=20)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     raise

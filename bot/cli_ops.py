@@ -162,7 +162,8 @@ def render_status_view(snap: dict[str, Any], url: str, width: int = 30) -> str:
             f"{q} {d['todo']} waiting / {d['doing']} running" for q, d in queues.items()
         )
         lines.append(
-            f"job queue: {depth or 'empty'}; {jobs.get('workers', 0)} job workers alive"
+            f"job queue: {depth or 'empty'}; {jobs.get('workers', 0)} queue workers alive "
+            "(two per process that runs jobs)"
             + (f" (cannot read the queue: {jobs['error']})" if jobs.get("error") else "")
         )
         here = "runs jobs" if jobs.get("runs_jobs") else "runs no jobs"

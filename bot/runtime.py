@@ -56,7 +56,7 @@ from tierbot.retry import Backoff, retry_forever
 from tierbot.storage import UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
 from workers import TASK_TABLES, TASK_TABLES_PG, CompactionWorker, TaskPool, TaskRecords, WorkerPool
-from workers.shared import JobRunner, SharedCompaction, SharedQueue
+from workers.shared import JobRunner, SharedCompaction, SharedQueue, TaskKit
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -265,12 +265,16 @@ class Runtime(Dispatcher):
             opened.push_async_callback(rt.pool.aclose)
             rt.registry.start_sweeper()
             opened.push_async_callback(rt.registry.aclose)
+            tasks = rt.registry.deps.tasks
+            tasks.remote = jobs
             if jobs is not None and (cfg.workers.run_jobs or jobs_only):
                 runner = JobRunner(
                     jobs,
                     store,
                     rt.compaction_worker,
+                    TaskKit(tasks.records, rt.registry.deps.memory, tasks.tools),
                     concurrency=cfg.workers.compaction_concurrency,
+                    task_concurrency=cfg.workers.task_worker_concurrency,
                     stalled_seconds=cfg.workers.stalled_job_seconds,
                     drain_seconds=cfg.runtime.drain_seconds,
                     name=cfg.cluster.process_id or default_process_id(),

@@ -173,8 +173,18 @@ class Delegation:
             max_overflow_retries=w.max_overflow_retries,
         )
         tools = self.worker_tools()
+        remote = self.pool.remote
 
         async def run(handle: TaskHandle) -> str:
+            if remote is not None:
+                handle.detail = "on the shared job queue"
+                return await remote.run_task(
+                    channel=self.channel,
+                    row=handle.row,
+                    task=task,
+                    limits=limits,
+                    time_limit=w.timeout_seconds,
+                )
             worker = TaskWorker(
                 handle,
                 llm=self.llm,

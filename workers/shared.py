@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import asyncpg
@@ -46,6 +46,10 @@ from tierbot.pg.jobs import (
 )
 from tierbot.storage import MessageStore
 from workers.compaction import CompactionJob, CompactionOutcome, CompactionWorker, MemoryWriter
+from workers.records import TaskRecords
+from workers.supervisor import TaskFailed, TaskHandle
+from workers.task import TaskWorker, WorkerLimits
+from workers.tools import Recaller, ToolRegistry, builtin_tools
 
 __all__ = ["COMPACTION_QUEUE", "COMPACT_TASK", "JobRunner", "SharedCompaction", "SharedQueue"]
 
@@ -53,19 +57,25 @@ log = structlog.get_logger("tierbot.workers.shared")
 
 COMPACTION_QUEUE = "compaction"
 COMPACT_TASK = "tierbot.compact"
+TASK_QUEUE = "tasks"
+TASK_TASK = "tierbot.task"
 #: Results nobody took for this long belonged to an owner that died: swept.
 RESULT_TTL_SECONDS = 86_400.0
+#: How long past its time limit a task may run here when no owner aborts it.
+ABORT_GRACE_SECONDS = 10.0
 _ENDED = ("failed", "cancelled", "aborted", "succeeded")
 
 
-class JobFailed(Exception):
-    """A shared job ended without a result (its owner fails the pass and retries later)."""
+class JobFailed(TaskFailed):
+    """A shared job ended without a result: its owner fails the pass (and retries it
+    later) or the task."""
 
 
 @dataclass
 class _Waiting:
-    future: asyncio.Future[CompactionOutcome]
+    future: asyncio.Future[dict[str, Any]]
     deadline: float
+    what: str
 
 
 class SharedQueue:
@@ -91,7 +101,7 @@ class SharedQueue:
         self.connect_timeout = connect_timeout
         self.app = procrastinate.App(
             connector=procrastinate.PsycopgConnector(
-                conninfo=dsn, min_size=1, max_size=4, timeout=connect_timeout
+                conninfo=dsn, min_size=1, max_size=6, timeout=connect_timeout
             )
         )
         self.deferred = 0
@@ -149,32 +159,55 @@ class SharedQueue:
             "level": job.level,
             "extract_memories": job.extract_memories,
         }
+        result = await self._run(COMPACT_TASK, COMPACTION_QUEUE, args, "compaction", priority)
+        return _outcome(result)
+
+    async def run_task(
+        self, *, channel: str, row: int, task: str, limits: WorkerLimits, time_limit: float
+    ) -> str:
+        """Run a task worker's whole loop (its segments, compacted between them) in a
+        process that runs jobs; its transcript is recorded under ``row`` as here.  Its
+        answer, or :class:`TaskFailed` with the reason."""
+        args: dict[str, Any] = {
+            "channel": channel,
+            "row": row,
+            "task": task,
+            "limits": asdict(limits),
+            "time_limit": time_limit,
+        }
+        result = await self._run(TASK_TASK, TASK_QUEUE, args, "task", 0)
+        if result.get("error") is not None:
+            raise TaskFailed(str(result["error"]))
+        return str(result["result"])
+
+    async def _run(
+        self, name: str, queue: str, args: dict[str, Any], what: str, priority: int
+    ) -> dict[str, Any]:
         try:
             job_id = await self.app.configure_task(
-                COMPACT_TASK, queue=COMPACTION_QUEUE, priority=priority
+                name, queue=queue, priority=priority
             ).defer_async(**args)
         except Exception as exc:  # psycopg's errors: the job was not queued
-            raise StoreError(
-                f"[workers] cannot queue a compaction job at {self.where}: {exc}"
-            ) from exc
+            raise StoreError(f"[workers] cannot queue a {what} job at {self.where}: {exc}") from exc
         self.deferred += 1
         loop = asyncio.get_running_loop()
-        waiting = _Waiting(loop.create_future(), time.monotonic() + self.wait_seconds)
+        waiting = _Waiting(loop.create_future(), time.monotonic() + self.wait_seconds, what)
         self._waiting[job_id] = waiting
         try:
             return await asyncio.shield(waiting.future)
         except asyncio.CancelledError:
-            # The channel stopped waiting (evicted, lease lost, shutdown): a job nobody
-            # took yet is withdrawn; one that runs finishes, its result is swept.
+            # The caller stopped waiting (evicted channel, lost lease, shutdown, a task's
+            # time limit): the job is withdrawn, or aborted if a worker runs it.
             self._waiting.pop(job_id, None)
-            task = asyncio.create_task(self._withdraw(job_id))
+            task = asyncio.create_task(self._withdraw(job_id, abort=True))
             self._cancels.add(task)
             task.add_done_callback(self._cancels.discard)
             raise
 
-    async def _withdraw(self, job_id: int) -> bool:
+    async def _withdraw(self, job_id: int, *, abort: bool = False) -> bool:
         try:
-            return bool(await self.app.job_manager.cancel_job_by_id_async(job_id))
+            manager = self.app.job_manager
+            return bool(await manager.cancel_job_by_id_async(job_id, abort=abort))
         except Exception as exc:
             log.warning("jobs.withdraw_failed", job=job_id, error=str(exc))
             return False
@@ -213,22 +246,23 @@ class SharedQueue:
             if waiting is None:
                 continue
             if job_id in results:
-                self._resolve(job_id, _outcome(results[job_id]), None)
+                self._resolve(job_id, results[job_id], None)
                 continue
             state = states.get(job_id)
+            what = waiting.what
             if state is None or state in _ENDED:
-                why = f"compaction job {job_id} ended ({state or 'deleted'}) without a result"
+                why = f"{what} job {job_id} ended ({state or 'deleted'}) without a result"
                 self._resolve(job_id, None, JobFailed(why))
             elif state == "todo" and now > waiting.deadline:
                 if await self._withdraw(job_id):
                     why = (
-                        f"no worker took compaction job {job_id} within {self.wait_seconds:.0f} s "
+                        f"no worker took {what} job {job_id} within {self.wait_seconds:.0f} s "
                         "([workers] queue_wait_seconds): is a process with run_jobs running?"
                     )
                     self._resolve(job_id, None, JobFailed(why))
 
     def _resolve(
-        self, job_id: int, outcome: CompactionOutcome | None, error: BaseException | None
+        self, job_id: int, result: dict[str, Any] | None, error: BaseException | None
     ) -> None:
         waiting = self._waiting.pop(job_id, None)
         if waiting is None or waiting.future.done():
@@ -238,8 +272,8 @@ class SharedQueue:
             log.warning("jobs.failed", job=job_id, error=str(error))
             waiting.future.set_exception(error)
         else:
-            assert outcome is not None
-            waiting.future.set_result(outcome)
+            assert result is not None
+            waiting.future.set_result(result)
 
 
 def _outcome(result: dict[str, Any]) -> CompactionOutcome:
@@ -278,16 +312,30 @@ class SharedCompaction:
         return await self.queue.compact(job, priority=priority)
 
 
+@dataclass(frozen=True, slots=True)
+class TaskKit:
+    """What a task worker run here needs besides the model: where its transcript goes,
+    the memory it recalls from, and the operator's tools this process registered."""
+
+    records: TaskRecords
+    recall: Recaller | None
+    tools: ToolRegistry
+
+
 class JobRunner:
-    """Runs queued compaction jobs in this process; start with :meth:`start`."""
+    """Runs queued compaction jobs and task workers in this process; start with
+    :meth:`start`.  Each queue has its own procrastinate worker and limit, so long
+    task loops never hold the slots summaries need."""
 
     def __init__(
         self,
         queue: SharedQueue,
         store: MessageStore,
         worker: CompactionWorker,
+        kit: TaskKit,
         *,
         concurrency: int,
+        task_concurrency: int,
         stalled_seconds: float,
         drain_seconds: float,
         name: str,
@@ -295,43 +343,57 @@ class JobRunner:
         self.queue = queue
         self.store = store
         self.worker = worker
+        self.kit = kit
         self.concurrency = concurrency
+        self.task_concurrency = task_concurrency
         self.stalled_seconds = stalled_seconds
         #: How long a stop waits for the jobs in hand; the rest are aborted and their
         #: owners retry them.
         self.drain_seconds = drain_seconds
         self.name = name
         self.ran = 0
+        self.tasks_ran = 0
         self.requeued = 0
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._sweeper: asyncio.Task[None] | None = None
-        queue.app.task(name=COMPACT_TASK, queue=COMPACTION_QUEUE, pass_context=True)(self._compact)
+        app = queue.app
+        app.task(name=COMPACT_TASK, queue=COMPACTION_QUEUE, pass_context=True)(self._compact)
+        app.task(name=TASK_TASK, queue=TASK_QUEUE, pass_context=True)(self._task_worker)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(
-            self.queue.app.run_worker_async(
-                queues=[COMPACTION_QUEUE],
-                name=self.name,
-                concurrency=self.concurrency,
-                wait=True,
-                install_signal_handlers=False,
-                update_heartbeat_interval=max(0.5, self.stalled_seconds / 4),
-                stalled_worker_timeout=self.stalled_seconds,
-                delete_jobs="successful",
-                fetch_job_polling_interval=1.0,
-                shutdown_graceful_timeout=self.drain_seconds,
-            ),
-            name="job-runner",
-        )
+        for queue, concurrency in (
+            (COMPACTION_QUEUE, self.concurrency),
+            (TASK_QUEUE, self.task_concurrency),
+        ):
+            self._tasks.append(
+                asyncio.create_task(
+                    self.queue.app.run_worker_async(
+                        queues=[queue],
+                        name=f"{self.name}:{queue}",
+                        concurrency=concurrency,
+                        wait=True,
+                        install_signal_handlers=False,
+                        update_heartbeat_interval=max(0.5, self.stalled_seconds / 4),
+                        stalled_worker_timeout=self.stalled_seconds,
+                        delete_jobs="successful",
+                        fetch_job_polling_interval=1.0,
+                        shutdown_graceful_timeout=self.drain_seconds,
+                    ),
+                    name=f"job-runner:{queue}",
+                )
+            )
         self._sweeper = asyncio.create_task(self._requeue_loop(), name="job-requeue")
 
     async def aclose(self) -> None:
-        for task in (self._sweeper, self._task):
+        for task in (self._sweeper, *self._tasks):
             if task is not None:
                 task.cancel()
+        for task in (self._sweeper, *self._tasks):
+            if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        self._task = self._sweeper = None
+        self._tasks = []
+        self._sweeper = None
 
     async def _requeue_loop(self) -> None:
         while True:
@@ -344,9 +406,7 @@ class JobRunner:
     async def requeue_stalled(self) -> int:
         """Put back on the queue the jobs whose worker stopped sending heartbeats."""
         manager = self.queue.app.job_manager
-        stalled = await manager.get_stalled_jobs(
-            queue=COMPACTION_QUEUE, seconds_since_heartbeat=self.stalled_seconds
-        )
+        stalled = await manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled_seconds)
         n = 0
         for job in stalled:
             try:
@@ -388,5 +448,48 @@ class JobRunner:
             "error": outcome.error,
         }
         self.ran += 1
+        log.info(
+            "jobs.ran",
+            job=job_id,
+            channel=channel,
+            messages=len(messages),
+            ok=outcome.summary is not None,
+        )
+        if not await put_result(self.queue.pool, job_id, channel, result, where=self.queue.where):
+            log.warning("jobs.ran_twice", job=job_id, channel=channel, hint="first result kept")
+
+    async def _task_worker(self, context: procrastinate.JobContext, **args: Any) -> None:
+        job_id = context.job.id
+        assert job_id is not None
+        channel, row, task = str(args["channel"]), int(args["row"]), str(args["task"])
+        # The owner's supervisor enforces the time limit and aborts the job; this is the
+        # backstop for an owner that died meanwhile.
+        limit = float(args["time_limit"]) + ABORT_GRACE_SECONDS
+        kit = self.kit
+        tools = builtin_tools(
+            channel, store=self.store, recall=kit.recall, writer=self.worker.memory
+        ).merged(kit.tools)
+        handle = TaskHandle(f"worker-{row}", row, "worker", task, None, channel=channel)
+        worker = TaskWorker(
+            handle,
+            llm=self.worker.llm,
+            counter=self.worker.counter,
+            tools=tools,
+            limits=WorkerLimits(**args["limits"]),
+            transcript=kit.records.transcript(row),
+        )
+        result: dict[str, Any]
+        try:
+            async with asyncio.timeout(limit):
+                result = {"result": await worker.run(), "error": None}
+        except TimeoutError:
+            result = {"result": None, "error": f"timed out after {limit:g} s"}
+        except TaskFailed as exc:
+            result = {"result": None, "error": str(exc)}
+        except Exception as exc:  # a bug or a provider's error fails the task, not the job
+            log.exception("jobs.task_crashed", job=job_id, channel=channel)
+            result = {"result": None, "error": f"{type(exc).__name__}: {exc}"}
+        self.tasks_ran += 1
+        log.info("jobs.ran", job=job_id, channel=channel, task=row, ok=result["error"] is None)
         if not await put_result(self.queue.pool, job_id, channel, result, where=self.queue.where):
             log.warning("jobs.ran_twice", job=job_id, channel=channel, hint="first result kept")

@@ -16,7 +16,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import structlog
 
@@ -24,6 +24,9 @@ from tierbot.errors import TierbotError
 from tierbot.events import Bus, ContextOverflow, TaskCrashed, TaskFinished
 from workers.records import TaskRecords
 from workers.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from workers.task import WorkerLimits
 
 log = structlog.get_logger("tierbot.workers.supervisor")
 
@@ -40,6 +43,15 @@ class LimitReached(TaskFailed):
 
 
 # -- process-wide pool -------------------------------------------------------------------------
+
+
+class RemoteTasks(Protocol):
+    """Where task workers run when they do not run here: the shared job queue
+    (:class:`workers.shared.SharedQueue`)."""
+
+    async def run_task(
+        self, *, channel: str, row: int, task: str, limits: WorkerLimits, time_limit: float
+    ) -> str: ...
 
 
 class TaskPool:
@@ -59,6 +71,9 @@ class TaskPool:
         #: Where runs publish how they ended (the runtime's bus).
         self.events = events if events is not None else Bus()
         self.running: Counter[str] = Counter()
+        #: With ``[workers] queue = "shared"``: task workers run in whichever process
+        #: takes them from the queue (branches stay here: they fork a live prompt).
+        self.remote: RemoteTasks | None = None
         self._waiters: dict[str, deque[asyncio.Future[None]]] = {}
 
     async def acquire(self, kind: str, limit: int) -> None:

@@ -49,7 +49,10 @@ def config(tmp: Path, name: str, slack_port: int, api: str, discord: str = "") -
         '[adapters.slack]\nenabled = true\nmode = "http"\nhost = "127.0.0.1"\n'
         f'port = {slack_port}\napi_base_url = "{api}"\nslash_command = ""\n'
         f'[cluster]\nenabled = true\nprocess_id = "{name}"\n'
-        "lease_seconds = 3.0\nheartbeat_seconds = 0.5\n" + discord
+        "lease_seconds = 3.0\nheartbeat_seconds = 0.5\n"
+        # Summaries go through the shared queue: any process may summarize any
+        # channel, the killed one's jobs included.
+        '[workers]\nqueue = "shared"\nstalled_job_seconds = 2.0\n' + discord
     )
     return cfg
 
@@ -242,6 +245,12 @@ async def test_three_processes_one_killed_lose_nothing_and_answer_once(
                 assert owner_of.get(key) == ("p1" if shard == 0 else "p2"), (key, owner_of)
             compacted = await db.fetchval("SELECT count(*) FROM summary_members")
             assert compacted > 0, "no compaction ran: the consistency check proves nothing"
+            ran = {n: len(b.events("jobs.ran")) for n, b in bots.items() if n != "p3"}
+            assert sum(ran.values()) > 0, "no summary went through the shared queue"
+            # Every result was taken by the owner that waited for it (none of a live
+            # owner is left behind; the killed one's may be).
+            left = await db.fetchval("SELECT count(*) FROM job_results")
+            assert left <= len(orphaned), left
             taken = sum(
                 e.get("channels", 0)
                 for name in ("p1", "p2")

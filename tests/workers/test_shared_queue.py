@@ -117,7 +117,12 @@ async def test_with_no_worker_the_pass_fails_named_and_nothing_is_lost(
     async with opened(cfg, ScriptedLLM()) as owner:
         actor = await fill_past_background(owner)
         await wait_for(lambda: actor.compactor.running is None, timeout=20)
-        records = await owner.store.compactions(CH)
+        # The pass is over before its record commits: wait for the record.
+        for _ in range(400):
+            records = await owner.store.compactions(CH)
+            if records:
+                break
+            await asyncio.sleep(0.05)
         assert [r.outcome for r in records] == [Outcome.FAILED]
         assert "queue_wait_seconds" in records[0].reason
         assert "run_jobs" in records[0].reason
@@ -201,16 +206,114 @@ async def test_status_shows_the_queue_depth_and_who_runs_jobs(
         assert view["queues"]["compaction"] == {"todo": 1, "doing": 0}
         assert view["workers"] == 0 and view["runs_jobs"] is False
         text = render_status_view({"jobs": view}, "http://127.0.0.1:8686")
-        assert "job queue: compaction 1 waiting / 0 running; 0 job workers alive" in text
+        assert "job queue: compaction 1 waiting / 0 running; 0 queue workers alive" in text
         assert "this process runs no jobs" in text and "waits for 1" in text
         async with opened(cfg, gated, jobs_only=True) as worker:
             try:
                 await wait_for(lambda: gated.count("summary") == 1, timeout=20)
                 view = await jobs_view(owner)
                 assert view["queues"]["compaction"] == {"todo": 0, "doing": 1}
-                assert view["workers"] == 1
+                assert view["workers"] == 2  # one per queue: summaries and task workers
             finally:
                 gated.gate["summary"].set()
             await wait_for(lambda: owner.jobs is not None and owner.jobs.waiting == 0, 20)
             text = render_status_view({"jobs": await jobs_view(worker)}, "http://x")
             assert "this process runs jobs (ran 1, put back 0 stalled) and waits for 0" in text
+
+
+def task_config(shared_config: Callable[..., Config], **task_workers: Any) -> Config:
+    cfg = shared_config(run_jobs=False)
+    data = cfg.model_dump()
+    data["defaults"]["respond"] = "always"
+    data["defaults"]["context_window"] = 4000
+    data["defaults"]["task_workers"].update(task_workers)
+    return Config.model_validate(data)
+
+
+def register_fetch(rt: Runtime) -> None:
+    """An operator tool, registered in the process that runs the task (as an operator's
+    plugin code would be in every process)."""
+
+    @rt.registry.deps.tasks.tools.tool(
+        description="Fetch one page of the report.",
+        parameters={
+            "type": "object",
+            "properties": {"page": {"type": "integer"}},
+            "required": ["page"],
+            "additionalProperties": False,
+        },
+    )
+    async def fetch(page: int) -> str:
+        return f"page {page}: the kestrel numbers"
+
+
+def spawn_call(task: str) -> Any:
+    from tierbot.llm.base import Completion, ToolCall
+
+    return Completion(text="", tool_calls=(ToolCall("s1", "spawn_worker", {"task": task}),))
+
+
+async def test_a_task_worker_runs_in_the_worker_process_and_reports_to_its_channel(
+    shared_config: Callable[..., Config],
+) -> None:
+    from tierbot.llm.base import Completion, ToolCall
+    from workers.records import read_runs, read_transcript
+
+    owner_llm, worker_llm = ScriptedLLM(), ScriptedLLM()
+    owner_llm.push("chat", spawn_call("fetch pages 1 and 2"), Completion("started a worker"))
+    worker_llm.push(
+        "worker",
+        *[
+            Completion(text="", tool_calls=(ToolCall(f"f{i}", "fetch", {"page": i}),))
+            for i in (1, 2)
+        ],
+        Completion("fetched 2 pages"),
+    )
+    cfg = task_config(shared_config)
+    async with opened(cfg, owner_llm) as owner, opened(cfg, worker_llm, jobs_only=True) as worker:
+        register_fetch(worker)
+        await owner.submit(inbound(CH, "please fetch the report", pid="q"))
+        await wait_for(lambda: len(owner.outbox.sent) == 2, timeout=20)
+        assert [o.text for o in owner.outbox.sent] == ["started a worker", "fetched 2 pages"]
+        assert owner.outbox.sent[1].reply_to == "q"
+        assert owner_llm.count("worker") == 0 and worker_llm.count("worker") == 3
+        assert worker.job_runner is not None and worker.job_runner.tasks_ran == 1
+        runs = await read_runs(owner.store, CH)
+        assert [(r["kind"], r["status"], r["result"]) for r in runs] == [
+            ("worker", "concluded", "fetched 2 pages")
+        ]
+        # The worker process wrote the transcript under the owner's run.
+        rows = await read_transcript(owner.store, runs[0]["row"])
+        assert [c["id"] for r in rows for c in r.tool_calls] == ["f1", "f2"]
+        assert "page 2: the kestrel numbers" in [r.content for r in rows if r.role == "tool"][-1]
+
+
+async def test_a_remote_task_past_its_time_limit_fails_and_is_aborted(
+    shared_config: Callable[..., Config],
+) -> None:
+    from tierbot.llm.base import Completion
+    from tierbot.pg.jobs import job_states
+
+    owner_llm = ScriptedLLM()
+    worker_llm = ScriptedLLM(latency={"worker": 30.0})
+    owner_llm.push("chat", spawn_call("slow task"), Completion("started"))
+    cfg = task_config(shared_config, timeout_seconds=1.0)
+    async with opened(cfg, owner_llm) as owner, opened(cfg, worker_llm, jobs_only=True):
+        await owner.submit(inbound(CH, "go", pid="q"))
+        await wait_for(lambda: len(owner.outbox.sent) == 2, timeout=20)
+        assert (
+            owner.outbox.sent[1].text == "(worker-1 failed: timed out after 1 s; task: slow task)"
+        )
+        assert owner.jobs is not None
+        pool = owner.jobs.pool
+
+        async def states() -> dict[int, str]:
+            ids = [r["id"] for r in await pool.fetch("SELECT id FROM procrastinate_jobs")]
+            return await job_states(pool, ids, where="test")
+
+        # The worker was told to stop: the job ends aborted, not still running.
+        for _ in range(200):
+            if list((await states()).values()) == ["aborted"]:
+                break
+            await asyncio.sleep(0.05)
+        assert list((await states()).values()) == ["aborted"]

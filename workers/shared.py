@@ -125,12 +125,16 @@ class SharedQueue:
         self._collector = asyncio.create_task(self._collect_loop(), name="job-results")
 
     async def aclose(self) -> None:
-        for task in [self._collector, *self._cancels]:
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-        self._collector = None
+        if self._collector is not None:
+            self._collector.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._collector
+            self._collector = None
+        # Jobs the stopping channels gave up are withdrawn before the connections go.
+        if self._cancels:
+            await asyncio.wait(set(self._cancels), timeout=self.connect_timeout)
+        for task in list(self._cancels):
+            task.cancel()
         for waiting in self._waiting.values():
             if not waiting.future.done():
                 waiting.future.set_exception(JobFailed("the process is stopping"))
@@ -224,8 +228,10 @@ class SharedQueue:
             self._wake.clear()
             try:
                 await self.collect()
-            except StoreError as exc:
+            except StoreError as exc:  # the database is away: every wait goes on
                 log.warning("jobs.collect_failed", error=str(exc))
+            except Exception:  # a bug here must not leave every wait hanging for good
+                log.exception("jobs.collect_crashed")
 
     async def collect(self) -> None:
         """Hand every result that came in to its waiter; fail the jobs that ended
@@ -424,11 +430,12 @@ class JobRunner:
         assert job_id is not None
         channel = str(args["channel"])
         ids: Sequence[int] = args["ids"]
-        found = {m.id: m for m in await self.store.get_messages(ids)}
+        # Only the job's own channel: ids are the owner's, never taken on trust.
+        found = {m.id: m for m in await self.store.get_messages(ids) if m.channel == channel}
         messages = tuple(found[i] for i in ids if i in found)
         if not messages:
             outcome = CompactionOutcome(
-                None, 0, 0.0, error="every message of the job was forgotten before it ran"
+                None, 0, 0.0, error=f"none of the job's messages is stored in channel {channel}"
             )
         else:
             outcome = await self.worker.run(

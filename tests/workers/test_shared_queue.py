@@ -317,3 +317,27 @@ async def test_a_remote_task_past_its_time_limit_fails_and_is_aborted(
                 break
             await asyncio.sleep(0.05)
         assert list((await states()).values()) == ["aborted"]
+
+
+async def test_a_job_naming_another_channels_messages_summarizes_nothing(
+    shared_config: Callable[..., Config],
+) -> None:
+    """A worker reads a job's messages by id and keeps only its channel's: a job that
+    names another channel's messages (a bug, or a row written into the queue by hand)
+    fails and says so, and the other channel's text reaches no model."""
+    from workers import CompactionJob
+
+    worker_llm = ScriptedLLM()
+    async with (
+        opened(shared_config(run_jobs=False), ScriptedLLM()) as owner,
+        opened(shared_config(), worker_llm, jobs_only=True),
+    ):
+        await owner.submit(inbound(CH, "the vault code is 7312", pid="secret"))
+        await owner.drain()
+        theirs = [m async for m in owner.store.export(CH)]
+        assert owner.jobs is not None
+        job = CompactionJob("test:other", "background", tuple(theirs), max_summary_tokens=100)
+        outcome = await owner.jobs.compact(job)
+        assert outcome.summary is None
+        assert outcome.error == "none of the job's messages is stored in channel test:other"
+        assert worker_llm.count("summary") == 0

@@ -45,6 +45,11 @@ def _save_spec_with_sources() -> ToolSpec:
     return replace(save, parameters=params)
 
 
+#: How often a process on a shared store picks up the memories other processes saved
+#: (a compaction job's, another owner's channel's): recall finds them within this long.
+SYNC_SECONDS = 1.0
+
+
 class _Writer:
     """memory_save for compaction workers: sources checked against what the job covers."""
 
@@ -314,6 +319,8 @@ class EpisodeIndexer:
                 await self._stopped.wait()
 
     async def _catch_up(self) -> None:
+        # Other processes on a shared store index the same log: start past their work.
+        self.mark = max(self.mark, await self.graph.indexed_upto())
         self.backlog = await self.source.count_since(self.mark, _INDEXED_ROLES)
         if self.backlog > self.batch:
             log.info("memory.index_catching_up", backlog=self.backlog, indexed_upto=self.mark)
@@ -326,6 +333,8 @@ class EpisodeIndexer:
             async with self._progress:
                 self._progress.notify_all()
         self.backlog = 0
+        async with self._progress:  # the mark may have moved by another process's work
+            self._progress.notify_all()
 
     async def _index(self, messages: list[Message], upto: int) -> None:
         texts = [m for m in messages if m.text.strip()]
@@ -439,6 +448,8 @@ class MemoryService:
             await graph.aclose()  # its connection's thread would keep the process alive
             raise
         service._maintenance = asyncio.create_task(service._maintain(), name="memory-maintenance")
+        # Several processes on one PostgreSQL: pick up each other's memories.
+        graph.start_sync(SYNC_SECONDS)
         return service
 
     def writer(self) -> _Writer:

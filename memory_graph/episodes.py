@@ -86,7 +86,10 @@ async def add_episodes(
     if not msgs and indexed_upto is None:
         return 0
     authors = {m.author_id for m in msgs if m.author_id}
-    async with g.lock:  # tombstones checked under the lock forget() takes
+    # Tombstones are checked under the lock forget() takes.  On a shared store, one
+    # process at a time: two processes indexing the same messages would both write
+    # their episodes (the live indexers read one log; a compaction job indexes too).
+    async with g.lock, g.storage.exclusive("episodes"):
         stones = await tombstones.tombstoned(g, authors, {m.platform_id for m in msgs})
         by_channel: dict[str, list[Message]] = defaultdict(list)
         for m in msgs:
@@ -102,6 +105,7 @@ async def add_episodes(
             *(_read_channel(g, channel, group) for channel, group in by_channel.items())
         )
         plans: list[_Plan] = []
+        await g.reserve_rowids(sum(len(d.new) for d in drafts if d is not None))
         with g.allocating_rowids() as new_rowid:
             for draft in drafts:  # rowids in channel order, whatever finished first
                 if draft is not None:

@@ -37,7 +37,7 @@ from . import background, episodes, forgetting, maintenance, recall, tombstones,
 from .embedders import Embedder, embedder_from_config
 from .sqlite_storage import SQLiteMemoryStorage
 from .storage import MemoryStorage, TextFilter
-from .text import TEXT_VERSION, terms
+from .text import TEXT_VERSION, embed_text, terms
 from .types import (
     ForgetReport,
     MaintenanceReport,
@@ -48,6 +48,10 @@ from .types import (
 from .vectors import VectorIndex
 
 log = structlog.get_logger("tierbot.memory")
+
+#: How far below the highest rowid seen a look for other processes' nodes goes back: a
+#: save drawn before a later one may commit after it.
+SYNC_WINDOW = 10_000
 
 _ACCESS_FLUSH_SECONDS = 2.0
 #: Candidates pgvector's HNSW search visits at least (its hnsw.ef_search): the offline
@@ -79,6 +83,11 @@ class MemoryGraph:
         self.pending_saves: list[writing.PendingSave] = []
         self.vectors = VectorIndex(embedder.dim, embedder.identity)
         self.next_rowid = 1
+        # Rowids drawn from a shared storage's sequence and not used yet; the highest
+        # rowid up to which other processes' nodes were picked up (see sync_others).
+        self._rowid_pool: list[int] = []
+        self._synced_upto = 0
+        self._sync_task: asyncio.Task[None] | None = None
         # rowid -> scope codes (-1: deleted or unknown), for filtered vector search.
         self.ws_of = np.full(1024, -1, dtype=np.int32)
         self.ch_of = np.full(1024, -1, dtype=np.int32)
@@ -191,6 +200,11 @@ class MemoryGraph:
 
     async def aclose(self) -> None:
         """Flush access counts, save the vector index, close the connection; idempotent."""
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sync_task
+            self._sync_task = None
         if self._closed:
             return
         self._closed = True
@@ -208,6 +222,9 @@ class MemoryGraph:
     async def _load_state(self) -> None:
         storage = self.storage
         self.next_rowid = await storage.max_rowid() + 1
+        self._synced_upto = self.next_rowid - 1
+        if storage.shared and not self.read_only:
+            await storage.raise_rowid_floor(self.next_rowid - 1)
         self._grow(self.next_rowid)
         self.private = await storage.private_channels()
         for n in await storage.node_scopes():
@@ -295,13 +312,27 @@ class MemoryGraph:
         """``async with g.transaction():`` one write transaction of the graph's storage."""
         return self.storage.transaction()
 
+    async def reserve_rowids(self, n: int) -> None:
+        """Before :meth:`allocating_rowids` hands out up to ``n``: on a storage other
+        processes write too, draw them from its sequence.  Whatever the block leaves
+        unused is dropped: a rowid kept for later would commit long after the rowids
+        drawn since, below where other processes look for new nodes."""
+        if self.storage.shared and len(self._rowid_pool) < n:
+            self._rowid_pool += await self.storage.take_rowids(n - len(self._rowid_pool))
+
     @contextlib.contextmanager
     def allocating_rowids(self) -> Iterator[Callable[[], int]]:
         """Hand out new node rowids; if the block fails, they are handed out again later
-        (the rows were never written)."""
+        (the rows were never written).  On a shared storage, :meth:`reserve_rowids`
+        first."""
         start = self.next_rowid
+        pool = self._rowid_pool
 
         def take() -> int:
+            if self.storage.shared:
+                rowid = pool.pop(0)  # IndexError: reserve_rowids was not called
+                self.next_rowid = max(self.next_rowid, rowid + 1)
+                return rowid
             rowid = self.next_rowid
             self.next_rowid += 1
             return rowid
@@ -311,6 +342,65 @@ class MemoryGraph:
         except BaseException:
             self.next_rowid = start
             raise
+        finally:
+            pool.clear()
+
+    # --- other processes' nodes (a shared storage) ----------------------------
+
+    def start_sync(self, interval: float) -> None:
+        """Pick up other processes' nodes every ``interval`` seconds (shared storage)."""
+        if self.storage.shared and self._sync_task is None:
+            self._sync_task = asyncio.create_task(self._sync_loop(interval), name="memory-sync")
+
+    async def _sync_loop(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sync_others()
+            except Exception as exc:  # the database is away: the next round catches up
+                log.warning("memory.sync_failed", error=str(exc))
+
+    async def sync_others(self) -> int:
+        """Take into this process's scope arrays, names and vector index the nodes that
+        other processes wrote since the last look, and their channels' privacy; the
+        number of nodes picked up.
+
+        Recall checks every candidate against the scope arrays, so a node saved by
+        another process (a compaction job's memories, the other owner's channel) is
+        found only once it is here.  Rowids are drawn before commit, so a late commit
+        can land below rows already seen: the look goes back ``SYNC_WINDOW`` rowids.
+        """
+        if not self.storage.shared or self._closed:
+            return 0
+        async with self.lock:
+            private = await self.storage.private_channels()
+            for channel in private ^ self.private:
+                await self._apply_private(channel, channel in private)
+            rowids = await self.storage.rowids_after(max(0, self._synced_upto - SYNC_WINDOW))
+            known = len(self.ws_of)
+            unknown = [r for r in rowids if r >= known or self.ws_of[r] < 0]
+            nodes = await self.storage.new_nodes(unknown)
+            memories = []
+            for n in nodes:
+                self.next_rowid = max(self.next_rowid, n.rowid + 1)
+                self.register(n.rowid, n.workspace, n.channel, vectorized=n.type != "episode")
+                if n.author_name:
+                    self.add_name(n.workspace, n.author_name, n.author_id)
+                if n.type == "entity":
+                    self.add_name(n.workspace, n.content, f"#{n.rowid}")
+                if n.type != "episode":
+                    memories.append(n)
+            if memories and not self.vectors_in_storage:
+                self.vector_room(len(memories))
+                texts = [embed_text(n.type, n.content, n.author_name) for n in memories]
+                matrix = await asyncio.to_thread(self.embedder.embed, texts)
+                labels = np.array([n.rowid for n in memories], dtype=np.int64)
+                await asyncio.to_thread(self.vectors.add, labels, matrix.astype(np.float32))
+            if rowids:
+                self._synced_upto = max(self._synced_upto, rowids[-1])
+        if nodes:
+            log.debug("memory.synced", nodes=len(nodes), memories=len(memories))
+        return len(nodes)
 
     def note_term_count(self, rowid: int, n: int) -> None:
         """Cache how many index terms node ``rowid`` has (recall's length prior)."""
@@ -390,22 +480,27 @@ class MemoryGraph:
             if (channel in self.private) == private:
                 return False
             await self.storage.mark_private(channel, private, time.time())
-            if private:
-                self.private.add(channel)
-            else:
-                self.private.discard(channel)
-            self._scope_keys.clear()
-            # The set changes first: a node registered while this reads is scoped anew
-            # by register() and again (identically) here.  A channel with no node yet
-            # (nor its threads: every registered channel has a code) needs no scan.
-            prefix = channel + ":"
-            rows = []
-            if any(k == channel or k.startswith(prefix) for k in self.codes):
-                rows = await self.storage.channel_tree_scopes(channel)
-            for n in rows:
-                self._rescope(n.rowid, self._private_scope(n.channel) or n.workspace)
-        log.info("memory.channel_privacy", channel=channel, private=private, nodes=len(rows))
+            n = await self._apply_private(channel, private)
+        log.info("memory.channel_privacy", channel=channel, private=private, nodes=n)
         return True
+
+    async def _apply_private(self, channel: str, private: bool) -> int:
+        """Scope ``channel``'s nodes (and its threads') as private or not; how many."""
+        if private:
+            self.private.add(channel)
+        else:
+            self.private.discard(channel)
+        self._scope_keys.clear()
+        # The set changes first: a node registered while this reads is scoped anew
+        # by register() and again (identically) here.  A channel with no node yet
+        # (nor its threads: every registered channel has a code) needs no scan.
+        prefix = channel + ":"
+        rows = []
+        if any(k == channel or k.startswith(prefix) for k in self.codes):
+            rows = await self.storage.channel_tree_scopes(channel)
+        for n in rows:
+            self._rescope(n.rowid, self._private_scope(n.channel) or n.workspace)
+        return len(rows)
 
     def _rescope(self, rowid: int, scope: str) -> None:
         if rowid >= len(self.ws_of) or self.ws_of[rowid] < 0:

@@ -98,6 +98,13 @@ _STEPS: tuple[str, ...] = (
     ALTER INDEX memory_nodes_tsv SET (fastupdate = off);
     SELECT gin_clean_pending_list('memory_nodes_tsv'::regclass);
     """,
+    # Several processes on one database save memories at once: node rowids come from
+    # one sequence (each process used to count from the highest it had seen, and the
+    # second writer's saves failed on the primary key).  Every process raises it past
+    # the rowids it finds when it opens (a migrated store's copied rows included).
+    """
+    CREATE SEQUENCE memory_rowids;
+    """,
 )
 
 #: The memory graph's tables on PostgreSQL; the ``vector`` extension must exist first.

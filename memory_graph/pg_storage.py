@@ -42,6 +42,7 @@ from .storage import (
     ImportanceRow,
     Link,
     MemoryRow,
+    NewNode,
     NodeBrief,
     NodeRef,
     NodeRow,
@@ -156,6 +157,21 @@ class PostgresMemoryStorage:
                 yield
             finally:
                 self._tx.reset(token)
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, name: str) -> AsyncIterator[None]:
+        """Hold the lock ``name`` against every process on this database (a session
+        advisory lock on a connection of its own) while the block runs."""
+        key = f"tierbot.memory.{name}"
+        try:
+            async with self._pool.acquire() as conn:
+                await conn.execute("SELECT pg_advisory_lock(hashtext($1))", key)
+                try:
+                    yield
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(hashtext($1))", key)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"memory graph lock failed at {self.where}: {exc}") from exc
 
     async def _all(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         try:
@@ -591,6 +607,38 @@ class PostgresMemoryStorage:
             _MAX_ROWID,
         )
         return int(rows[0][0])
+
+    #: Several processes may write this database (see memory_graph.graph's sync).
+    shared = True
+
+    async def raise_rowid_floor(self, floor: int) -> None:
+        # Never lowered: a concurrent process may have drawn past it already.
+        await self._all(
+            "SELECT setval('memory_rowids', $1) FROM memory_rowids WHERE last_value < $1",
+            floor,
+        )
+
+    async def take_rowids(self, n: int) -> list[int]:
+        rows = await self._all(
+            "SELECT nextval('memory_rowids') FROM generate_series(1, $1::int)", int(n)
+        )
+        return sorted(int(r[0]) for r in rows)
+
+    async def rowids_after(self, after: int) -> list[int]:
+        rows = await self._all(
+            "SELECT rowid FROM memory_nodes WHERE rowid > $1 ORDER BY rowid", int(after)
+        )
+        return [int(r[0]) for r in rows]
+
+    async def new_nodes(self, rowids: Collection[int]) -> list[NewNode]:
+        if not rowids:
+            return []
+        rows = await self._all(
+            "SELECT rowid, workspace, channel, type, content, author_id, author_name "
+            "FROM memory_nodes WHERE rowid = ANY($1::bigint[]) ORDER BY rowid",
+            list(rowids),
+        )
+        return [NewNode(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
 
     async def node_scopes(self) -> list[NodeScope]:
         rows = await self._all("SELECT rowid, workspace, channel, type FROM memory_nodes")

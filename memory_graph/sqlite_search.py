@@ -20,6 +20,7 @@ from .background import fts_idf
 from .storage import (
     TF_SATURATION,
     EmbeddingRow,
+    NewNode,
     NodeRow,
     NodeScope,
     TermWeight,
@@ -58,6 +59,39 @@ class SQLiteSearch:
         ) as cur:
             row = await cur.fetchone()
         return int(row[0] if row else 0)
+
+    #: One process writes a SQLite store (its writer lock): rowids are counted here.
+    shared = False
+
+    async def raise_rowid_floor(self, floor: int) -> None:
+        return None
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self, name: str) -> AsyncIterator[None]:
+        yield  # one process: the graph's own lock is enough
+
+    async def take_rowids(self, n: int) -> list[int]:
+        raise NotImplementedError("a SQLite store's rowids are counted by its one writer")
+
+    async def rowids_after(self, after: int) -> list[int]:
+        async with self._db.execute(
+            "SELECT rowid FROM memory_nodes WHERE rowid > ? ORDER BY rowid", (after,)
+        ) as cur:
+            return [int(r[0]) for r in await cur.fetchall()]
+
+    async def new_nodes(self, rowids: Collection[int]) -> list[NewNode]:
+        out: list[NewNode] = []
+        ids = list(rowids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            async with self._db.execute(
+                "SELECT rowid, workspace, channel, type, content, author_id, author_name "
+                f"FROM memory_nodes WHERE rowid IN ({marks}) ORDER BY rowid",
+                chunk,
+            ) as cur:
+                out += [NewNode(int(r[0]), *r[1:]) for r in await cur.fetchall()]
+        return out
 
     async def node_scopes(self) -> list[NodeScope]:
         # fetchall, not async iteration: aiosqlite fetches one row per thread hop.

@@ -106,6 +106,19 @@ class NodeScope:
 
 
 @dataclass(frozen=True, slots=True)
+class NewNode:
+    """A node another process wrote: what this process's in-RAM state needs of it."""
+
+    rowid: int
+    workspace: str
+    channel: str
+    type: str
+    content: str
+    author_id: str
+    author_name: str
+
+
+@dataclass(frozen=True, slots=True)
 class TextFilter:
     """Which rows a text search may return: those of one workspace or one channel
     (``scope`` names which; None: any), of the given types (empty: any)."""
@@ -430,6 +443,31 @@ class MemoryStorage(Protocol):
 
     async def max_rowid(self) -> int:
         """The highest rowid ever assigned (deleted ones count: a label is never reused)."""
+        ...
+
+    #: Whether other processes may write the same storage (PostgreSQL).  Rowids then
+    #: come from :meth:`take_rowids`, and the graph picks up the others' nodes with
+    #: :meth:`rowids_after` and :meth:`new_nodes`.
+    shared: bool
+
+    async def raise_rowid_floor(self, floor: int) -> None:
+        """Make sure :meth:`take_rowids` hands out nothing at or below ``floor``."""
+        ...
+
+    def exclusive(self, name: str) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold the lock ``name`` against every process writing this storage."""
+        ...
+
+    async def take_rowids(self, n: int) -> list[int]:
+        """``n`` rowids no process of this storage has had (ascending)."""
+        ...
+
+    async def rowids_after(self, after: int) -> list[int]:
+        """Every node rowid above ``after``, ascending."""
+        ...
+
+    async def new_nodes(self, rowids: Collection[int]) -> list[NewNode]:
+        """Those of ``rowids`` still stored, for another process's in-RAM state."""
         ...
 
     async def node_scopes(self) -> list[NodeScope]: ...

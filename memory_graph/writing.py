@@ -265,6 +265,7 @@ def _twins(vectors: np.ndarray, threshold: float) -> list[list[int]]:
 
 async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
     now = time.time()
+    await g.reserve_rowids(sum(p.merge_into == 0 for p in plans))
     with g.allocating_rowids() as new_rowid:
         by_ref: dict[int, _Plan] = {}
         for i, p in enumerate(plans):

@@ -102,6 +102,9 @@ async def check_health(rt: Runtime, adapters: Iterable[str] | None = None) -> He
             checks[f"adapter:{name}"] = rt.adapter_problems.get(name, "not started")
         else:
             checks[f"adapter:{name}"] = "ok" if adapter.connected() else "not connected"
+    if rt.job_runner is not None:
+        problems = rt.job_runner.problems
+        checks["jobs"] = "; ".join(problems.values()) if problems else "ok"
     failing = tuple(f"{k}: {v}" for k, v in checks.items() if v != "ok")
     return Health(not failing, checks, failing)
 
@@ -203,7 +206,8 @@ async def jobs_view(rt: Runtime) -> dict[str, Any]:
         "waiting_here": jobs.waiting,
         "runs_jobs": runner is not None,
         "ran_here": runner.ran if runner is not None else 0,
-        "requeued_here": runner.requeued if runner is not None else 0,
+        "requeued_here": jobs.requeued,
+        "runner_problems": list(runner.problems.values()) if runner is not None else [],
     }
     try:
         view.update(await queue_depths(jobs.pool, where=jobs.where))

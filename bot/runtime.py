@@ -236,6 +236,7 @@ class Runtime(Dispatcher):
                     store.pool,
                     where=store.where,
                     wait_seconds=cfg.workers.queue_wait_seconds,
+                    stalled_seconds=cfg.workers.stalled_job_seconds,
                     connect_timeout=cfg.storage.connect_timeout_seconds,
                 )
                 await jobs.open()

@@ -34,6 +34,7 @@ from typing import Any
 
 import asyncpg
 import procrastinate
+import psycopg
 import structlog
 
 from tierbot.errors import StoreError
@@ -44,6 +45,7 @@ from tierbot.pg.jobs import (
     sweep_results,
     take_results,
 )
+from tierbot.retry import Backoff
 from tierbot.storage import MessageStore
 from workers.compaction import CompactionJob, CompactionOutcome, CompactionWorker, MemoryWriter
 from workers.records import TaskRecords
@@ -63,6 +65,10 @@ TASK_TASK = "tierbot.task"
 RESULT_TTL_SECONDS = 86_400.0
 #: How long past its time limit a task may run here when no owner aborts it.
 ABORT_GRACE_SECONDS = 10.0
+#: A job runner that stopped starts again after 1 s, 2 s, 4 s ... at most 30 s.
+RUNNER_RESTART = Backoff(base=1.0, cap=30.0)
+#: Jobs that failed, were cancelled or aborted are kept this long (to look into).
+FINISHED_KEEP_HOURS = 72
 _ENDED = ("failed", "cancelled", "aborted", "succeeded")
 
 
@@ -76,6 +82,7 @@ class _Waiting:
     future: asyncio.Future[dict[str, Any]]
     deadline: float
     what: str
+    state: str = "todo"
 
 
 class SharedQueue:
@@ -89,6 +96,7 @@ class SharedQueue:
         *,
         where: str,
         wait_seconds: float,
+        stalled_seconds: float = 30.0,
         poll_seconds: float = 1.0,
         connect_timeout: float = 10.0,
     ) -> None:
@@ -97,6 +105,8 @@ class SharedQueue:
         self.where = where
         #: How long a job may wait for a worker before its owner cancels it (live).
         self.wait_seconds = wait_seconds
+        #: A job whose worker sent no heartbeat for this long goes back to the queue.
+        self.stalled_seconds = stalled_seconds
         self.poll_seconds = poll_seconds
         self.connect_timeout = connect_timeout
         self.app = procrastinate.App(
@@ -106,6 +116,8 @@ class SharedQueue:
         )
         self.deferred = 0
         self.collected = 0
+        self.requeued = 0
+        self._looked_for_stalled = 0.0
         self._waiting: dict[int, _Waiting] = {}
         self._wake = asyncio.Event()
         self._listener: asyncpg.Connection | None = None
@@ -114,6 +126,18 @@ class SharedQueue:
         self._swept = 0.0
 
     async def open(self) -> None:
+        try:
+            # One connection first: libpq's own reason (a URI parameter it does not take,
+            # a refused password) rather than the pool's timeout after its retries.
+            probe = await psycopg.AsyncConnection.connect(
+                self.dsn, connect_timeout=max(1, int(self.connect_timeout))
+            )
+            await probe.close()
+        except Exception as exc:
+            raise StoreError(
+                f"[workers] the shared job queue cannot connect to {self.where}: "
+                + (" ".join(str(exc).split()) or repr(exc))
+            ) from exc
         try:
             await asyncio.wait_for(self.app.open_async(), self.connect_timeout)
             listener = await asyncio.wait_for(asyncpg.connect(self.dsn), self.connect_timeout)
@@ -246,6 +270,11 @@ class SharedQueue:
         # States before results: a job gone from procrastinate's table by then had
         # written its result first, so the read after sees it.
         states = await job_states(self.pool, ids, where=self.where)
+        if "doing" in states.values() and now - self._looked_for_stalled > self.stalled_seconds / 3:
+            # Not only job runners put stalled jobs back: an owner with none beside it
+            # would wait for a dead worker's job forever.
+            self._looked_for_stalled = now
+            await self.requeue_stalled()
         results = await take_results(self.pool, ids, where=self.where)
         for job_id in ids:
             waiting = self._waiting.get(job_id)
@@ -259,6 +288,9 @@ class SharedQueue:
             if state is None or state in _ENDED:
                 why = f"{what} job {job_id} ended ({state or 'deleted'}) without a result"
                 self._resolve(job_id, None, JobFailed(why))
+            elif state == "todo" and waiting.state != "todo":
+                # Back in the queue (its worker died): a new wait for a worker starts.
+                waiting.deadline = now + self.wait_seconds
             elif state == "todo" and now > waiting.deadline:
                 if await self._withdraw(job_id):
                     why = (
@@ -266,6 +298,38 @@ class SharedQueue:
                         "([workers] queue_wait_seconds): is a process with run_jobs running?"
                     )
                     self._resolve(job_id, None, JobFailed(why))
+            if state is not None:
+                waiting.state = state
+
+    async def requeue_stalled(self) -> int:
+        """Put back on the queue the jobs whose worker stopped sending heartbeats (it
+        died mid-job); how many.  Any process may: the first one to look wins."""
+        manager = self.app.job_manager
+        try:
+            stalled = await manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled_seconds)
+        except Exception as exc:  # psycopg's errors
+            raise StoreError(f"the job queue at {self.where} cannot be read: {exc}") from exc
+        n = 0
+        for job in stalled:
+            try:
+                await manager.retry_job(job)
+            except Exception as exc:  # another process put it back first
+                log.info("jobs.requeue_skipped", job=job.id, error=str(exc))
+                continue
+            n += 1
+            log.warning("jobs.requeued", job=job.id, hint="its worker stopped mid-job")
+        self.requeued += n
+        return n
+
+    async def delete_finished(self, hours: int = FINISHED_KEEP_HOURS) -> None:
+        """Delete jobs that ended (failed, cancelled, aborted) more than ``hours`` ago;
+        succeeded ones go at once."""
+        try:
+            await self.app.job_manager.delete_old_jobs(
+                hours, include_failed=True, include_cancelled=True, include_aborted=True
+            )
+        except Exception as exc:
+            raise StoreError(f"the job queue at {self.where} cannot be cleaned: {exc}") from exc
 
     def _resolve(
         self, job_id: int, result: dict[str, Any] | None, error: BaseException | None
@@ -359,12 +423,19 @@ class JobRunner:
         self.name = name
         self.ran = 0
         self.tasks_ran = 0
-        self.requeued = 0
+        #: Queues whose procrastinate worker stopped and is waiting to start again, and
+        #: why (``/health`` fails meanwhile).
+        self.problems: dict[str, str] = {}
+        self._closing = False
         self._tasks: list[asyncio.Task[None]] = []
         self._sweeper: asyncio.Task[None] | None = None
         app = queue.app
         app.task(name=COMPACT_TASK, queue=COMPACTION_QUEUE, pass_context=True)(self._compact)
         app.task(name=TASK_TASK, queue=TASK_QUEUE, pass_context=True)(self._task_worker)
+
+    @property
+    def requeued(self) -> int:
+        return self.queue.requeued
 
     def start(self) -> None:
         for queue, concurrency in (
@@ -373,24 +444,56 @@ class JobRunner:
         ):
             self._tasks.append(
                 asyncio.create_task(
-                    self.queue.app.run_worker_async(
-                        queues=[queue],
-                        name=f"{self.name}:{queue}",
-                        concurrency=concurrency,
-                        wait=True,
-                        install_signal_handlers=False,
-                        update_heartbeat_interval=max(0.5, self.stalled_seconds / 4),
-                        stalled_worker_timeout=self.stalled_seconds,
-                        delete_jobs="successful",
-                        fetch_job_polling_interval=1.0,
-                        shutdown_graceful_timeout=self.drain_seconds,
-                    ),
-                    name=f"job-runner:{queue}",
+                    self._keep_running(queue, concurrency), name=f"job-runner:{queue}"
                 )
             )
         self._sweeper = asyncio.create_task(self._requeue_loop(), name="job-requeue")
 
+    async def _keep_running(self, queue: str, concurrency: int) -> None:
+        """Run ``queue``'s procrastinate worker, and start it again when it stops.
+
+        It stops for good on errors of its own side tasks: a database away for longer
+        than its connection timeout, or its worker row pruned by a process that thought
+        it stalled.  The process must not go on looking healthy while it runs nothing.
+        """
+        attempt = 0
+        while not self._closing:
+            started = time.monotonic()
+            try:
+                await self.queue.app.run_worker_async(
+                    queues=[queue],
+                    name=f"{self.name}:{queue}",
+                    concurrency=concurrency,
+                    wait=True,
+                    install_signal_handlers=False,
+                    update_heartbeat_interval=max(0.5, self.stalled_seconds / 4),
+                    stalled_worker_timeout=self.stalled_seconds,
+                    delete_jobs="successful",
+                    fetch_job_polling_interval=1.0,
+                    shutdown_graceful_timeout=self.drain_seconds,
+                )
+                why = "it stopped"
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # procrastinate's ConnectorException and the like
+                why = " ".join(str(exc).split()) or repr(exc)
+                if exc.__cause__ is not None:
+                    why += f" ({' '.join(str(exc.__cause__).split())})"
+            if self._closing:
+                return
+            if time.monotonic() - started > 60:
+                attempt = 0
+            wait = RUNNER_RESTART.delay(attempt)
+            attempt += 1
+            self.problems[queue] = (
+                f"the {queue} queue's worker stopped: {why}; again in {wait:.0f} s"
+            )
+            log.error("jobs.runner_stopped", queue=queue, error=why, restart_in=round(wait, 1))
+            await asyncio.sleep(wait)
+            self.problems.pop(queue, None)
+
     async def aclose(self) -> None:
+        self._closing = True
         for task in (self._sweeper, *self._tasks):
             if task is not None:
                 task.cancel()
@@ -402,28 +505,16 @@ class JobRunner:
         self._sweeper = None
 
     async def _requeue_loop(self) -> None:
+        cleaned = time.monotonic()
         while True:
             await asyncio.sleep(max(0.5, self.stalled_seconds / 3))
             try:
-                await self.requeue_stalled()
+                await self.queue.requeue_stalled()
+                if time.monotonic() - cleaned > 3600:
+                    cleaned = time.monotonic()
+                    await self.queue.delete_finished()
             except Exception as exc:  # the database is away: try again next round
                 log.warning("jobs.requeue_failed", error=str(exc))
-
-    async def requeue_stalled(self) -> int:
-        """Put back on the queue the jobs whose worker stopped sending heartbeats."""
-        manager = self.queue.app.job_manager
-        stalled = await manager.get_stalled_jobs(seconds_since_heartbeat=self.stalled_seconds)
-        n = 0
-        for job in stalled:
-            try:
-                await manager.retry_job(job)
-            except Exception as exc:  # another process put it back first
-                log.info("jobs.requeue_skipped", job=job.id, error=str(exc))
-                continue
-            n += 1
-            log.warning("jobs.requeued", job=job.id, hint="its worker stopped mid-job")
-        self.requeued += n
-        return n
 
     async def _compact(self, context: procrastinate.JobContext, **args: Any) -> None:
         job_id = context.job.id

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -341,3 +342,91 @@ async def test_a_job_naming_another_channels_messages_summarizes_nothing(
         assert outcome.summary is None
         assert outcome.error == "none of the job's messages is stored in channel test:other"
         assert worker_llm.count("summary") == 0
+
+
+async def test_a_job_runner_whose_worker_row_was_pruned_starts_again(
+    shared_config: Callable[..., Config],
+) -> None:
+    """Another process that thought this one stalled deletes its worker row: the next
+    fetch fails and procrastinate's worker stops.  The runner says so (health fails
+    meanwhile) and starts it again, and the owner's pass is summarized."""
+    from structlog.testing import capture_logs
+
+    worker_llm = ScriptedLLM()
+    async with (
+        opened(shared_config(run_jobs=False), ScriptedLLM()) as owner,
+        opened(shared_config(), worker_llm, jobs_only=True) as worker,
+    ):
+        assert owner.jobs is not None and worker.job_runner is not None
+        runner = worker.job_runner
+        await wait_for(lambda: True, timeout=1)  # the worker registers itself as it starts
+        for _ in range(100):
+            if await owner.jobs.pool.fetchval("SELECT count(*) FROM procrastinate_workers") == 2:
+                break
+            await asyncio.sleep(0.05)
+        await owner.jobs.pool.execute("DELETE FROM procrastinate_workers")
+        with capture_logs() as logs:
+            actor = await fill_past_background(owner)
+            await wait_for(lambda: actor.compactor.running is None, timeout=30)
+        stopped = [e for e in logs if e["event"] == "jobs.runner_stopped"]
+        assert stopped and "foreign key" in stopped[0]["error"]
+        assert actor.compactor.counters["background"] == 1
+        assert worker_llm.count("summary") == 1
+        assert runner.problems == {}
+
+
+async def test_a_dead_workers_job_goes_back_and_waits_for_a_worker_anew(
+    shared_config: Callable[..., Config],
+) -> None:
+    """A worker took the job, ran it past queue_wait_seconds, and died (its heartbeat
+    stopped).  With no job runner anywhere, the owner itself puts the job back, waits
+    queue_wait_seconds again for a worker (not withdrawing it at once: its first wait
+    is long over), then fails the pass with the real reason."""
+    wait = 3.0
+    cfg = shared_config(run_jobs=False, queue_wait_seconds=wait, retry_base_seconds=30.0)
+    async with opened(cfg, ScriptedLLM()) as owner:
+        assert owner.jobs is not None
+        pool = owner.jobs.pool
+        actor = await fill_past_background(owner)
+        await wait_for(lambda: owner.jobs is not None and owner.jobs.waiting == 1)
+        # A worker takes it (a live heartbeat), and holds it past the first wait.
+        worker = await pool.fetchval(
+            "INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now()) RETURNING id"
+        )
+        await pool.execute("UPDATE procrastinate_jobs SET status = 'doing', worker_id = $1", worker)
+        await asyncio.sleep(wait + 0.5)
+        assert actor.compactor.running is not None  # a running job is waited for
+        # The worker dies: its heartbeat stops.
+        await pool.execute(
+            "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour'"
+        )
+        died = time.monotonic()
+        await wait_for(lambda: actor.compactor.running is None, timeout=30)
+        waited = time.monotonic() - died
+        for _ in range(200):
+            records = await owner.store.compactions(CH)
+            if records:
+                break
+            await asyncio.sleep(0.05)
+        assert [r.outcome for r in records] == [Outcome.FAILED]
+        assert "no worker took compaction job" in records[0].reason
+        assert waited >= wait  # a fresh wait once back in the queue
+        events = [
+            r["type"]
+            for r in await pool.fetch("SELECT type::text FROM procrastinate_events ORDER BY id")
+        ]
+        assert events[-2:] == ["deferred_for_retry", "cancelled"], events
+        assert owner.jobs.requeued == 1
+
+
+async def test_a_dsn_the_job_queue_cannot_use_is_refused_with_libpqs_reason(
+    shared_config: Callable[..., Config], pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tierbot.errors import StoreError
+
+    monkeypatch.setenv("TIERBOT_DATABASE_URL", pg_dsn + "&search_path=public")
+    with pytest.raises(StoreError) as err:
+        async with opened(shared_config(), ScriptedLLM()):
+            pass
+    assert "shared job queue cannot connect" in str(err.value)
+    assert "search_path" in str(err.value)

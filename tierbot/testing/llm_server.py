@@ -19,6 +19,7 @@ server answers with :attr:`FakeLLMServer.default`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -125,6 +126,7 @@ class FakeLLMServer:
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._port = 0
+        self._stopping = asyncio.Event()
 
     async def __aenter__(self) -> FakeLLMServer:
         await self.start()
@@ -149,6 +151,8 @@ class FakeLLMServer:
         """Stop the server, cutting off any request still waiting out its delay."""
         if self._runner is not None:
             runner, self._runner = self._runner, None
+            self._stopping.set()
+            await asyncio.sleep(0.05)  # the released requests answer and close
             await runner.cleanup()
 
     @property
@@ -206,7 +210,11 @@ class FakeLLMServer:
 
         scripted = self._script.popleft() if self._script else self.default
         if scripted.delay > 0:
-            await asyncio.sleep(scripted.delay)
+            # close() ends every delay at once: each request then finishes as a handler
+            # normally does, closing its connection (a client that died meanwhile, its
+            # process killed, included) instead of leaving it to be cut off.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), scripted.delay)
         model = str(body["model"])
         n = next(self._ids)
         match scripted:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -55,8 +55,18 @@ from tierbot.pg.store import PostgresStore
 from tierbot.retry import Backoff, retry_forever
 from tierbot.storage import UndeliveredReply
 from tierbot.tokens import TokenCounter, encoding_for_model, get_counter
-from workers import TASK_TABLES, TASK_TABLES_PG, CompactionWorker, TaskPool, TaskRecords, WorkerPool
-from workers.shared import JobRunner, SharedCompaction, SharedQueue, TaskKit
+from workers import (
+    TASK_TABLES,
+    TASK_TABLES_PG,
+    CompactionWorker,
+    Summarizer,
+    TaskPool,
+    TaskRecords,
+    WorkerPool,
+)
+
+if TYPE_CHECKING:  # procrastinate and psycopg load only for [workers] queue = "shared"
+    from workers.shared import JobRunner, SharedQueue
 
 log = structlog.get_logger("tierbot.runtime")
 
@@ -134,11 +144,11 @@ class Runtime(Dispatcher):
         self.jobs = jobs
         #: Runs queued jobs in this process (``run_jobs``, or ``tierbot worker``).
         self.job_runner: JobRunner | None = None
-        worker = (
-            self.compaction_worker
-            if jobs is None
-            else SharedCompaction(jobs, self.compaction_worker)
-        )
+        worker: Summarizer = self.compaction_worker
+        if jobs is not None:
+            from workers.shared import SharedCompaction
+
+            worker = SharedCompaction(jobs, self.compaction_worker)
         deps = ChannelDeps(
             config=config,
             store=store,
@@ -230,6 +240,8 @@ class Runtime(Dispatcher):
             opened.push_async_callback(store.aclose)
             jobs: SharedQueue | None = None
             if shared:
+                from workers.shared import SharedQueue
+
                 assert isinstance(store, PostgresStore)  # the config refuses SQLite
                 jobs = SharedQueue(
                     dsn_from_env(cfg.storage, environ),
@@ -269,6 +281,8 @@ class Runtime(Dispatcher):
             tasks = rt.registry.deps.tasks
             tasks.remote = jobs
             if jobs is not None and (cfg.workers.run_jobs or jobs_only):
+                from workers.shared import JobRunner, TaskKit
+
                 runner = JobRunner(
                     jobs,
                     store,

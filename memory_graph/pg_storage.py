@@ -612,9 +612,11 @@ class PostgresMemoryStorage:
     shared = True
 
     async def raise_rowid_floor(self, floor: int) -> None:
-        # Never lowered: a concurrent process may have drawn past it already.
+        # Never lowered: a concurrent process may have drawn past it already.  A fresh
+        # sequence (not called yet) would hand out its last_value itself.
         await self._all(
-            "SELECT setval('memory_rowids', $1) FROM memory_rowids WHERE last_value < $1",
+            "SELECT setval('memory_rowids', $1) FROM memory_rowids WHERE $1 > 0 "
+            "AND (last_value < $1 OR (last_value = $1 AND NOT is_called))",
             floor,
         )
 

@@ -102,3 +102,23 @@ async def test_a_channel_marked_private_in_one_process_stays_private_in_the_othe
         assert hits == []  # the workspace's channel does not see the DM's memory
         hits = await b.memory.graph.recall("salary", channel=dm)
         assert any("91000" in h.content for h in hits)
+
+
+async def test_rowids_drawn_after_open_are_above_every_stored_one(
+    make_config: Callable[..., Config], pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose rows were copied in (db migrate) or written before the sequence
+    existed: the sequence is raised past them at open, a single row included, and never
+    lowered by a process that opens later with an older view."""
+    from memory_graph.backends import open_graph
+
+    monkeypatch.setenv("TIERBOT_DATABASE_URL", pg_dsn)
+    cfg = make_config({"storage": {"backend": "postgres"}, "memory": {"enabled": True}})
+    async with await open_graph(cfg) as graph:
+        storage = graph.storage
+        await storage.raise_rowid_floor(1)  # one row, rowid 1, on a fresh sequence
+        assert await storage.take_rowids(2) == [2, 3]
+        await storage.raise_rowid_floor(1)  # a process opening with an older view
+        assert await storage.take_rowids(1) == [4]
+        await storage.raise_rowid_floor(40)
+        assert await storage.take_rowids(1) == [41]

@@ -150,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 async def _work(cfg: Config) -> int:
-    """``tierbot worker``: run the shared queue's compaction jobs until SIGTERM/SIGINT."""
+    """``tierbot worker``: run the shared queue's jobs until SIGTERM/SIGINT."""
     from bot.ops import OperatorSeat
     from bot.runtime import Runtime, install_signal_handlers
 
@@ -601,10 +601,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "worker",
         parents=[common],
-        help="run shared compaction jobs only (no adapter, no channel)",
-        description='Take compaction jobs from the shared queue ([workers] queue = "shared", '
-        "PostgreSQL), summarize them and save their memories; the channels' owners apply "
-        "the results. Stops cleanly on SIGTERM/SIGINT.",
+        help="run shared summaries and task workers only (no adapter, no channel)",
+        description='Take jobs from the shared queue ([workers] queue = "shared", PostgreSQL): '
+        "summaries, with the memories they save, and task workers' tool loops; the channels' "
+        "owners apply the results. Stops cleanly on SIGTERM/SIGINT.",
     )
     p.set_defaults(func=cmd_worker)
     p = sub.add_parser("chat", parents=[common], help="chat in the terminal")

@@ -1,4 +1,5 @@
-"""Compaction workers as a pool shared by every process: procrastinate's queue on PostgreSQL.
+"""Compaction and task workers as a pool shared by every process: procrastinate's queue
+on PostgreSQL.
 
 With ``[workers] queue = "shared"`` a channel's owner keeps deciding *what* to
 compact and applies every result itself, in the order of the history it covers
@@ -15,6 +16,10 @@ compact and applies every result itself, in the order of the history it covers
   and saves memories with the ordinary :class:`CompactionWorker`, and writes the
   outcome into ``job_results``.  Its procrastinate worker sends heartbeats; a job
   whose worker stopped sending them (killed mid-summary) goes back to the queue.
+
+Task workers go the same way on a queue of their own (:meth:`SharedQueue.run_task`):
+the whole tool loop runs where the job is taken, its transcript recorded under the
+owner's run, and the owner keeps the time limit (it aborts the job past it).
 
 A result is taken once (``DELETE ... RETURNING``) by the process that deferred it,
 which hands it to the channel's actor exactly once.  A job that runs twice keeps
@@ -377,7 +382,8 @@ class SharedCompaction:
         self.local.timeout = value
 
     async def run(self, job: CompactionJob) -> CompactionOutcome:
-        # Aggressive and meta passes of a full channel go before background ones.
+        # A channel near its emergency tier (aggressive) goes first, then rescues of
+        # what an emergency set aside, then background and meta passes.
         priority = {"aggressive": 2, "rescue": 1}.get(job.kind, 0)
         return await self.queue.compact(job, priority=priority)
 

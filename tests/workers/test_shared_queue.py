@@ -382,7 +382,7 @@ async def test_a_dead_workers_job_goes_back_and_waits_for_a_worker_anew(
     stopped).  With no job runner anywhere, the owner itself puts the job back, waits
     queue_wait_seconds again for a worker (not withdrawing it at once: its first wait
     is long over), then fails the pass with the real reason."""
-    wait = 3.0
+    wait = 2.0
     cfg = shared_config(run_jobs=False, queue_wait_seconds=wait, retry_base_seconds=30.0)
     async with opened(cfg, ScriptedLLM()) as owner:
         assert owner.jobs is not None

@@ -760,6 +760,10 @@ def _describe(err: Mapping[str, Any]) -> str:
     msg = msg[0].lower() + msg[1:] if msg else msg
     if kind == "missing":
         return "required key is missing"
+    if not err.get("loc"):
+        # A rule across sections ([cluster], [workers] queue ...): its message names the
+        # keys; the input would be the whole file.
+        return msg
     return f"{msg}, got {err.get('input')!r}"
 
 

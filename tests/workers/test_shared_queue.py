@@ -187,6 +187,8 @@ def test_the_shared_queue_needs_postgres(make_config: Callable[..., Config]) -> 
     with pytest.raises(ConfigError) as err:
         make_config({"workers": {"queue": "shared"}})
     assert "[workers] queue" in str(err.value) and "postgres" in str(err.value)
+    # One line naming the keys, not the whole file read back.
+    assert "got {" not in str(err.value) and len(str(err.value).splitlines()) == 1
 
 
 async def test_status_shows_the_queue_depth_and_who_runs_jobs(

@@ -59,3 +59,21 @@ def pairs_ok(messages: Sequence[ChatMessage]) -> bool:
             return False
         open_ids = {c.id for c in m.tool_calls}
     return not open_ids
+
+
+def register_fetch(rt: Runtime, filler: str) -> None:
+    """An operator tool ``fetch(page)`` answering ``"page N: " + filler``, registered in
+    ``rt`` (with the shared queue: in the process that runs the task, as an operator's
+    plugin code would be in every process)."""
+
+    @rt.registry.deps.tasks.tools.tool(
+        description="Fetch one page of the report.",
+        parameters={
+            "type": "object",
+            "properties": {"page": {"type": "integer"}},
+            "required": ["page"],
+            "additionalProperties": False,
+        },
+    )
+    async def fetch(page: int) -> str:
+        return f"page {page}: {filler}"

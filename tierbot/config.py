@@ -531,30 +531,31 @@ class Config(_Model):
     _by_overrides: dict[tuple[int, ...], ChannelSettings] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
-    def _database_search_needs_postgres(self) -> Config:
-        if self.memory.vector_search == "database" and self.storage.backend != "postgres":
-            raise ValueError(
-                '[memory] vector_search = "database" needs [storage] backend = "postgres" '
-                '(SQLite has no vector index of its own: use "memory")'
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _cluster_needs_postgres(self) -> Config:
-        if self.cluster.enabled and self.storage.backend != "postgres":
-            raise ValueError(
-                '[cluster] enabled = true needs [storage] backend = "postgres": processes '
-                "share channels through the database (SQLite serves one process)"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _shared_queue_needs_postgres(self) -> Config:
-        if self.workers.queue == "shared" and self.storage.backend != "postgres":
-            raise ValueError(
-                '[workers] queue = "shared" needs [storage] backend = "postgres": the job '
-                'queue lives in the database (SQLite serves one process: use "local")'
-            )
+    def _postgres_only(self) -> Config:
+        """Settings that exist only on PostgreSQL, refused (the first one set) on SQLite."""
+        if self.storage.backend == "postgres":
+            return self
+        needs = (
+            (
+                self.memory.vector_search == "database",
+                '[memory] vector_search = "database"',
+                '(SQLite has no vector index of its own: use "memory")',
+            ),
+            (
+                self.cluster.enabled,
+                "[cluster] enabled = true",
+                ": processes share channels through the database (SQLite serves one process)",
+            ),
+            (
+                self.workers.queue == "shared",
+                '[workers] queue = "shared"',
+                ': the job queue lives in the database (SQLite serves one process: use "local")',
+            ),
+        )
+        for wanted, setting, why in needs:
+            if wanted:
+                sep = "" if why.startswith(":") else " "
+                raise ValueError(f'{setting} needs [storage] backend = "postgres"{sep}{why}')
         return self
 
     @property

@@ -17,7 +17,7 @@ import pytest
 
 from bot.runtime import Runtime
 from channels import ChannelActor
-from tests.helpers import inbound, wait_for
+from tests.helpers import inbound, register_fetch, wait_for
 from tierbot.config import Config
 from tierbot.errors import ConfigError
 from tierbot.messages import Role
@@ -60,15 +60,27 @@ async def opened(
         yield rt
 
 
-async def fill_past_background(rt: Runtime) -> ChannelActor:
-    """Listen-only messages of 50 tokens until the background tier plans a pass."""
-    actor = await rt.registry.actor(CH)
+async def fill_past_background(rt: Runtime, channel: str = CH) -> ChannelActor:
+    """Listen-only messages of 50 tokens (``f0``, ``f1`` ...) until the background tier
+    plans a pass."""
+    actor = await rt.registry.actor(channel)
     n = 0
     while actor.compactor.running is None:
-        await rt.submit(inbound(CH, "alpha " * 45, pid=f"f{n}"))
+        await rt.submit(inbound(channel, "alpha " * 45, pid=f"f{n}"))
         await wait_for(lambda: actor.idle() or actor.compactor.running is not None)
         n += 1
     return actor
+
+
+async def committed_records(rt: Runtime) -> list[Any]:
+    """The channel's compaction records, once the first has committed: a pass is over
+    (``running`` is None) a moment before its record's commit."""
+    for _ in range(400):
+        records = await rt.store.compactions(CH)
+        if records:
+            return records
+        await asyncio.sleep(0.05)
+    return []
 
 
 async def live_summaries(rt: Runtime) -> list[Any]:
@@ -118,12 +130,7 @@ async def test_with_no_worker_the_pass_fails_named_and_nothing_is_lost(
     async with opened(cfg, ScriptedLLM()) as owner:
         actor = await fill_past_background(owner)
         await wait_for(lambda: actor.compactor.running is None, timeout=20)
-        # The pass is over before its record commits: wait for the record.
-        for _ in range(400):
-            records = await owner.store.compactions(CH)
-            if records:
-                break
-            await asyncio.sleep(0.05)
+        records = await committed_records(owner)
         assert [r.outcome for r in records] == [Outcome.FAILED]
         assert "queue_wait_seconds" in records[0].reason
         assert "run_jobs" in records[0].reason
@@ -233,23 +240,6 @@ def task_config(shared_config: Callable[..., Config], **task_workers: Any) -> Co
     return Config.model_validate(data)
 
 
-def register_fetch(rt: Runtime) -> None:
-    """An operator tool, registered in the process that runs the task (as an operator's
-    plugin code would be in every process)."""
-
-    @rt.registry.deps.tasks.tools.tool(
-        description="Fetch one page of the report.",
-        parameters={
-            "type": "object",
-            "properties": {"page": {"type": "integer"}},
-            "required": ["page"],
-            "additionalProperties": False,
-        },
-    )
-    async def fetch(page: int) -> str:
-        return f"page {page}: the kestrel numbers"
-
-
 def spawn_call(task: str) -> Any:
     from tierbot.llm.base import Completion, ToolCall
 
@@ -274,7 +264,7 @@ async def test_a_task_worker_runs_in_the_worker_process_and_reports_to_its_chann
     )
     cfg = task_config(shared_config)
     async with opened(cfg, owner_llm) as owner, opened(cfg, worker_llm, jobs_only=True) as worker:
-        register_fetch(worker)
+        register_fetch(worker, "the kestrel numbers")
         await owner.submit(inbound(CH, "please fetch the report", pid="q"))
         await wait_for(lambda: len(owner.outbox.sent) == 2, timeout=20)
         assert [o.text for o in owner.outbox.sent] == ["started a worker", "fetched 2 pages"]
@@ -405,11 +395,7 @@ async def test_a_dead_workers_job_goes_back_and_waits_for_a_worker_anew(
         died = time.monotonic()
         await wait_for(lambda: actor.compactor.running is None, timeout=30)
         waited = time.monotonic() - died
-        for _ in range(200):
-            records = await owner.store.compactions(CH)
-            if records:
-                break
-            await asyncio.sleep(0.05)
+        records = await committed_records(owner)
         assert [r.outcome for r in records] == [Outcome.FAILED]
         assert "no worker took compaction job" in records[0].reason
         assert waited >= wait  # a fresh wait once back in the queue

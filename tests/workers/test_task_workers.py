@@ -10,6 +10,7 @@ from structlog.testing import capture_logs
 
 from bot.runtime import Runtime
 from branches import request_tokens
+from tests import helpers
 from tests.helpers import inbound, pairs_ok, wait_for
 from tierbot.errors import ContextOverflowError, ToolError
 from tierbot.llm.base import ChatMessage, Completion, ToolCall
@@ -19,7 +20,6 @@ from tierbot.store import Store
 from tierbot.testing.scripted import ScriptedLLM
 from tierbot.tokens import get_counter
 from workers.records import read_runs, read_transcript
-from workers.supervisor import TaskPool
 from workers.tools import ToolRegistry, builtin_tools, evaluate
 
 CH = "test:1"
@@ -51,19 +51,7 @@ def fetch_turn(i: int) -> Completion:
 
 def register_fetch(rt: Runtime) -> None:
     """An operator tool returning ~60 tokens of page text."""
-    pool: TaskPool = rt.registry.deps.tasks
-
-    @pool.tools.tool(
-        description="Fetch one page of the report.",
-        parameters={
-            "type": "object",
-            "properties": {"page": {"type": "integer"}},
-            "required": ["page"],
-            "additionalProperties": False,
-        },
-    )
-    async def fetch(page: int) -> str:
-        return f"page {page}: " + "beta " * 62
+    helpers.register_fetch(rt, "beta " * 62)
 
 
 async def test_worker_with_60_tool_calls_compacts_between_segments_and_keeps_its_task(

@@ -120,3 +120,33 @@ async def test_a_memory_graph_that_fails_after_opening_leaves_no_thread_behind(
             break
         await asyncio.sleep(0.01)
     assert not left, f"threads left running: {left}"
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "named"),
+    [
+        ("queue is local", 2, '[workers] queue is "local"'),
+        ("database refuses", 1, "cannot reach PostgreSQL at"),
+        ("database url unset", 1, "TIERBOT_DATABASE_URL"),
+    ],
+)
+def test_a_worker_that_cannot_run_exits_within_seconds(
+    tmp_path: Path, case: str, code: int, named: str
+) -> None:
+    """`tierbot worker` with nothing to do (no shared queue) or no database to take jobs
+    from ends within seconds, non-zero, with one line naming the problem: never an idle
+    process that looks like a worker and runs nothing."""
+    queue = "local" if case == "queue is local" else "shared"
+    cfg = tmp_path / "worker.toml"
+    cfg.write_text(
+        '[storage]\nbackend = "postgres"\n[logging]\nlevel = "warning"\nformat = "json"\n'
+        f'[workers]\nqueue = "{queue}"\n'
+    )
+    extra = {"TIERBOT_DATABASE_URL": "postgresql://tierbot@127.0.0.1:1/tierbot"}
+    if case == "database url unset":
+        extra = {"TIERBOT_DATABASE_URL": ""}
+    got, err = _run_bounded(["worker", "--config", str(cfg)], extra)
+    assert got == code, err
+    line = last_line(err)
+    assert line.startswith("tierbot: ") and named in line, err
+    assert no_traceback(err)

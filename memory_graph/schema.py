@@ -80,7 +80,12 @@ CREATE TABLE IF NOT EXISTS memory_tombstones (
 #: The memory graph's tables, migrated by the kernel's runner on the graph's own
 #: connection.  Version 1 was recorded in ``memory_schema_version`` before
 #: ``tierbot_schema`` existed; ``IF NOT EXISTS`` lets step 1 adopt those tables.
-MIGRATIONS = Migrations("memory_graph", (_DDL,), legacy="memory_schema_version")
+#: Step 2: a channel's newest episodes (the indexer's context lookup) were found by walking
+#: the whole table back from its newest row; this index finds them directly.
+_CHANNEL_INDEX = """
+CREATE INDEX IF NOT EXISTS memory_nodes_channel ON memory_nodes (channel, type, rowid);
+"""
+MIGRATIONS = Migrations("memory_graph", (_DDL, _CHANNEL_INDEX), legacy="memory_schema_version")
 SCHEMA_VERSION = MIGRATIONS.latest
 
 #: Columns of the full-text table: stemmed own text, near and far neighbour text, then

@@ -98,25 +98,18 @@ async def add_episodes(
                 -math.inf if forgotten_at is None else forgotten_at
             ):
                 by_channel[m.channel].append(m)
-        # Every channel's reads and embedding at once: each is a trip to the storage's
-        # connection (or a thread), and queued together they run back to back instead of
-        # one round trip after another while the lock is held.
-        drafts = await asyncio.gather(
-            *(_read_channel(g, channel, group) for channel, group in by_channel.items())
-        )
+        drafts = await _read_channels(g, by_channel)
         plans: list[_Plan] = []
-        await g.reserve_rowids(sum(len(d.new) for d in drafts if d is not None))
+        await g.reserve_rowids(sum(len(d.new) for d in drafts))
         with g.allocating_rowids() as new_rowid:
-            for draft in drafts:  # rowids in channel order, whatever finished first
-                if draft is not None:
-                    plans.append(_plan_channel(g, draft, new_rowid))
+            for draft in drafts:  # rowids in channel order
+                plans.append(_plan_channel(g, draft, new_rowid))
             if not plans and indexed_upto is None:
                 return 0
             # Every channel's episodes and the mark that covers them commit together: after a
             # crash the mark never claims a message whose episode was not written.
             async with g.transaction():
-                for plan in plans:
-                    await _write_plan(g, plan)
+                await _write_plans(g, plans)
                 if indexed_upto is not None:
                     await g.storage.raise_indexed_upto(indexed_upto)
         for plan in plans:
@@ -129,6 +122,10 @@ async def indexed_upto(g: MemoryGraph) -> int:
     return await g.storage.indexed_upto()
 
 
+#: An episode's full-text tags: its words, then its workspace, channel and type tags.
+Tags = tuple[str, str, str, str]
+
+
 @dataclass(slots=True)
 class _Draft:
     """What one channel's new episodes need from storage and the embedder."""
@@ -138,36 +135,61 @@ class _Draft:
     prev: list[EpisodeContext]
     contexts: list[tuple[str, str]]
     vecs: np.ndarray
-    tags: list[tuple[str, str, str, str]]
+    tags: list[Tags]
     derived: list[tuple[int, str]]
 
 
-async def _read_channel(g: MemoryGraph, channel: str, msgs: list[Message]) -> _Draft | None:
-    """The channel's messages not indexed yet, their contexts, vectors and tags; None
-    when every one is indexed already."""
-    have = await g.storage.episode_platform_ids(channel, [m.platform_id for m in msgs])
-    fresh: dict[str, Message] = {}
-    for m in sorted(msgs, key=lambda m: (m.ts, m.id)):
-        if m.platform_id not in have and m.platform_id not in fresh:
-            fresh[m.platform_id] = m
-    if not fresh:
-        return None
-    new = list(fresh.values())
-    prev = await g.storage.latest_episodes(channel, 2 * CONTEXT_REACH)
-    ws = workspace_of(channel)
+async def _read_channels(g: MemoryGraph, by_channel: dict[str, list[Message]]) -> list[_Draft]:
+    """Each channel's messages not indexed yet, with their contexts, vectors and tags
+    (channels whose messages are all indexed already are left out).
 
-    def prepare() -> tuple[list[tuple[str, str]], np.ndarray, list[tuple[str, str, str, str]]]:
+    Every channel of the batch in one lookup per table and one trip to a thread: a busy
+    server's batch spans hundreds of channels, and a few round trips per channel cost
+    more than the indexing itself."""
+    have = await g.storage.episode_platform_ids(
+        [(channel, m.platform_id) for channel, msgs in by_channel.items() for m in msgs]
+    )
+    fresh_by: dict[str, list[Message]] = {}
+    for channel, msgs in by_channel.items():
+        fresh: dict[str, Message] = {}
+        for m in sorted(msgs, key=lambda m: (m.ts, m.id)):
+            if (channel, m.platform_id) not in have and m.platform_id not in fresh:
+                fresh[m.platform_id] = m
+        if fresh:
+            fresh_by[channel] = list(fresh.values())
+    if not fresh_by:
+        return []
+    prev_by = await g.storage.latest_episodes(list(fresh_by), 2 * CONTEXT_REACH)
+
+    def prepare() -> list[tuple[list[tuple[str, str]], np.ndarray, list[Tags]]]:
         # Tokenising, stemming and embedding are CPU work: off the event loop, so
         # indexing never stalls the channels' turns.
-        seq = [(p.created_at, terms(f"{p.author_name} {p.content}")) for p in prev]
-        seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
-        texts = [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
-        tags = [fts_tags(ws, channel, "episode", _truncate(m.text), m.author_name) for m in new]
-        return _contexts(seq), g.embedder.embed(texts), tags
+        out: list[tuple[list[tuple[str, str]], list[Tags]]] = []
+        texts: list[str] = []
+        for channel, new in fresh_by.items():
+            ws = workspace_of(channel)
+            prev = prev_by.get(channel, [])
+            seq = [(p.created_at, terms(f"{p.author_name} {p.content}")) for p in prev]
+            seq += [(m.ts, terms(f"{m.author_name} {m.text}")) for m in new]
+            texts += [embed_text("episode", _truncate(m.text), m.author_name) for m in new]
+            tags = [fts_tags(ws, channel, "episode", _truncate(m.text), m.author_name) for m in new]
+            out.append((_contexts(seq), tags))
+        vecs = g.embedder.embed(texts)
+        bounds = np.cumsum([0, *(len(new) for new in fresh_by.values())])
+        return [
+            (contexts, vecs[bounds[i] : bounds[i + 1]], tags)
+            for i, (contexts, tags) in enumerate(out)
+        ]
 
-    contexts, vecs, tags = await asyncio.to_thread(prepare)
-    derived = await g.storage.sources_citing(channel, list(fresh))
-    return _Draft(channel, new, prev, contexts, vecs, tags, derived)
+    prepared = await asyncio.to_thread(prepare)
+    derived_by: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    cited = [(channel, m.platform_id) for channel, new in fresh_by.items() for m in new]
+    for node, channel, pid in await g.storage.sources_citing(cited):
+        derived_by[channel].append((node, pid))
+    return [
+        _Draft(channel, new, prev_by.get(channel, []), contexts, vecs, tags, derived_by[channel])
+        for (channel, new), (contexts, vecs, tags) in zip(fresh_by.items(), prepared, strict=True)
+    ]
 
 
 def _plan_channel(g: MemoryGraph, draft: _Draft, new_rowid: Callable[[], int]) -> _Plan:
@@ -209,11 +231,14 @@ def _plan_channel(g: MemoryGraph, draft: _Draft, new_rowid: Callable[[], int]) -
     return _Plan(channel, ws, new, rows, ctx_rows, edges)
 
 
-async def _write_plan(g: MemoryGraph, plan: _Plan) -> None:
-    """The plan's rows, inside the caller's transaction."""
-    await g.storage.insert_episodes(plan.rows)
-    await g.storage.set_contexts(plan.ctx_rows)
-    await g.storage.add_links(plan.edges)
+async def _write_plans(g: MemoryGraph, plans: Sequence[_Plan]) -> None:
+    """The plans' rows, inside the caller's transaction: one statement per table for
+    every channel of the batch."""
+    if not plans:
+        return
+    await g.storage.insert_episodes([r for p in plans for r in p.rows])
+    await g.storage.set_contexts([c for p in plans for c in p.ctx_rows])
+    await g.storage.add_links([e for p in plans for e in p.edges])
 
 
 async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:

@@ -388,23 +388,32 @@ class PostgresMemoryStorage:
             str(value),
         )
 
-    async def episode_platform_ids(self, channel: str, platform_ids: Sequence[str]) -> set[str]:
+    async def episode_platform_ids(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        unique = list(dict.fromkeys(keys))
         rows = await self._all(
-            "SELECT platform_id FROM memory_nodes WHERE channel = $1 "
-            "AND platform_id = ANY($2::text[])",
-            channel,
-            list(dict.fromkeys(platform_ids)),
+            "SELECT n.channel, n.platform_id FROM unnest($1::text[], $2::text[]) AS k(c, p) "
+            "JOIN memory_nodes n ON n.channel = k.c AND n.platform_id = k.p",
+            [c for c, _ in unique],
+            [p for _, p in unique],
         )
-        return {r[0] for r in rows}
+        return {(r[0], r[1]) for r in rows}
 
-    async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
+    async def latest_episodes(
+        self, channels: Sequence[str], limit: int
+    ) -> dict[str, list[EpisodeContext]]:
         rows = await self._all(
-            f"SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes "
-            "WHERE channel = $1 AND type = 'episode' ORDER BY rowid DESC LIMIT $2",
-            channel,
+            f"SELECT c.ch, e.* FROM unnest($1::text[]) AS c(ch) CROSS JOIN LATERAL "
+            f"(SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes WHERE channel = c.ch "
+            "AND type = 'episode' ORDER BY rowid DESC LIMIT $2) e",
+            list(dict.fromkeys(channels)),
             limit,
         )
-        return [_rows.episode_context(r) for r in reversed(rows)]
+        out: dict[str, list[EpisodeContext]] = {}
+        for r in rows:
+            out.setdefault(r[0], []).append(_rows.episode_context(tuple(r)[1:]))
+        for found in out.values():
+            found.sort(key=lambda e: e.rowid)
+        return out
 
     async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
         rows = await self._all(
@@ -414,16 +423,15 @@ class PostgresMemoryStorage:
         )
         return [_rows.episode_context(r) for r in rows]
 
-    async def sources_citing(
-        self, channel: str, platform_ids: Sequence[str]
-    ) -> list[tuple[int, str]]:
+    async def sources_citing(self, keys: Sequence[tuple[str, str]]) -> list[tuple[int, str, str]]:
+        unique = list(dict.fromkeys(keys))
         rows = await self._all(
-            "SELECT node, platform_id FROM memory_sources WHERE channel = $1 "
-            "AND platform_id = ANY($2::text[])",
-            channel,
-            list(platform_ids),
+            "SELECT s.node, s.channel, s.platform_id FROM unnest($1::text[], $2::text[]) "
+            "AS k(c, p) JOIN memory_sources s ON s.channel = k.c AND s.platform_id = k.p",
+            [c for c, _ in unique],
+            [p for _, p in unique],
         )
-        return [(int(n), pid) for n, pid in rows]
+        return [(int(n), ch, pid) for n, ch, pid in rows]
 
     async def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
         if not rows:

@@ -45,6 +45,11 @@ def _chunks(values: Sequence[object]) -> Iterable[list[object]]:
         yield list(values[start : start + _CHUNK])
 
 
+def _pairs(n: int) -> str:
+    """``n`` two-value rows of placeholders for a VALUES list."""
+    return ",".join(["(?,?)"] * n)
+
+
 class SQLiteMemoryStorage(SQLiteSearch):
     """The memory graph's tables in tierbot's SQLite file."""
 
@@ -208,6 +213,8 @@ class SQLiteMemoryStorage(SQLiteSearch):
         return out
 
     async def add_links(self, links: Sequence[tuple[int, int, str, float, float]]) -> None:
+        if not links:  # a trip to the connection's thread saved
+            return
         await self._db.executemany(
             "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
@@ -277,26 +284,44 @@ class SQLiteMemoryStorage(SQLiteSearch):
             (_INDEXED_UPTO, int(message_id)),
         )
 
-    async def episode_platform_ids(self, channel: str, platform_ids: Sequence[str]) -> set[str]:
-        have: set[str] = set()
-        for chunk in _chunks(list(dict.fromkeys(platform_ids))):
+    async def episode_platform_ids(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        have: set[tuple[str, str]] = set()
+        for chunk in _chunks(list(dict.fromkeys(keys))):
+            # A join, not a row-value IN: SQLite scans the table for the latter.
             rows = await schema.fetch_all(
                 self._db,
-                "SELECT platform_id FROM memory_nodes WHERE channel = ? "
-                f"AND platform_id IN ({schema.marks(len(chunk))})",
-                [channel, *chunk],
+                f"WITH k(c, p) AS (VALUES {_pairs(len(chunk))}) SELECT n.channel, "
+                "n.platform_id FROM k JOIN memory_nodes n ON n.channel = k.c "
+                "AND n.platform_id = k.p",
+                [v for pair in chunk for v in pair],  # type: ignore[union-attr]
             )
-            have.update(r[0] for r in rows)
+            have.update((r[0], r[1]) for r in rows)
         return have
 
-    async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
-        rows = await schema.fetch_all(
-            self._db,
-            f"SELECT {_rows.EPISODE_CONTEXT_COLUMNS} FROM memory_nodes "
-            "WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC LIMIT ?",
-            [channel, limit],
-        )
-        return [_rows.episode_context(r) for r in reversed(rows)]
+    async def latest_episodes(
+        self, channels: Sequence[str], limit: int
+    ) -> dict[str, list[EpisodeContext]]:
+        out: dict[str, list[EpisodeContext]] = {}
+        unique = list(dict.fromkeys(channels))
+        # One statement per 200 channels (SQLite allows 500 terms in a compound select),
+        # each term a walk down memory_nodes_channel.
+        for start in range(0, len(unique), 200):
+            chunk = unique[start : start + 200]
+            one = (
+                f"SELECT * FROM (SELECT channel, {_rows.EPISODE_CONTEXT_COLUMNS} FROM "
+                "memory_nodes WHERE channel = ? AND type = 'episode' ORDER BY rowid DESC "
+                "LIMIT ?)"
+            )
+            rows = await schema.fetch_all(
+                self._db,
+                " UNION ALL ".join([one] * len(chunk)),
+                [v for ch in chunk for v in (ch, limit)],
+            )
+            for r in rows:
+                out.setdefault(r[0], []).append(_rows.episode_context(r[1:]))
+        for found in out.values():
+            found.sort(key=lambda e: e.rowid)
+        return out
 
     async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
         rows = await schema.fetch_all(
@@ -307,18 +332,17 @@ class SQLiteMemoryStorage(SQLiteSearch):
         )
         return [_rows.episode_context(r) for r in rows]
 
-    async def sources_citing(
-        self, channel: str, platform_ids: Sequence[str]
-    ) -> list[tuple[int, str]]:
-        out: list[tuple[int, str]] = []
-        for chunk in _chunks(list(platform_ids)):
+    async def sources_citing(self, keys: Sequence[tuple[str, str]]) -> list[tuple[int, str, str]]:
+        out: list[tuple[int, str, str]] = []
+        for chunk in _chunks(list(dict.fromkeys(keys))):
             rows = await schema.fetch_all(
                 self._db,
-                "SELECT node, platform_id FROM memory_sources WHERE channel = ? "
-                f"AND platform_id IN ({schema.marks(len(chunk))})",
-                [channel, *chunk],
+                f"WITH k(c, p) AS (VALUES {_pairs(len(chunk))}) SELECT s.node, s.channel, "
+                "s.platform_id FROM k JOIN memory_sources s ON s.channel = k.c "
+                "AND s.platform_id = k.p",
+                [v for pair in chunk for v in pair],  # type: ignore[union-attr]
             )
-            out += [(int(node), pid) for node, pid in rows]
+            out += [(int(node), ch, pid) for node, ch, pid in rows]
         return out
 
     async def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
@@ -361,6 +385,8 @@ class SQLiteMemoryStorage(SQLiteSearch):
         )
 
     async def set_contexts(self, changes: Sequence[tuple[str, str, int]]) -> None:
+        if not changes:  # a trip to the connection's thread saved
+            return
         await self._db.executemany(
             "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changes
         )

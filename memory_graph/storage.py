@@ -374,22 +374,27 @@ class MemoryStorage(Protocol):
         """Move the mark up to ``message_id`` (never down); inside a transaction."""
         ...
 
-    async def episode_platform_ids(self, channel: str, platform_ids: Sequence[str]) -> set[str]:
-        """Which of ``platform_ids`` already have an episode in ``channel``."""
+    async def episode_platform_ids(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which ``(channel, platform id)`` pairs already have an episode.
+
+        Every channel of an indexing batch at once: a busy server's batch spans hundreds
+        of channels, and one lookup each was most of the indexer's cost."""
         ...
 
-    async def latest_episodes(self, channel: str, limit: int) -> list[EpisodeContext]:
-        """The channel's newest ``limit`` episodes, oldest first."""
+    async def latest_episodes(
+        self, channels: Sequence[str], limit: int
+    ) -> dict[str, list[EpisodeContext]]:
+        """Each channel's newest ``limit`` episodes, oldest first; a channel with none is
+        absent."""
         ...
 
     async def channel_episodes(self, channel: str) -> list[EpisodeContext]:
         """Every episode of ``channel``, oldest first."""
         ...
 
-    async def sources_citing(
-        self, channel: str, platform_ids: Sequence[str]
-    ) -> list[tuple[int, str]]:
-        """``(memory rowid, platform id)`` of memories that cite these messages as sources."""
+    async def sources_citing(self, keys: Sequence[tuple[str, str]]) -> list[tuple[int, str, str]]:
+        """``(memory rowid, channel, platform id)`` of memories that cite these
+        ``(channel, platform id)`` messages as sources."""
         ...
 
     async def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:

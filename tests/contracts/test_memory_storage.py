@@ -173,8 +173,15 @@ async def test_episodes_are_stored_found_and_their_contexts_rewritten(graph: Mem
             [episode(9001, "p1", "first", 1.0), episode(9002, "p2", "second", 2.0)]
         )
         await s.insert_episodes([episode(9003, "p3", "elsewhere", 3.0, channel=OTHER)])
-    assert await s.episode_platform_ids(CH, ["p1", "p2", "p3", "p4"]) == {"p1", "p2"}
-    assert [e.content for e in await s.latest_episodes(CH, 1)] == ["second"]
+    asked = [(CH, "p1"), (CH, "p2"), (CH, "p3"), (CH, "p4"), (OTHER, "p3"), (OTHER, "p1")]
+    assert await s.episode_platform_ids(asked) == {(CH, "p1"), (CH, "p2"), (OTHER, "p3")}
+    latest = await s.latest_episodes([CH, OTHER, "discord:1:empty"], 1)
+    assert {ch: [e.content for e in eps] for ch, eps in latest.items()} == {
+        CH: ["second"],
+        OTHER: ["elsewhere"],
+    }, "each channel's newest, channels without episodes absent"
+    both = await s.latest_episodes([CH], 5)
+    assert [e.content for e in both[CH]] == ["first", "second"], "oldest first"
     assert [e.rowid for e in await s.channel_episodes(CH)] == [9001, 9002], "oldest first"
     async with s.transaction():
         await s.set_contexts([("near words", "far words", 9001)])
@@ -183,7 +190,9 @@ async def test_episodes_are_stored_found_and_their_contexts_rewritten(graph: Mem
     cited = await graph.save("a fact from p2", "fact", channel=CH, sources=["p2"])
     ref = await s.node_ref(cited.id)
     assert ref is not None
-    assert await s.sources_citing(CH, ["p1", "p2"]) == [(ref.rowid, "p2")]
+    assert await s.sources_citing([(CH, "p1"), (CH, "p2"), (OTHER, "p2")]) == [
+        (ref.rowid, CH, "p2")
+    ], "the other channel's p2 is another message"
 
 
 async def test_the_indexing_mark_only_moves_up(graph: MemoryGraph) -> None:

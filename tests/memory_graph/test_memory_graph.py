@@ -728,6 +728,38 @@ async def test_an_informative_message_outranks_a_bare_question(graph: MemoryGrap
     assert [h.source_message_ids for h in hits] == [("2",), ("1",)]
 
 
+async def test_a_sentence_fragment_saved_as_a_memory_gets_the_length_prior(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A memory cut from chat ("Yoga, wow!") is short, and BM25 favours short rows: the
+    length prior that tempers short messages tempers it too, so it leads a memory that
+    says something about yoga by less than it would without; an entity, a name and
+    short by nature, is left alone."""
+    from memory_graph import recall as recall_module
+
+    async def scores(exponent: float, path: Path) -> dict[str, float]:
+        monkeypatch.setattr(recall_module, "MEMORY_PRIOR_EXPONENT", exponent)
+        async with await MemoryGraph.open(path, config()) as g:
+            if not await g.recall("yoga", channel=GUILD_A):
+                await g.save("Yoga, wow!", "fact", channel=GUILD_A)
+                await g.save(
+                    "Takes aerial yoga classes at the old studio near the harbour on Tuesday "
+                    "evenings, with two friends from work, and headstands before breakfast",
+                    "fact",
+                    channel=GUILD_A,
+                )
+                await g.save("Yoga", "entity", channel=GUILD_A)
+            hits = await g.recall("What kind of yoga does Alice do?", channel=GUILD_A, limit=3)
+            return {h.type + ":" + h.content[:5]: h.score for h in hits}
+
+    default = recall_module.MEMORY_PRIOR_EXPONENT
+    without = await scores(0.0, db_path)
+    with_prior = await scores(default, db_path)
+    fragment, full = "fact:Yoga,", "fact:Takes"
+    assert with_prior[fragment] / with_prior[full] < without[fragment] / without[full]
+    assert with_prior["entity:Yoga"] == pytest.approx(without["entity:Yoga"], rel=1e-6)
+
+
 async def test_a_when_question_favours_messages_that_place_things_in_time(
     graph: MemoryGraph,
 ) -> None:

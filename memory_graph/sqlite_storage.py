@@ -45,6 +45,13 @@ def _chunks(values: Sequence[object]) -> Iterable[list[object]]:
         yield list(values[start : start + _CHUNK])
 
 
+def _pair_chunks(keys: Sequence[tuple[str, str]]) -> Iterable[list[tuple[str, str]]]:
+    """``keys`` without repeats, in chunks of at most ``_CHUNK``."""
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), _CHUNK):
+        yield unique[start : start + _CHUNK]
+
+
 def _pairs(n: int) -> str:
     """``n`` two-value rows of placeholders for a VALUES list."""
     return ",".join(["(?,?)"] * n)
@@ -286,14 +293,14 @@ class SQLiteMemoryStorage(SQLiteSearch):
 
     async def episode_platform_ids(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         have: set[tuple[str, str]] = set()
-        for chunk in _chunks(list(dict.fromkeys(keys))):
+        for chunk in _pair_chunks(keys):
             # A join, not a row-value IN: SQLite scans the table for the latter.
             rows = await schema.fetch_all(
                 self._db,
                 f"WITH k(c, p) AS (VALUES {_pairs(len(chunk))}) SELECT n.channel, "
                 "n.platform_id FROM k JOIN memory_nodes n ON n.channel = k.c "
                 "AND n.platform_id = k.p",
-                [v for pair in chunk for v in pair],  # type: ignore[union-attr]
+                [v for pair in chunk for v in pair],
             )
             have.update((r[0], r[1]) for r in rows)
         return have
@@ -334,13 +341,13 @@ class SQLiteMemoryStorage(SQLiteSearch):
 
     async def sources_citing(self, keys: Sequence[tuple[str, str]]) -> list[tuple[int, str, str]]:
         out: list[tuple[int, str, str]] = []
-        for chunk in _chunks(list(dict.fromkeys(keys))):
+        for chunk in _pair_chunks(keys):
             rows = await schema.fetch_all(
                 self._db,
                 f"WITH k(c, p) AS (VALUES {_pairs(len(chunk))}) SELECT s.node, s.channel, "
                 "s.platform_id FROM k JOIN memory_sources s ON s.channel = k.c "
                 "AND s.platform_id = k.p",
-                [v for pair in chunk for v in pair],  # type: ignore[union-attr]
+                [v for pair in chunk for v in pair],
             )
             out += [(int(node), ch, pid) for node, ch, pid in rows]
         return out

@@ -66,9 +66,15 @@ async def test_a_database_from_the_previous_release_upgrades_in_place(tmp_path: 
         await memory_schema.migrate(db)
         async with db.execute("SELECT content FROM memory_nodes") as cur:
             assert [r[0] for r in await cur.fetchall()] == ["the deploy is on friday"]
+        plan = await db.execute_fetchall(
+            "EXPLAIN QUERY PLAN SELECT rowid FROM memory_nodes WHERE channel = 'c' "
+            "AND type = 'episode' ORDER BY rowid DESC LIMIT 8"
+        )
+        assert "memory_nodes_channel" in str(list(plan)), "step 2 indexes episodes by channel"
     finally:
         await db.close()
-    assert versions(path) == {"store": 5, "workers": 1, "memory_graph": 1}
+    # The legacy table said 1 (adopted, not run again); step 2 ran on top.
+    assert versions(path) == {"store": 5, "workers": 1, "memory_graph": 2}
     async with await Store.open(path, read_only=True, components=(TASK_TABLES,)) as again:
         assert await again.count("c") == 3
 

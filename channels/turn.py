@@ -56,6 +56,7 @@ class Turns:
         self.log = log
         self.in_turn = False
         self._enter = enter
+        self._tools: tuple[object, str, list[ToolSpec]] | None = None
         self.delegation = Delegation(
             key,
             config=deps.config,
@@ -69,8 +70,18 @@ class Turns:
         )
 
     def tools(self) -> list[ToolSpec]:
+        # Asked at every message (the history counts the tool schemas): built again only
+        # when the config or the channel's respond mode changes.
+        config = self.deps.config()
+        mode = self.deps.respond_mode(self.key)
+        cached = self._tools
+        if cached is None or cached[0] is not config or cached[1] != mode:
+            cached = self._tools = (config, mode, self._build_tools(mode))
+        return list(cached[2])
+
+    def _build_tools(self, mode: str) -> list[ToolSpec]:
         # A listen-only channel never calls its model: it could not delegate anything.
-        listening = self.deps.respond_mode(self.key) == "listen"
+        listening = mode == "listen"
         memory = self.deps.memory
         if memory is None:
             return [] if listening else self.delegation.tools()

@@ -108,6 +108,12 @@ def _rank(items: Sequence[tuple[int, str, str]]) -> list[int]:
     return sorted(range(len(items)), key=lambda i: (-pr.get(i, 0.0) * boost[i], i))
 
 
+#: Prompt texts whose token counts are kept, each at most _COUNTED_CHARS long: a few
+#: MB at most, held by the one provider.
+_COUNTED_KEEP = 4096
+_COUNTED_CHARS = 1000
+
+
 class OfflineProvider:
     """A deterministic provider that needs no key and no network (see module docstring)."""
 
@@ -115,6 +121,9 @@ class OfflineProvider:
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or get_counter()
+        #: Token counts of texts seen in prompts (a dict's get and set are atomic, so
+        #: the worker threads share it safely).
+        self._counted: dict[str, int] = {}
 
     async def complete(
         self,
@@ -126,16 +135,31 @@ class OfflineProvider:
         """Answer like a (very literal) model would; CPU work runs off the event loop."""
         tool_names = {t.name for t in tools}
         if purpose == "summary":
-            result = await asyncio.to_thread(self._summarize, messages, tool_names, max_tokens)
+            answer = self._summarize
         elif purpose in ("branch", "worker"):
-            result = await asyncio.to_thread(self._delegate, messages, tool_names, max_tokens)
+            answer = self._delegate
         else:
-            result = await asyncio.to_thread(self._chat, messages, tool_names, max_tokens)
-        text, calls = result
-        usage = Usage(
-            sum(self.counter.count(m.content) + 4 for m in messages), self.counter.count(text)
-        )
+            answer = self._chat
+
+        def run() -> tuple[str, list[ToolCall], Usage]:
+            text, calls = answer(messages, tool_names, max_tokens)
+            # Counted here, off the event loop; a channel's prompt repeats its history
+            # turn after turn, so each text is counted once (see _count).
+            usage = Usage(sum(self._count(m.content) + 4 for m in messages), self._count(text))
+            return text, calls, usage
+
+        text, calls, usage = await asyncio.to_thread(run)
         return Completion(text=text, tool_calls=tuple(calls), usage=usage, stop_reason="stop")
+
+    def _count(self, text: str) -> int:
+        if len(text) > _COUNTED_CHARS:  # a transcript or a long paste: counted each time
+            return self.counter.count(text)
+        counted = self._counted.get(text)
+        if counted is None:
+            if len(self._counted) >= _COUNTED_KEEP:  # bounded; refilled by the next turns
+                self._counted.clear()
+            counted = self._counted[text] = self.counter.count(text)
+        return counted
 
     async def aclose(self) -> None:
         return None

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.runtime import GC_YOUNG_THRESHOLD
+
 pytestmark = pytest.mark.slow
 
 # Runs in a fresh interpreter: the freeze is process-wide and happens once per process.
@@ -36,35 +38,45 @@ async def main():
     gone = weakref.ref(node)
     gc.collect()
     del node
+    gc.set_threshold(700, 10, 10)  # Python's own
     async with Runtime.open(config(sys.argv[1]), llm=ScriptedLLM()) as rt:
         tracked = {id(o) for o in gc.get_objects()}
         first = {
             "frozen": gc.get_freeze_count(),
             "store_scanned": id(rt.store) in tracked,
             "garbage_kept": gone() is not None,
+            "threshold": gc.get_threshold(),
         }
+    gc.set_threshold(100_000, 10, 10)  # an embedding application's own, higher
     async with Runtime.open(config(sys.argv[2]), llm=ScriptedLLM()) as rt:
         second = {"frozen": gc.get_freeze_count(), "store_scanned": id(rt.store) in
-                  {id(o) for o in gc.get_objects()}}
+                  {id(o) for o in gc.get_objects()}, "threshold": gc.get_threshold()}
     print(json.dumps({"first": first, "second": second}))
 
 asyncio.run(main())
 """
 
 
-def test_runtime_freezes_startup_objects_once_and_keeps_no_garbage(tmp_path: Path) -> None:
-    """Once a process's first runtime is up, its startup objects (the store among them) are no
-    longer walked by full collections, garbage from before is reclaimed rather than frozen,
-    and a second runtime in the same process freezes nothing more."""
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """What the script saw, in one fresh interpreter for the module's tests."""
+    tmp = tmp_path_factory.mktemp("gc")
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "a.db"), str(tmp_path / "b.db")],
+        [sys.executable, "-c", SCRIPT, str(tmp / "a.db"), str(tmp / "b.db")],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 0, proc.stderr
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_runtime_freezes_startup_objects_once_and_keeps_no_garbage(seen: dict) -> None:
+    """Once a process's first runtime is up, its startup objects (the store among them) are no
+    longer walked by full collections, garbage from before is reclaimed rather than frozen,
+    and a second runtime in the same process freezes nothing more."""
     first, second = seen["first"], seen["second"]
     assert first["frozen"] > 0
     assert not first["store_scanned"]
@@ -73,3 +85,10 @@ def test_runtime_freezes_startup_objects_once_and_keeps_no_garbage(tmp_path: Pat
     # closed store among them): the count can only shrink if nothing is frozen again.
     assert second["frozen"] <= first["frozen"]
     assert second["store_scanned"]
+
+
+def test_runtime_collects_young_objects_less_often_and_never_more_often(seen: dict) -> None:
+    """A runtime raises the collector's young threshold from Python's 700 (a collection
+    every few messages under a burst), and leaves a higher one an application set alone."""
+    assert seen["first"]["threshold"] == [GC_YOUNG_THRESHOLD, 10, 10]
+    assert seen["second"]["threshold"] == [100_000, 10, 10]

@@ -49,9 +49,13 @@ def build_prompt(system_prompt: str, items: Sequence[Message]) -> list[ChatMessa
         if m.role in _MATERIAL:
             out.append(ChatMessage("user", quote(m.text, source=_MATERIAL[m.role])))
         elif m.role is Role.USER:
-            out.append(ChatMessage("user", m.text, name=m.author_name or None, sent_at=m.ts))
+            out.append(
+                ChatMessage(
+                    "user", m.text, name=m.author_name or None, sent_at=m.ts, tokens=m.tokens
+                )
+            )
         elif m.role is Role.ASSISTANT:
-            out.append(ChatMessage("assistant", m.text))
+            out.append(ChatMessage("assistant", m.text, tokens=m.tokens))
         elif m.role is Role.TOOL_CALL:
             mine = results.get(i, [])
             ids = {str(r.meta["call_id"]) for r in mine}

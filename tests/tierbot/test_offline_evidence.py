@@ -25,3 +25,30 @@ def test_a_summary_of_a_summary_still_hides_the_bots_own_replies() -> None:
         ("dana", "my wife Sofia turns 40 on 2025-09-14"),
         ("erin", "the build is green"),
     }
+
+
+async def test_offline_usage_is_the_exact_count_of_the_prompt_it_was_sent() -> None:
+    """The offline provider's input usage is the prompt's exact token count (each text
+    plus the framing), whether the channel counted a message already or not."""
+    from channels.prompt import build_prompt
+    from tierbot.llm.offline import OfflineProvider
+    from tierbot.messages import Message, Role
+    from tierbot.tokens import MESSAGE_OVERHEAD, get_counter
+
+    counter = get_counter()
+    texts = ["Good morning, the deploy is on Friday.", "Noted: the deploy is on Friday."]
+    items = [
+        Message(
+            "console:local", f"p{i}", role, t, author_name="dana", tokens=counter.count_message(t)
+        )
+        for i, (role, t) in enumerate(zip((Role.USER, Role.ASSISTANT), texts, strict=True))
+    ]
+    prompt = build_prompt("Answer briefly.", items)
+    unhinted = [type(m)(m.role, m.content, name=m.name) for m in prompt]
+    exact = sum(counter.count(m.content) + MESSAGE_OVERHEAD for m in prompt)
+    provider = OfflineProvider(counter)
+    for sent in (prompt, unhinted):
+        done = await provider.complete(sent)
+        assert done.usage is not None
+        assert done.usage.input_tokens == exact
+        assert done.usage.output_tokens == counter.count(done.text)

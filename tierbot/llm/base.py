@@ -41,6 +41,10 @@ class ChatMessage:
     tool_call_id: str | None = None
     #: When a user message was sent (unix seconds), for providers that can use it.
     sent_at: float | None = None
+    #: ``content``'s tokens with the message framing, when the caller counted them
+    #: already (a channel counts every message once, as it enters): the offline
+    #: provider's usage is read from it.  Never sent to a model.
+    tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

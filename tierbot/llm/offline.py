@@ -39,7 +39,7 @@ from tierbot.llm.offline_chat import best, candidates, chat
 from tierbot.llm.quoting import is_quoted, unquote
 from tierbot.llm.text import sentences, stems
 from tierbot.llm.transcript import TranscriptEntry, parse_transcript
-from tierbot.tokens import TokenCounter, get_counter
+from tierbot.tokens import MESSAGE_OVERHEAD, TokenCounter, get_counter
 
 _GREETING = re.compile(r"^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|evening))\b", re.I)
 # The notes workers.task adds to a branch's or worker's context: never the task itself.
@@ -143,10 +143,13 @@ class OfflineProvider:
 
         def run() -> tuple[str, list[ToolCall], Usage]:
             text, calls = answer(messages, tool_names, max_tokens)
-            # Counted here, off the event loop; a channel's prompt repeats its history
-            # turn after turn, so each text is counted once (see _count).
-            usage = Usage(sum(self._count(m.content) + 4 for m in messages), self._count(text))
-            return text, calls, usage
+            # Off the event loop.  A channel counted its messages as they entered: only
+            # the rest (system prompt, quoted material, tool traffic) is counted here.
+            prompt = sum(
+                m.tokens if m.tokens is not None else self._count(m.content) + MESSAGE_OVERHEAD
+                for m in messages
+            )
+            return text, calls, Usage(prompt, self.counter.count(text))
 
         text, calls, usage = await asyncio.to_thread(run)
         return Completion(text=text, tool_calls=tuple(calls), usage=usage, stop_reason="stop")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -21,13 +22,16 @@ from tierbot.messages import Delivery, InboundMessage, Message, Role, State
 log = structlog.get_logger("tierbot.registry")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _storable(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD. Undecodable bytes typed into
     the console (or escapes in a crafted platform payload) arrive as lone surrogates, which
     SQLite cannot store: the message would be lost and the console's input loop with it."""
-    if not any("\ud800" <= c <= "\udfff" for c in text):
+    if text.isascii() or _SURROGATE.search(text) is None:  # C speed: every message
         return text
-    return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def to_message(inbound: InboundMessage, tokens: int) -> Message:

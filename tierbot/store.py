@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -209,13 +210,15 @@ async def _insert(
 
 
 def _row_to_message(row: Sequence[Any]) -> Message:
+    # A channel's history repeats its key and its few authors on every message: one
+    # string each (sys.intern) rather than one per row read, in every resident channel.
     return Message(
         id=row[0],
-        channel=row[1],
+        channel=sys.intern(row[1]),
         platform_id=row[2],
         role=Role(row[3]),
-        author_id=row[4],
-        author_name=row[5],
+        author_id=sys.intern(row[4]),
+        author_name=sys.intern(row[5]),
         text=row[6],
         ts=row[7],
         tokens=row[8],

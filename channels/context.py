@@ -14,12 +14,15 @@ from collections.abc import Iterable, Sequence
 from tierbot.messages import Message, Role
 
 
+def _order(m: Message) -> tuple[float, int]:
+    return (m.pos, m.id)
+
+
 class LiveContext:
     """The ordered live messages of one channel plus the fixed prompt overhead."""
 
     def __init__(self, messages: Iterable[Message] = (), *, fixed_tokens: int = 0) -> None:
-        self._items: list[Message] = sorted(messages, key=lambda m: (m.pos, m.id))
-        self._keys: list[tuple[float, int]] = [(m.pos, m.id) for m in self._items]
+        self._items: list[Message] = sorted(messages, key=_order)
         self.message_tokens = sum(m.tokens for m in self._items)
         # Running counts of summaries and markers, so the compactor's per-message check
         # never scans the history.
@@ -61,14 +64,13 @@ class LiveContext:
 
     def append(self, msg: Message) -> None:
         """Add a message that entered the history (O(1) when it is the newest)."""
-        key = (msg.pos, msg.id)
-        if not self._keys or key > self._keys[-1]:
+        # Ordered by (pos, id), looked up through the messages themselves: a resident
+        # channel keeps no second list of keys.
+        key = _order(msg)
+        if not self._items or key > _order(self._items[-1]):
             self._items.append(msg)
-            self._keys.append(key)
         else:
-            i = bisect.bisect_left(self._keys, key)
-            self._items.insert(i, msg)
-            self._keys.insert(i, key)
+            self._items.insert(bisect.bisect_left(self._items, key, key=_order), msg)
         self._count(msg, 1)
 
     def _count(self, msg: Message, sign: int) -> None:
@@ -94,7 +96,6 @@ class LiveContext:
         removed = [m for m in self._items if m.id in remove]
         if removed:
             self._items = [m for m in self._items if m.id not in remove]
-            self._keys = [(m.pos, m.id) for m in self._items]
             for m in removed:
                 self._count(m, -1)
         if replacement is not None:

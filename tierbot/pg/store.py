@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
@@ -176,13 +177,14 @@ async def _insert(
 
 def _message(r: Mapping[str, Any]) -> Message:
     meta = r["meta"]
+    # One string per channel key and author across rows, as the SQLite store does.
     return Message(
         id=r["id"],
-        channel=r["channel"],
+        channel=sys.intern(r["channel"]),
         platform_id=r["platform_id"],
         role=Role(r["role"]),
-        author_id=r["author_id"],
-        author_name=r["author_name"],
+        author_id=sys.intern(r["author_id"]),
+        author_name=sys.intern(r["author_name"]),
         text=r["text"],
         ts=r["ts"],
         tokens=r["tokens"],

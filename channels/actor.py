@@ -123,13 +123,41 @@ class Mailbox:
         return len(self._items) if self._items else 0
 
 
+class ChannelLog:
+    """A channel's logger: every event it logs carries ``channel``.
+
+    It binds at each call rather than once per actor: a bound logger with its context
+    was about 1.4 KB of an idle resident channel's ~13 KB, and a channel logs a few
+    lines a turn at most."""
+
+    __slots__ = ("channel",)
+
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+
+    def debug(self, event: str, **kw: Any) -> None:
+        log.debug(event, channel=self.channel, **kw)
+
+    def info(self, event: str, **kw: Any) -> None:
+        log.info(event, channel=self.channel, **kw)
+
+    def warning(self, event: str, **kw: Any) -> None:
+        log.warning(event, channel=self.channel, **kw)
+
+    def error(self, event: str, **kw: Any) -> None:
+        log.error(event, channel=self.channel, **kw)
+
+    def exception(self, event: str, **kw: Any) -> None:
+        log.exception(event, channel=self.channel, **kw)
+
+
 class ChannelActor:
     """Owns one channel's live context, compactor and turn loop."""
 
     def __init__(self, key: str, deps: ChannelDeps) -> None:
         self.key = key
         self.deps = deps
-        self.log = log.bind(channel=key)
+        self.log = ChannelLog(key)
         self.last_active = time.monotonic()
         self.busy = False
         self._mailbox = Mailbox()

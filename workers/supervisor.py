@@ -195,7 +195,6 @@ class Supervisor:
         self.handles: dict[str, TaskHandle] = {}
         self._tasks: dict[str, asyncio.Task[TaskOutcome]] = {}
         self._closing = False
-        self.log = log.bind(channel=channel)
 
     def active(self, kind: Kind | None = None) -> int:
         return sum(1 for h in self.handles.values() if kind is None or h.kind == kind)
@@ -242,7 +241,8 @@ class Supervisor:
     async def _drive(
         self, h: TaskHandle, run: Run, pool_limit: int, time_limit: float
     ) -> TaskOutcome:
-        bound = self.log.bind(**{h.kind: h.id})
+        # Bound per task, not per channel: an idle channel holds no logger of its own.
+        bound = log.bind(channel=self.channel, **{h.kind: h.id})
         status: Status = "failed"
         result = error = ""
         clock: asyncio.Timeout | None = None

@@ -12,14 +12,16 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
 from bot.runtime import Runtime
-from tests.helpers import inbound
+from memory_graph import HashingEmbedder
+from tests.helpers import inbound, wait_for
 from tierbot.config import Config
 
 CHANNEL = "idx:1"
@@ -230,3 +232,56 @@ def test_corrupt_vector_index_is_rebuilt_not_a_segfault(tmp_path: Path) -> None:
     assert "memory.vector_rebuild" in again.stderr and "corrupt" in again.stderr
     assert "late" in search(cfg, "pager rotation zqlatex")
     assert "n7" in search(cfg, code(7))
+
+
+class _PoisonEmbedder(HashingEmbedder):
+    """The offline embedder, failing on any text that holds ``POISON`` (a model or a
+    remote embedder refusing one input)."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if any("POISON" in t for t in texts):
+            raise ValueError("the embedder refused an input")
+        return super().embed(texts)
+
+
+async def test_one_message_the_indexer_cannot_embed_is_named_and_the_other_channels_indexed(
+    tmp_path: Path,
+) -> None:
+    """A batch spans many channels and is embedded in one call: one message that makes it
+    fail must not keep every other channel's messages out of memory search, and the one
+    left out is named at error level, not passed over quietly."""
+    from channels.memory import EpisodeIndexer
+    from channels.registry import to_message
+    from memory_graph import MemoryGraph
+    from tierbot.config import MemoryConfig
+    from tierbot.store import Store
+    from tierbot.tokens import get_counter
+
+    db = tmp_path / "bot.db"
+    counter = get_counter()
+    texts = {
+        "discord:1:10": "the staging database moves to the harbour datacenter",
+        "discord:1:11": "POISON the release notes mention the quarterly budget",
+        "discord:1:12": "our kayak club meets at the boathouse on saturdays",
+    }
+    async with await Store.open(db) as store:
+        for n, (ch, text) in enumerate(texts.items()):
+            await store.ensure_channel(ch)
+            m = inbound(ch, text, pid=f"m{n}")
+            await store.append_many([to_message(m, counter.count_message(m.text))])
+        graph = await MemoryGraph.open(db, MemoryConfig(), embedder=_PoisonEmbedder())
+        try:
+            indexer = EpisodeIndexer(graph, store, delay=0.0)
+            with capture_logs() as logs:
+                indexer.start()
+                await indexer.flush()
+                await wait_for(lambda: indexer.mark >= 3, timeout=30.0)
+                await indexer.aclose(5.0)
+            for ch, words in (("discord:1:10", "harbour datacenter"), ("discord:1:12", "kayak")):
+                hits = await graph.recall(words, channel=ch)
+                assert [h.content for h in hits] == [texts[ch]], ch
+            assert not await graph.recall("quarterly budget", channel="discord:1:11")
+        finally:
+            await graph.aclose()
+    skipped = [e for e in logs if e["event"] == "memory.index_skipped"]
+    assert [(e["channel"], e["log_level"]) for e in skipped] == [("discord:1:11", "error")]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any, Protocol
 
 
@@ -80,12 +81,26 @@ class Message:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Message:
-        """Return a copy with ``changes`` applied."""
-        return replace(self, **changes)
+        """Return a copy with ``changes`` applied (``dataclasses.replace``, without its
+        per-call look at the fields: every stored message passes here, some twice)."""
+        if not changes.keys() <= _MESSAGE_FIELDS:
+            return replace(self, **changes)  # raises naming the unknown field
+        new = object.__new__(Message)
+        for name, value in zip(_MESSAGE_FIELD_NAMES, _message_values(self), strict=True):
+            _set(new, name, value)
+        for name, value in changes.items():
+            _set(new, name, value)
+        return new
 
     @property
     def pinned(self) -> bool:
         return bool(self.meta.get("pinned"))
+
+
+_MESSAGE_FIELD_NAMES = tuple(f.name for f in fields(Message))
+_MESSAGE_FIELDS = frozenset(_MESSAGE_FIELD_NAMES)
+_message_values = attrgetter(*_MESSAGE_FIELD_NAMES)
+_set = object.__setattr__
 
 
 @dataclass(frozen=True, slots=True)

@@ -417,7 +417,7 @@ class ChannelActor:
         users = [m for m in incoming if m.role is Role.USER]
         if not users:
             return False
-        mode = self.deps.respond_mode(self.key)
+        mode = self.turns.respond_mode()
         return mode == "always" or (
             mode == "mention" and any(m.meta.get("addressed") or m.meta.get("dm") for m in users)
         )

@@ -23,6 +23,7 @@ from channels.compaction import ChannelCompaction
 from channels.deps import ChannelDeps
 from channels.history import History
 from channels.prompt import build_prompt
+from tierbot.config import RespondMode
 from tierbot.errors import ContextOverflowError, LLMError, ToolError
 from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
 from tierbot.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
@@ -57,6 +58,7 @@ class Turns:
         self.in_turn = False
         self._enter = enter
         self._tools: tuple[object, str, list[ToolSpec]] | None = None
+        self._mode: tuple[object, RespondMode] | None = None
         self.delegation = Delegation(
             key,
             config=deps.config,
@@ -69,11 +71,21 @@ class Turns:
             on_done=on_delegated,
         )
 
+    def respond_mode(self) -> RespondMode:
+        """The channel's respond mode, asked at every message: resolved again only when a
+        reload swaps the config in.  (The runtime's own cache keeps a few thousand
+        channels, fewer than a busy process has resident; past that it is resolved anew.)"""
+        config = self.deps.config()
+        cached = self._mode
+        if cached is None or cached[0] is not config:
+            cached = self._mode = (config, self.deps.respond_mode(self.key))
+        return cached[1]
+
     def tools(self) -> list[ToolSpec]:
         # Asked at every message (the history counts the tool schemas): built again only
         # when the config or the channel's respond mode changes.
         config = self.deps.config()
-        mode = self.deps.respond_mode(self.key)
+        mode = self.respond_mode()
         cached = self._tools
         if cached is None or cached[0] is not config or cached[1] != mode:
             cached = self._tools = (config, mode, self._build_tools(mode))
@@ -293,7 +305,7 @@ class Turns:
 
     async def wake(self, origin: str | None) -> None:
         """A branch came back while nobody was talking: answer the message that started it."""
-        if self.deps.respond_mode(self.key) == "listen":
+        if self.respond_mode() == "listen":
             return
         users = [m for m in self.history.ctx.items if m.role is Role.USER]
         asked = next((m for m in reversed(users) if m.platform_id == origin), None)

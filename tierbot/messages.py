@@ -83,8 +83,8 @@ class Message:
     def with_(self, **changes: Any) -> Message:
         """Return a copy with ``changes`` applied (``dataclasses.replace``, without its
         per-call look at the fields: every stored message passes here, some twice)."""
-        if not changes.keys() <= _MESSAGE_FIELDS:
-            return replace(self, **changes)  # raises naming the unknown field
+        if type(self) is not Message or not changes.keys() <= _MESSAGE_FIELDS:
+            return replace(self, **changes)  # a subclass; or raises naming the unknown field
         new = object.__new__(Message)
         for name, value in zip(_MESSAGE_FIELD_NAMES, _message_values(self), strict=True):
             _set(new, name, value)

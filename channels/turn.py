@@ -201,13 +201,14 @@ class Turns:
         payload = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         shown = text or "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls)
         await self.append(self.history.new(Role.TOOL_CALL, shown, calls=payload))
+        askers = _Askers(self._turn_users())
         for c in calls:
-            result = await self._tool(c)
+            result = await self._tool(c, askers)
             if c.name == "branch" and result.startswith('{"started"'):
                 self.history.awaiting.add(json.loads(result)["started"])
             await self.append(self.history.new(Role.TOOL_RESULT, result, call_id=c.id, tool=c.name))
 
-    async def _tool(self, call: ToolCall) -> str:
+    async def _tool(self, call: ToolCall, askers: _Askers) -> str:
         items = self.history.ctx.items
         if self.delegation.handles(call.name):
             origin = next((m for m in reversed(items) if m.role is Role.USER), None)
@@ -217,7 +218,7 @@ class Turns:
         memory = self.deps.memory
         if memory is None or call.name not in _MEMORY_TOOLS:
             return json.dumps({"error": f"unknown tool {call.name!r}"})
-        asker = self._source_of(call)
+        asker = askers.of(call)
         try:
             if call.name == "memory_recall":
                 # What is in the live context is already in front of the model.
@@ -246,21 +247,13 @@ class Turns:
             kind = type(exc).__name__
             return json.dumps({"error": f"the memory store failed ({kind}); nothing was changed"})
 
-    def _source_of(self, call: ToolCall) -> Message | None:
-        """The message a memory call acts for: of the people's messages this turn answers
-        (a burst may hold several people's), the one its words match best; else the
-        newest.  Its author is the memory's author, and the only one a forget may touch."""
+    def _turn_users(self) -> list[Message]:
+        """The people's messages this turn answers: those since the bot's last reply, else
+        the newest one."""
         items = self.history.ctx.items
         last_reply = max((i for i, m in enumerate(items) if m.role is Role.ASSISTANT), default=-1)
         turn = [m for m in items[last_reply + 1 :] if m.role is Role.USER]
-        if not turn:
-            turn = [m for m in items if m.role is Role.USER][-1:]
-        if len(turn) <= 1:
-            return turn[0] if turn else None
-        words = str(call.arguments.get("content") or call.arguments.get("query") or "")
-        scores = Overlap([m.text for m in turn]).scores(words)
-        # Later wins ties: the newest message is the one most likely being answered.
-        return turn[max(range(len(turn)), key=lambda i: (scores[i], i))]
+        return turn or [m for m in items if m.role is Role.USER][-1:]
 
     # -- branches and workers -----------------------------------------------------------------
 
@@ -312,3 +305,27 @@ class Turns:
         if asked is None and not users:
             return
         await self.answer([asked or users[-1]])
+
+
+class _Askers:
+    """Which message each memory call of one batch acts for: of the people's messages the
+    turn answers (a burst may hold several people's), the one the call's words match
+    best; else the newest.  Its author is the memory's author, and the only one a forget
+    may touch.  The messages are weighed once per batch, not once per call."""
+
+    __slots__ = ("_overlap", "turn")
+
+    def __init__(self, turn: list[Message]) -> None:
+        self.turn = turn
+        self._overlap: Overlap | None = None
+
+    def of(self, call: ToolCall) -> Message | None:
+        turn = self.turn
+        if len(turn) <= 1:
+            return turn[0] if turn else None
+        if self._overlap is None:
+            self._overlap = Overlap([m.text for m in turn])
+        words = str(call.arguments.get("content") or call.arguments.get("query") or "")
+        scores = self._overlap.scores(words)
+        # Later wins ties: the newest message is the one most likely being answered.
+        return turn[max(range(len(turn)), key=lambda i: (scores[i], i))]

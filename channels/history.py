@@ -50,6 +50,7 @@ class History:
         self.awaiting: set[str] = set()
         self._tools = tools
         self._fixed_key: tuple[str, tuple[str, ...]] | None = None
+        self._fixed_seen: tuple[object, object] = (None, None)
         self._settings: tuple[object, ChannelSettings] | None = None
 
     @property
@@ -68,6 +69,7 @@ class History:
     def load(self, live: Sequence[Message], handled_upto: int) -> None:
         """Start from what the store holds (a channel's start or restart)."""
         self.ctx = LiveContext(live)
+        self._fixed_key, self._fixed_seen = None, (None, None)  # a new context: count again
         self.refresh_fixed()
         self.handled_upto = handled_upto
         self.peak_usage = self.usage
@@ -76,8 +78,11 @@ class History:
         """Count the system prompt and tool schemas; recounted only when they change."""
         s = self.settings
         tools = self._tools()
+        if self._fixed_seen[0] is s and self._fixed_seen[1] is tools:
+            return  # the same settings and tool list as last time: asked at every message
         key = (s.system_prompt, tuple(t.name for t in tools))
         if key == self._fixed_key:
+            self._fixed_seen = (s, tools)
             return
         counter = self.deps.counter
         # Process-wide, tools are told apart by description too: a channel that only
@@ -98,6 +103,7 @@ class History:
             _FIXED_TOKENS[shared] = fixed
         self._fixed_key = key
         self.ctx.set_fixed(fixed)
+        self._fixed_seen = (s, tools)
 
     def note_usage(self) -> float:
         """The current usage, remembered as the peak if it is one."""

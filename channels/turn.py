@@ -82,14 +82,15 @@ class Turns:
         return cached[1]
 
     def tools(self) -> list[ToolSpec]:
-        # Asked at every message (the history counts the tool schemas): built again only
-        # when the config or the channel's respond mode changes.
+        """The tools this channel's model is offered: one list, shared until the config or
+        the respond mode changes (asked at every message, as the history counts the tool
+        schemas); callers do not change it."""
         config = self.deps.config()
         mode = self.respond_mode()
         cached = self._tools
         if cached is None or cached[0] is not config or cached[1] != mode:
             cached = self._tools = (config, mode, self._build_tools(mode))
-        return list(cached[2])
+        return cached[2]
 
     def _build_tools(self, mode: str) -> list[ToolSpec]:
         # A listen-only channel never calls its model: it could not delegate anything.

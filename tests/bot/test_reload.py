@@ -111,6 +111,31 @@ async def test_lowering_a_threshold_on_a_running_bot_makes_the_next_message_comp
     assert sorted(i for i in await export_ids(rt, CH) if i in sent) == sorted(sent)
 
 
+async def test_a_longer_system_prompt_counts_in_a_running_channels_usage(
+    rt: Runtime, config_path: Path, tmp_path: Path
+) -> None:
+    """The system prompt's tokens are part of every channel's usage: a reload that makes it
+    longer shows in a running channel at its next message, and shorter again after."""
+    actor = await rt.registry.actor(CH)
+    await rt.submit(inbound(CH, text(50), pid="m0"))
+    await rt.drain()
+    before = actor.usage
+    prompt = "Answer kindly and cite who said what. " * 20
+    longer = config_text(tmp_path / "tierbot.db").replace('"sys"', f'"{prompt}"')
+    config_path.write_text(longer)
+    rt.set_config(load_config(config_path, environ={}))
+    await rt.submit(inbound(CH, text(50), pid="m1"))
+    await rt.drain()
+    added = rt.counter.count_message(prompt) - rt.counter.count_message("sys")
+    assert added > 100
+    assert actor.usage == pytest.approx(before + (added + 50) / 1000, abs=0.005)
+    config_path.write_text(config_text(tmp_path / "tierbot.db"))
+    rt.set_config(load_config(config_path, environ={}))
+    await rt.submit(inbound(CH, text(50), pid="m2"))
+    await rt.drain()
+    assert actor.usage == pytest.approx(before + 100 / 1000, abs=0.005)
+
+
 @pytest.mark.parametrize(
     ("edit", "key"),
     [

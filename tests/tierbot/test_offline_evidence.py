@@ -52,3 +52,46 @@ async def test_offline_usage_is_the_exact_count_of_the_prompt_it_was_sent() -> N
         assert done.usage is not None
         assert done.usage.input_tokens == exact
         assert done.usage.output_tokens == counter.count(done.text)
+
+
+async def test_a_long_conversation_is_read_off_the_event_loop_and_a_short_one_alike() -> None:
+    """A long prompt is read in a worker thread, so other channels keep flowing meanwhile;
+    a young conversation's short prompt is answered on the loop.  Same answers either way."""
+    import asyncio
+
+    from tierbot.llm.offline import OfflineProvider
+
+    provider = OfflineProvider()
+    said = [f"message {i}: the deploy queue is green and lunch is at noon" for i in range(300)]
+    question = ChatMessage("user", "What did we say about the deploy queue?", name="dana")
+    long_prompt = [ChatMessage("system", "sys")]
+    long_prompt += [ChatMessage("user", t, name="erin") for t in said] + [question]
+    short_prompt = [ChatMessage("system", "sys"), ChatMessage("user", said[0], name="erin")]
+    short_prompt.append(question)
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    try:
+        before = ticks
+        long_reply = await provider.complete(long_prompt)
+        during_long = ticks - before
+        before = ticks
+        short_reply = await provider.complete(short_prompt)
+        during_short = ticks - before
+    finally:
+        task.cancel()
+    # The loop ran other work while the long prompt was read; the short one took no turn.
+    assert during_long > 0
+    assert during_short == 0
+    long_direct = provider._chat(long_prompt, set(), 1024)
+    short_direct = provider._chat(short_prompt, set(), 1024)
+    assert long_reply.text == long_direct[0]
+    assert short_reply.text == short_direct[0]

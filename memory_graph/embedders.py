@@ -34,8 +34,10 @@ class Embedder(Protocol):
     vector index stores it and is rebuilt (every node re-embedded) when it changes.
     ``embed`` is synchronous and may be slow: the graph calls it in a worker thread.
     An embedder may also carry ``recall_weight`` (0..1), the share of vector
-    similarity in recall's relevance (default 0.4), and ``min_similarity``, the
-    cosine below which its hits are noise (default 0.2).
+    similarity in recall's relevance (default 0.4), ``min_similarity``, the
+    cosine below which its hits are noise (default 0.2), and ``inline_chars``: a save
+    whose texts hold at most this many characters is embedded on the event loop,
+    when that is cheaper than a hand-off to a thread (default 0: never).
     """
 
     @property
@@ -67,6 +69,9 @@ class HashingEmbedder:
     """
 
     recall_weight = 0.1
+    #: A memory of a line or two is embedded in ~50 us; a hand-off to a worker thread
+    #: costs several times that in a busy process.
+    inline_chars = 500
 
     def __init__(self, dim: int = 128, pair_weight: float = 0.5) -> None:
         if dim < 16:

@@ -94,7 +94,11 @@ async def save_many(g: MemoryGraph, items: Sequence[MemoryDraft]) -> list[SaveRe
         return []
     for d in items:
         validate_draft(d)
-    vecs = await asyncio.to_thread(g.embedder.embed, [d.content for d in items])
+    texts = [d.content for d in items]
+    if sum(map(len, texts)) <= getattr(g.embedder, "inline_chars", 0):
+        vecs = g.embedder.embed(texts)  # cheaper here than the hand-off (see Embedder)
+    else:
+        vecs = await asyncio.to_thread(g.embedder.embed, texts)
     mine = PendingSave(items, vecs)
     g.pending_saves.append(mine)
     try:

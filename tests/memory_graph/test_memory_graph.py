@@ -849,3 +849,60 @@ async def test_equal_matches_rank_newest_first_whatever_the_clock(
     ties = [(a, b) for a, b in itertools.pairwise(order) if a[1] == b[1]]
     assert ties, "the case needs equal scores"
     assert all(a[0] > b[0] for a, b in ties), order
+
+
+class _SlowRemoteEmbedder:
+    """Stands for a model server or a local model: declares no ``inline_chars``."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.threads: list[int] = []
+
+    @property
+    def identity(self) -> str:
+        return "remote-like"
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Any) -> Any:
+        import threading
+
+        self.threads.append(threading.get_ident())
+        return self.inner.embed(texts)
+
+
+async def test_a_slow_embedder_is_never_called_on_the_event_loop(db_path: Path) -> None:
+    """An embedder that may be slow (it declares nothing) embeds every save in a worker
+    thread, so the bot keeps answering meanwhile; the offline one embeds a short memory
+    on the loop, where that is cheaper, and a long one in a thread."""
+    import threading
+
+    loop_thread = threading.get_ident()
+    remote = _SlowRemoteEmbedder()
+    async with await MemoryGraph.open(db_path, config(), embedder=remote) as g:
+        remote.threads.clear()
+        await g.save("Deploys freeze on Fridays", "decision", channel=GUILD_A)
+        assert remote.threads and loop_thread not in remote.threads
+        assert len(await g.recall("deploys friday", channel=GUILD_A)) == 1
+
+    class Recording(HashingEmbedder):
+        threads: list[int] = []
+
+        def embed(self, texts: Any) -> Any:
+            self.threads.append(threading.get_ident())
+            return super().embed(texts)
+
+    local = Recording()
+    async with await MemoryGraph.open(tmp_db(db_path), config(), embedder=local) as g:
+        local.threads.clear()
+        await g.save("Deploys freeze on Fridays", "decision", channel=GUILD_A)
+        assert local.threads == [loop_thread]
+        local.threads.clear()
+        await g.save("The runbook says: " + "check the dashboards; " * 40, "fact", channel=GUILD_A)
+        assert local.threads and loop_thread not in local.threads
+
+
+def tmp_db(db_path: Path) -> Path:
+    return db_path.with_name("other.db")

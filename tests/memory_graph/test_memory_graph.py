@@ -888,21 +888,19 @@ async def test_a_slow_embedder_is_never_called_on_the_event_loop(db_path: Path) 
         assert len(await g.recall("deploys friday", channel=GUILD_A)) == 1
 
     class Recording(HashingEmbedder):
-        threads: list[int] = []
+        def __init__(self) -> None:
+            super().__init__()
+            self.threads: list[int] = []
 
         def embed(self, texts: Any) -> Any:
             self.threads.append(threading.get_ident())
             return super().embed(texts)
 
     local = Recording()
-    async with await MemoryGraph.open(tmp_db(db_path), config(), embedder=local) as g:
+    async with await MemoryGraph.open(db_path.with_name("b.db"), config(), embedder=local) as g:
         local.threads.clear()
         await g.save("Deploys freeze on Fridays", "decision", channel=GUILD_A)
         assert local.threads == [loop_thread]
         local.threads.clear()
         await g.save("The runbook says: " + "check the dashboards; " * 40, "fact", channel=GUILD_A)
         assert local.threads and loop_thread not in local.threads
-
-
-def tmp_db(db_path: Path) -> Path:
-    return db_path.with_name("other.db")

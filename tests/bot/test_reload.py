@@ -122,14 +122,14 @@ async def test_a_longer_system_prompt_counts_in_a_running_channels_usage(
     before = actor.usage
     prompt = "Answer kindly and cite who said what. " * 20
     longer = config_text(tmp_path / "tierbot.db").replace('"sys"', f'"{prompt}"')
-    config_path.write_text(longer)
+    save(config_path, longer)
     rt.set_config(load_config(config_path, environ={}))
     await rt.submit(inbound(CH, text(50), pid="m1"))
     await rt.drain()
     added = rt.counter.count_message(prompt) - rt.counter.count_message("sys")
     assert added > 100
     assert actor.usage == pytest.approx(before + (added + 50) / 1000, abs=0.005)
-    config_path.write_text(config_text(tmp_path / "tierbot.db"))
+    save(config_path, config_text(tmp_path / "tierbot.db"))
     rt.set_config(load_config(config_path, environ={}))
     await rt.submit(inbound(CH, text(50), pid="m2"))
     await rt.drain()

@@ -57,8 +57,8 @@ class Turns:
         self.log = log
         self.in_turn = False
         self._enter = enter
-        self._tools: tuple[object, str, list[ToolSpec]] | None = None
         self._mode: tuple[object, RespondMode] | None = None
+        self._tools: tuple[object, list[ToolSpec]] | None = None
         self.delegation = Delegation(
             key,
             config=deps.config,
@@ -85,12 +85,12 @@ class Turns:
         """The tools this channel's model is offered: one list, shared until the config or
         the respond mode changes (asked at every message, as the history counts the tool
         schemas); callers do not change it."""
-        config = self.deps.config()
         mode = self.respond_mode()
+        resolved = self._mode  # (config, mode): a new tuple whenever the config changes
         cached = self._tools
-        if cached is None or cached[0] is not config or cached[1] != mode:
-            cached = self._tools = (config, mode, self._build_tools(mode))
-        return cached[2]
+        if cached is None or cached[0] is not resolved:
+            cached = self._tools = (resolved, self._build_tools(mode))
+        return cached[1]
 
     def _build_tools(self, mode: str) -> list[ToolSpec]:
         # A listen-only channel never calls its model: it could not delegate anything.

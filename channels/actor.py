@@ -240,8 +240,11 @@ class ChannelActor:
 
     async def start(self) -> None:
         """Rehydrate from the store and start the turn loop; resumes unanswered messages."""
-        live = await self.deps.store.load_live(self.key)
-        state = await self.deps.store.channel_state(self.key)
+        # Both reads at once: they queue back to back on the store's reader instead of
+        # each waiting its turn there (10,000 channels starting wait behind each other).
+        live, state = await asyncio.gather(
+            self.deps.store.load_live(self.key), self.deps.store.channel_state(self.key)
+        )
         self.history.load(live, state.handled_upto)
         self.compactor.counters.update(state.counters)
         pending = tuple(m for m in live if m.role is Role.USER and m.id > state.handled_upto)

@@ -17,6 +17,7 @@ import aiosqlite
 from tierbot import migrations
 from tierbot.errors import StoreError
 from tierbot.migrations import Migrations
+from tierbot.writeturns import write_turn
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -85,6 +86,9 @@ CREATE TABLE IF NOT EXISTS memory_tombstones (
 _CHANNEL_INDEX = """
 CREATE INDEX IF NOT EXISTS memory_nodes_channel ON memory_nodes (channel, type, rowid);
 """
+#: How long a write waits for the file (SQLite's busy timeout, and this process's turn).
+BUSY_TIMEOUT_S = 10.0
+
 MIGRATIONS = Migrations("memory_graph", (_DDL, _CHANNEL_INDEX), legacy="memory_schema_version")
 SCHEMA_VERSION = MIGRATIONS.latest
 
@@ -115,7 +119,7 @@ async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection
             db = await aiosqlite.connect(_read_only_uri(path), uri=True, isolation_level=None)
         else:
             db = await aiosqlite.connect(path, isolation_level=None)
-        await db.execute("PRAGMA busy_timeout = 10000")
+        await db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if not read_only:
             await db.execute("PRAGMA journal_mode = WAL")
             await db.execute("PRAGMA synchronous = NORMAL")
@@ -176,19 +180,24 @@ async def set_meta(db: aiosqlite.Connection, key: str, value: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def transaction(db: aiosqlite.Connection) -> AsyncIterator[None]:
+async def transaction(db: aiosqlite.Connection, path: str | None = None) -> AsyncIterator[None]:
     """One write transaction (``BEGIN IMMEDIATE``): committed when the block ends, rolled
-    back when it raises or is cancelled (see :func:`rollback`), the error re-raised."""
-    try:
-        # Inside the try: a BEGIN cancelled while it waits for the file lock still runs
-        # once the lock frees, so even its cancellation must queue the rollback.
-        await db.execute("BEGIN IMMEDIATE")
-        yield
-        await db.execute("COMMIT")
-    except BaseException:
-        # A failed COMMIT may have rolled back already: keep the original error.
-        await rollback(db)
-        raise
+    back when it raises or is cancelled (see :func:`rollback`), the error re-raised.
+
+    ``path``: the file's, to take this process's turn at writing it first (the message
+    store writes it through another connection; see :mod:`tierbot.writeturns`)."""
+    turn = write_turn(path, BUSY_TIMEOUT_S) if path else contextlib.nullcontext()
+    async with turn:
+        try:
+            # Inside the try: a BEGIN cancelled while it waits for the file lock still
+            # runs once the lock frees, so even its cancellation must queue the rollback.
+            await db.execute("BEGIN IMMEDIATE")
+            yield
+            await db.execute("COMMIT")
+        except BaseException:
+            # A failed COMMIT may have rolled back already: keep the original error.
+            await rollback(db)
+            raise
 
 
 async def rollback(db: aiosqlite.Connection) -> None:

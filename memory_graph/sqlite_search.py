@@ -39,9 +39,10 @@ class SQLiteSearch:
     """Reads for search and for opening; mixed into SQLiteMemoryStorage."""
 
     _db: aiosqlite.Connection
+    _path: str | None
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
-        return schema.transaction(self._db)
+        return schema.transaction(self._db, self._path)
 
     async def get_meta(self, key: str) -> str | None:
         return await schema.get_meta(self._db, key)

@@ -60,8 +60,10 @@ def _pairs(n: int) -> str:
 class SQLiteMemoryStorage(SQLiteSearch):
     """The memory graph's tables in tierbot's SQLite file."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(self, db: aiosqlite.Connection, path: str | None = None) -> None:
         self._db = db
+        #: The file's path, for this process's turn at writing it (None: no turns).
+        self._path = path
         self._closed = False
 
     @classmethod
@@ -79,7 +81,7 @@ class SQLiteMemoryStorage(SQLiteSearch):
             if isinstance(exc, OSError | aiosqlite.Error):
                 raise StoreError(f"cannot open the memory graph in {path}: {exc}") from exc
             raise
-        return cls(db)
+        return cls(db, None if read_only else str(path))
 
     @property
     def connection(self) -> aiosqlite.Connection:

@@ -44,6 +44,7 @@ from tierbot.messages import Message, Role, State
 from tierbot.migrations import Migrations, migrate, version
 from tierbot.storage import ChannelState, CompactionRecord, MessageStore, UndeliveredReply
 from tierbot.storelock import WriterLock
+from tierbot.writeturns import write_turn
 
 T = TypeVar("T")
 log = structlog.get_logger("tierbot.store")
@@ -472,6 +473,18 @@ class Store:
         failure rolls everything back and returns None (a batch of one: its error).
         ``isolated``: each op under a savepoint, a failing one rolled back alone and its
         error kept for its caller.  Raises when the transaction itself failed."""
+        # The memory graph writes this file through its own connection: take turns with
+        # it in this process rather than poll SQLite's lock (see tierbot.writeturns).
+        async with write_turn(self.path, self._busy_ms / 1000):
+            return await self._commit_turn(db, batch, isolated=isolated)
+
+    async def _commit_turn(
+        self,
+        db: aiosqlite.Connection,
+        batch: Sequence[tuple[WriteOp, asyncio.Future[Any]]],
+        *,
+        isolated: bool,
+    ) -> list[WriteResult] | None:
         results: list[WriteResult] = []
         kinds: dict[str, list[tuple[_Mergeable, asyncio.Future[Any]]]] = {}
         if not isolated:

@@ -17,6 +17,7 @@ import aiosqlite
 from tierbot import migrations
 from tierbot.errors import StoreError
 from tierbot.migrations import Migrations
+from tierbot.store import STATEMENT_CACHE
 from tierbot.writeturns import write_turn
 
 _DDL = """
@@ -116,9 +117,16 @@ async def connect(path: str, *, read_only: bool = False) -> aiosqlite.Connection
     db: aiosqlite.Connection | None = None
     try:
         if read_only:
-            db = await aiosqlite.connect(_read_only_uri(path), uri=True, isolation_level=None)
+            db = await aiosqlite.connect(
+                _read_only_uri(path),
+                uri=True,
+                isolation_level=None,
+                cached_statements=STATEMENT_CACHE,
+            )
         else:
-            db = await aiosqlite.connect(path, isolation_level=None)
+            db = await aiosqlite.connect(
+                path, isolation_level=None, cached_statements=STATEMENT_CACHE
+            )
         await db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if not read_only:
             await db.execute("PRAGMA journal_mode = WAL")

@@ -260,7 +260,10 @@ class Runtime(Dispatcher):
             memory: MemoryService | None = None
             if cfg.memory.enabled:
                 memory = await MemoryService.open(
-                    cfg, store, live_indexing=lambda: live().memory.index_live_messages
+                    cfg,
+                    store,
+                    live_indexing=lambda: live().memory.index_live_messages,
+                    index_max_lag=lambda: live().memory.index_max_lag_seconds,
                 )
                 opened.push_async_callback(memory.aclose)
             rt = cls(
@@ -274,6 +277,10 @@ class Runtime(Dispatcher):
                 respond_override=respond_override,
                 jobs=jobs,
             )
+            if memory is not None:
+                # Under a burst, acknowledging messages goes before indexing them.
+                registry = rt.registry
+                memory.indexer.busy = lambda: registry.acking > 0
             rt.pool.start()
             opened.push_async_callback(rt.pool.aclose)
             rt.registry.start_sweeper()

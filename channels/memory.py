@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -232,6 +233,12 @@ class EpisodeIndexer:
     next start, without waiting for the channel to speak again.  Channels only wake it.
     A batch that keeps failing is retried message by message; a message that still
     fails is logged and passed over (compaction indexes it again when it archives it).
+
+    Under a burst it comes last: while ``busy()`` says messages wait for their
+    acknowledgement, it waits too, unless the oldest message it has not indexed has
+    waited ``max_lag()`` seconds; from then on it indexes without yielding until it has
+    caught up.  Indexing costs more CPU than storing a message (0.4 ms against 0.25 ms),
+    so a process that indexed alongside a burst would acknowledge half as fast.
     """
 
     def __init__(
@@ -242,12 +249,19 @@ class EpisodeIndexer:
         batch: int = 256,
         delay: float = 0.5,
         enabled: Callable[[], bool] = lambda: True,
+        busy: Callable[[], bool] = lambda: False,
+        max_lag: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self.graph = graph
         self.source = source
         self.batch = batch
         self.delay = delay
         self.enabled = enabled
+        self.busy = busy
+        self.max_lag = max_lag
+        #: When the oldest message not indexed yet woke the indexer (None: caught up).
+        self._behind_since: float | None = None
+        self._flushing = 0
         self.indexed = 0
         self.failures = 0
         #: Store id up to which every message was considered (the persisted mark).
@@ -269,7 +283,25 @@ class EpisodeIndexer:
 
     def wake(self) -> None:
         """New messages were stored: index them soon; never waits."""
+        if self._behind_since is None:
+            self._behind_since = time.monotonic()
         self._wake.set()
+
+    @property
+    def lag(self) -> float:
+        """Seconds the oldest message not indexed yet has waited (0 when caught up)."""
+        return 0.0 if self._behind_since is None else time.monotonic() - self._behind_since
+
+    async def _yield_to_ingest(self) -> None:
+        """Wait while messages wait for their acknowledgement, for at most ``max_lag``
+        seconds of lag (a flush, or shutdown, ends the wait at once)."""
+        while (
+            not self._stopping
+            and not self._flushing
+            and self.busy()
+            and self.lag < self.max_lag()
+        ):
+            await self._pause(self.delay)
 
     async def flush(self) -> None:
         """Return once every message stored before the call is indexed, an indexing
@@ -278,16 +310,20 @@ class EpisodeIndexer:
             return
         target = await self.source.last_message_id()
         failures = self.failures
-        self._wake.set()
-        async with self._progress:
-            await self._progress.wait_for(
-                lambda: (
-                    self.mark >= target
-                    or self.failures > failures
-                    or self._task is None
-                    or self._task.done()
+        self._flushing += 1  # asked to catch up now: no yielding to a burst
+        try:
+            self._wake.set()
+            async with self._progress:
+                await self._progress.wait_for(
+                    lambda: (
+                        self.mark >= target
+                        or self.failures > failures
+                        or self._task is None
+                        or self._task.done()
+                    )
                 )
-            )
+        finally:
+            self._flushing -= 1
 
     async def _run(self) -> None:
         self.mark = await self.graph.indexed_upto()
@@ -296,6 +332,8 @@ class EpisodeIndexer:
             await self._wake.wait()
             if self._stopping:
                 return
+            if self._behind_since is None:
+                self._behind_since = time.monotonic()
             await asyncio.sleep(self.delay)  # let a burst gather into one batch
             self._wake.clear()
             try:
@@ -325,8 +363,11 @@ class EpisodeIndexer:
         if self.backlog > self.batch:
             log.info("memory.index_catching_up", backlog=self.backlog, indexed_upto=self.mark)
         while True:
+            await self._yield_to_ingest()
             messages, upto = await self.source.messages_since(self.mark, self.batch, _INDEXED_ROLES)
             if upto <= self.mark or self._stopping:
+                if upto <= self.mark:
+                    self._behind_since = None
                 break
             await self._index(messages, upto)
             self.backlog = max(0, self.backlog - len(messages))
@@ -416,6 +457,7 @@ class MemoryService:
         source: MessageSource,
         *,
         live_indexing: Callable[[], bool] | None = None,
+        index_max_lag: Callable[[], float] | None = None,
     ) -> None:
         self.graph = graph
         self.config = config
@@ -424,6 +466,7 @@ class MemoryService:
             graph,
             source,
             enabled=live_indexing or (lambda: config.memory.index_live_messages),
+            max_lag=index_max_lag or (lambda: config.memory.index_max_lag_seconds),
         )
         self._access = ChannelMemoryAccess(graph, self.indexer)
         self._maintenance: asyncio.Task[None] | None = None
@@ -435,14 +478,18 @@ class MemoryService:
         source: MessageSource,
         *,
         live_indexing: Callable[[], bool] | None = None,
+        index_max_lag: Callable[[], float] | None = None,
     ) -> MemoryService:
         """Open the graph and start indexing ``source``; ``live_indexing`` tells whether
-        live indexing is on now (default: ``config.memory.index_live_messages``)."""
+        live indexing is on now (default: ``config.memory.index_live_messages``), and
+        ``index_max_lag`` how long it may yield to a burst (default: the config's)."""
         graph = await open_graph(
             config, pool=getattr(source, "pool", None), where=getattr(source, "where", "")
         )
         try:
-            service = cls(graph, config, source, live_indexing=live_indexing)
+            service = cls(
+                graph, config, source, live_indexing=live_indexing, index_max_lag=index_max_lag
+            )
             service.indexer.start()
         except BaseException:
             await graph.aclose()  # its connection's thread would keep the process alive

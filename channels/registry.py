@@ -67,6 +67,8 @@ class ChannelRegistry:
         self._sweeper: asyncio.Task[None] | None = None
         self.messages_in = 0
         self.duplicates = 0
+        #: Submissions not acknowledged yet (being stored and handed to their actors).
+        self.acking = 0
         #: In a cluster: whether this process owns a channel (taking its lease when it
         #: is free).  A channel it does not own gets its messages stored, then ``wake``.
         self.claim: Callable[[str], Awaitable[bool]] | None = None
@@ -92,6 +94,13 @@ class ChannelRegistry:
 
     async def submit_many(self, inbounds: Sequence[InboundMessage]) -> list[Delivery]:
         """Like :meth:`submit` for many messages; one commit per channel batch."""
+        self.acking += 1
+        try:
+            return await self._submit_many(inbounds)
+        finally:
+            self.acking -= 1
+
+    async def _submit_many(self, inbounds: Sequence[InboundMessage]) -> list[Delivery]:
         by_channel: dict[str, list[int]] = {}
         for i, m in enumerate(inbounds):
             by_channel.setdefault(m.channel, []).append(i)

@@ -433,6 +433,7 @@ class MemoryConfig(_Model):
     keep_messages_on_forget: bool = Field(True, json_schema_extra=LIVE)
     index_live_messages: bool = True
     index_drain_seconds: float = Field(30.0, ge=0.0, le=HOUR)
+    index_max_lag_seconds: float = Field(30.0, ge=0.0, le=HOUR, json_schema_extra=LIVE)
     background_rows: int = Field(10_000, ge=0, le=10_000_000)
     #: Memories the in-RAM vector index holds (the newest); older ones are still found by
     #: text search and scored with their stored vectors.  0 = no limit (RAM grows with them).

@@ -96,6 +96,7 @@ NOTES: dict[str, str] = {
     "memory.keep_messages_on_forget": "forgetting a user keeps their raw messages archived",
     "memory.index_live_messages": "index messages as they arrive, so memory search finds recent ones too; false = when compaction archives them",
     "memory.index_drain_seconds": "at shutdown, keep indexing for at most this long; what is left is indexed after the next start",
+    "memory.index_max_lag_seconds": "while messages wait to be stored, live indexing waits too, until its oldest unindexed message has waited this long; 0 = never wait",
     "adapters.console.enabled": "the terminal chat `make run` opens; false for a service with no terminal",
     "adapters.discord.allowed_guilds": "empty = no restriction",
     "adapters.discord.admins": "user ids allowed to run /compact and /forget",

@@ -296,10 +296,7 @@ class EpisodeIndexer:
         """Wait while messages wait for their acknowledgement, for at most ``max_lag``
         seconds of lag (a flush, or shutdown, ends the wait at once)."""
         while (
-            not self._stopping
-            and not self._flushing
-            and self.busy()
-            and self.lag < self.max_lag()
+            not self._stopping and not self._flushing and self.busy() and self.lag < self.max_lag()
         ):
             await self._pause(self.delay)
 

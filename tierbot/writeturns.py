@@ -15,7 +15,7 @@ file and event loop, first come first served, handed over the moment the
 transaction ends.  Other processes on the file (a CLI beside the bot) still meet
 SQLite's own lock and busy timeout.
 
-A turn not had within ``timeout`` seconds raises :class:`StoreError`, as a busy
+A turn not had within ``wait_seconds`` raises :class:`StoreError`, as a busy
 timeout would: a transaction that waits on a write of the same file would otherwise
 wait forever.
 """
@@ -51,17 +51,17 @@ def lock_for(path: str | Path) -> asyncio.Lock:
 
 
 @contextlib.asynccontextmanager
-async def write_turn(path: str | Path, timeout: float) -> AsyncIterator[None]:
+async def write_turn(path: str | Path, wait_seconds: float) -> AsyncIterator[None]:
     """Hold this process's turn at writing ``path`` for the block (one transaction)."""
     lock = lock_for(path)
     try:
         # No task per turn (as wait_for would make): a free lock is taken at once.
-        async with asyncio.timeout(max(timeout, 0.0)):
+        async with asyncio.timeout(max(wait_seconds, 0.0)):
             await lock.acquire()
     except TimeoutError:
         raise StoreError(
             f"cannot write to {path}: database is locked (another write of this process "
-            f"held it for more than {timeout:g} s)"
+            f"held it for more than {wait_seconds:g} s)"
         ) from None
     try:
         yield

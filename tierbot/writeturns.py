@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import weakref
 from collections.abc import AsyncIterator
@@ -36,7 +37,10 @@ _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.L
 )
 
 
+@functools.lru_cache(maxsize=64)
 def _key(path: str | Path) -> str:
+    # Cached: realpath asks the file system about every component of the path, and a
+    # busy process takes a turn hundreds of times a second.
     return os.path.realpath(os.fspath(path))
 
 

@@ -20,6 +20,7 @@ from bot.runtime import Runtime
 from tests.helpers import inbound, wait_for
 from tierbot.config import Config
 from tierbot.errors import TransientLLMError
+from tierbot.events import EmergencyTruncation
 from tierbot.llm.base import Completion, ToolCall, Usage
 from tierbot.testing import FakeDiscord
 from tierbot.testing.scripted import ScriptedLLM, default_summary
@@ -218,6 +219,11 @@ async def test_llm_errors_and_emergencies_are_counted_and_listed_as_recent_failu
         OpsServer(rt, port=0) as ops,
         aiohttp.ClientSession() as http,
     ):
+        # The truncation is counted once its marker and record are stored: wait for its
+        # event (the metrics hear it first), not for the compactor's own counter, which
+        # moves before those writes and so ahead of the metric on a slow machine.
+        truncated = asyncio.Event()
+        rt.events.subscribe(EmergencyTruncation, lambda _: truncated.set())
         actor = await rt.registry.actor(CH)
         n = 0
         while actor.compactor.counters["emergency"] == 0:
@@ -225,6 +231,7 @@ async def test_llm_errors_and_emergencies_are_counted_and_listed_as_recent_failu
             await asyncio.sleep(0.01)
             n += 1
             assert n < 60
+        await asyncio.wait_for(truncated.wait(), 30.0)
         page = samples((await get(http, f"{ops.url}/metrics"))[1])
         status = (await get(http, f"{ops.url}/status"))[1]
         llm.gate["summary"].set()

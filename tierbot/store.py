@@ -457,11 +457,14 @@ class Store:
                 # Optimistic first: the batch's ops one after another in one transaction
                 # (appends and channel states merged), which is every batch but the rare
                 # one holding a failing op.  That one is rolled back and run again, each
-                # op alone under its own savepoint.
-                results = await self._commit(db, batch, isolated=False)
-                if results is None:
-                    results = await self._commit(db, batch, isolated=True)
-                    assert results is not None
+                # op alone under its own savepoint.  The memory graph writes this file
+                # through its own connection: take turns with it in this process rather
+                # than poll SQLite's lock (see tierbot.writeturns).
+                async with write_turn(self.path, self._busy_ms / 1000):
+                    results = await self._commit(db, batch, isolated=False)
+                    if results is None:
+                        results = await self._commit(db, batch, isolated=True)
+                        assert results is not None
             except Exception as exc:
                 # Report the error that stopped the batch, never a failed rollback's.
                 log.error("store.commit_failed", error=str(exc), batch=len(batch))
@@ -485,18 +488,6 @@ class Store:
         failure rolls everything back and returns None (a batch of one: its error).
         ``isolated``: each op under a savepoint, a failing one rolled back alone and its
         error kept for its caller.  Raises when the transaction itself failed."""
-        # The memory graph writes this file through its own connection: take turns with
-        # it in this process rather than poll SQLite's lock (see tierbot.writeturns).
-        async with write_turn(self.path, self._busy_ms / 1000):
-            return await self._commit_turn(db, batch, isolated=isolated)
-
-    async def _commit_turn(
-        self,
-        db: aiosqlite.Connection,
-        batch: Sequence[tuple[WriteOp, asyncio.Future[Any]]],
-        *,
-        isolated: bool,
-    ) -> list[WriteResult] | None:
         results: list[WriteResult] = []
         kinds: dict[str, list[tuple[_Mergeable, asyncio.Future[Any]]]] = {}
         if not isolated:

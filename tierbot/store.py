@@ -31,7 +31,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -42,6 +42,7 @@ import structlog
 
 from tierbot.errors import StoreError
 from tierbot.groupcommit import WriteQueue, WriteResult
+from tierbot.groupread import GroupRead
 from tierbot.messages import Message, Role, State
 from tierbot.migrations import Migrations, migrate, version
 from tierbot.storage import ChannelState, CompactionRecord, MessageStore, UndeliveredReply
@@ -175,6 +176,7 @@ _INSERT = (
 )
 _ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
 _ROWS_PER_INSERT = 500  # 11 parameters a row, well under SQLite's variable limit
+_KEYS_PER_QUERY = 500  # channels read in one IN list
 
 
 def _insert_args(m: Message) -> tuple[Any, ...]:
@@ -254,6 +256,36 @@ def _row_to_message(row: Sequence[Any]) -> Message:
         pos=row[10],
         meta=json.loads(row[11]) if row[11] and row[11] != "{}" else {},
     )
+
+
+def _live_many(conn: sqlite3.Connection, channels: Sequence[str]) -> dict[str, list[Message]]:
+    """Several channels' live contexts, each in order, in one query per 500 channels."""
+    out: dict[str, list[Message]] = {key: [] for key in channels}
+    for start in range(0, len(channels), _KEYS_PER_QUERY):
+        chunk = channels[start : start + _KEYS_PER_QUERY]
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM messages WHERE channel IN ({','.join('?' * len(chunk))}) "
+            "AND state='live' ORDER BY channel, pos, id",
+            chunk,
+        ).fetchall()
+        for row in rows:
+            out[row[1]].append(_row_to_message(row))
+    return out
+
+
+def _states_many(conn: sqlite3.Connection, channels: Sequence[str]) -> dict[str, ChannelState]:
+    """Several channels' states (a fresh one for a channel without), in one query per 500."""
+    out = {key: ChannelState() for key in channels}
+    for start in range(0, len(channels), _KEYS_PER_QUERY):
+        chunk = channels[start : start + _KEYS_PER_QUERY]
+        rows = conn.execute(
+            "SELECT key, handled_upto, counters FROM channels "
+            f"WHERE key IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall()
+        for key, handled_upto, counters in rows:
+            out[key] = ChannelState(handled_upto=handled_upto, counters=json.loads(counters))
+    return out
 
 
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
@@ -374,6 +406,10 @@ class Store:
         self._queue: WriteQueue[WriteOp] = WriteQueue()
         self._writer: asyncio.Task[None] | None = None
         self.commits = 0
+        self._live = GroupRead(self._live_many, copy=list)
+        self._states = GroupRead(
+            self._states_many, copy=lambda st: replace(st, counters=dict(st.counters))
+        )
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -633,11 +669,13 @@ class Store:
         return result
 
     async def load_live(self, channel: str) -> list[Message]:
-        """The channel's live context, in order."""
-        return await self._select(
-            f"SELECT {_COLUMNS} FROM messages WHERE channel=? AND state='live' ORDER BY pos, id",
-            (channel,),
-        )
+        """The channel's live context, in order.  Channels asked for at once (a burst of
+        starts) are read in one query."""
+        return await self._live.get(channel)
+
+    async def _live_many(self, channels: Sequence[str]) -> dict[str, list[Message]]:
+        assert self._reader is not None
+        return await _in_thread(self._reader, _live_many, channels)
 
     async def messages_after(self, channel: str, after_id: int) -> list[Message]:
         return await self._select(
@@ -722,16 +760,13 @@ class Store:
     # -- channel state -------------------------------------------------------------
 
     async def channel_state(self, channel: str) -> ChannelState:
+        """The channel's state (a fresh one when it has none).  Channels asked for at
+        once are read in one query."""
+        return await self._states.get(channel)
+
+    async def _states_many(self, channels: Sequence[str]) -> dict[str, ChannelState]:
         assert self._reader is not None
-        rows = list(
-            await self._reader.execute_fetchall(
-                "SELECT handled_upto, counters FROM channels WHERE key=?", (channel,)
-            )
-        )
-        if not rows:
-            return ChannelState()
-        row = rows[0]
-        return ChannelState(handled_upto=row[0], counters=json.loads(row[1]))
+        return await _in_thread(self._reader, _states_many, channels)
 
     async def save_channel_state(self, channel: str, state: ChannelState) -> None:
         await self.write(_Mergeable("state", (channel, state), _upsert_states))

@@ -22,12 +22,15 @@ class GroupRead(Generic[K, V]):
     read runs batched into the next one.
 
     Every key asked for must be in the mapping ``read_many`` returns (its "nothing"
-    value included). Its failure is every waiting caller's; a caller that gives up
-    (cancelled) leaves the others waiting as before.
+    value included), or an exception for that key alone (raised to its callers). A
+    failed ``read_many`` is every waiting caller's; a caller that gives up (cancelled)
+    leaves the others waiting as before.
     """
 
     def __init__(
-        self, read_many: Callable[[Sequence[K]], Awaitable[dict[K, V]]], copy: Callable[[V], V]
+        self,
+        read_many: Callable[[Sequence[K]], Awaitable[dict[K, V | Exception]]],
+        copy: Callable[[V], V],
     ) -> None:
         self._read_many = read_many
         #: Two callers asking for one key each get their own value (the values are mutable).
@@ -60,7 +63,11 @@ class GroupRead(Generic[K, V]):
                 for key, futs in batch.items():
                     value = found[key]
                     for i, fut in enumerate(futs):
-                        if not fut.done():
+                        if fut.done():
+                            continue
+                        if isinstance(value, Exception):
+                            fut.set_exception(value)
+                        else:
                             fut.set_result(value if i == 0 else self._copy(value))
         except BaseException:
             # Cancelled (the loop shutting down): nobody may be left waiting for good.

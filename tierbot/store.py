@@ -32,7 +32,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -175,8 +174,13 @@ _INSERT = (
     "tokens, state, pos, meta) VALUES "
 )
 _ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
-_ROWS_PER_INSERT = 500  # 11 parameters a row, well under SQLite's variable limit
+#: Rows per INSERT statement: a batch of n rows is cut into the largest of these that fit
+#: (11 parameters a row, well under SQLite's variable limit).  Every row count is its own
+#: prepared statement; with any count allowed, a burst's batches prepared (and freed) a
+#: new one nearly every time, at up to hundreds of KB each.
+_INSERT_SIZES = (256, 64, 16, 4, 1)
 _KEYS_PER_QUERY = 500  # channels read in one IN list
+_IN_SIZES = (1, 4, 16, 64, 256, _KEYS_PER_QUERY)
 
 
 def _insert_args(m: Message) -> tuple[Any, ...]:
@@ -208,35 +212,78 @@ def _in_thread(db: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> Aw
     return db._execute(fn, db._conn, *args)
 
 
-def _insert_sync(
-    conn: sqlite3.Connection, msgs: Sequence[Message], *, redelivery_ok: bool
-) -> list[Message | None]:
+@dataclass(slots=True)
+class _Step:
+    """One statement of a write: its SQL and parameters are built on the event loop, and
+    only run in the connection's thread (what a thread allocates stays in its own malloc
+    arena: building them there grew a 10,000-channel process by 2 KB a channel)."""
+
+    sql: str
+    params: Any  # one row's parameters; for ``many``, a list of them (executemany)
+    many: bool = False
+
+
+#: What a write makes of its steps' rows (a list per step; executemany: none).
+Finish = Callable[[list[list[Any]]], list[Any]]
+
+
+def _run_steps(conn: sqlite3.Connection, steps: Sequence[_Step]) -> list[list[Any]]:
+    """In the connection's thread: each step's rows (RETURNING ones), in order."""
+    out: list[list[Any]] = []
+    for step in steps:
+        if step.many:
+            conn.executemany(step.sql, step.params)
+            out.append([])
+        else:
+            out.append(conn.execute(step.sql, step.params).fetchall())
+    return out
+
+
+def _insert_steps(msgs: Sequence[Message], *, redelivery_ok: bool) -> tuple[list[_Step], Finish]:
     """Insert ``msgs`` in order; each comes back with its id (and pos, when it had none), or
     None for a redelivery. Only a ``(channel, platform_id)`` conflict is a redelivery (a
     repeat inside ``msgs`` too): any other constraint error raises."""
     conflict = " ON CONFLICT(channel, platform_id) DO NOTHING" if redelivery_ok else ""
-    out: list[Message | None] = []
-    for start in range(0, len(msgs), _ROWS_PER_INSERT):
-        chunk = msgs[start : start + _ROWS_PER_INSERT]
-        rows = conn.execute(
+    chunks = []
+    start = 0
+    while start < len(msgs):
+        size = next(n for n in _INSERT_SIZES if n <= len(msgs) - start)
+        chunks.append(msgs[start : start + size])
+        start += size
+    steps = [
+        _Step(
             _INSERT
             + ",".join([_ROW] * len(chunk))
             + conflict
             + " RETURNING id, channel, platform_id",
             [arg for m in chunk for arg in _insert_args(m)],
-        ).fetchall()
-        ids = {(ch, pid): int(mid) for mid, ch, pid in rows}
-        for m in chunk:
-            # pop: a platform id repeated within the batch was stored once, the first time.
-            mid = ids.pop((m.channel, m.platform_id), None)
-            out.append(None if mid is None else m.with_(id=mid, pos=m.pos or float(mid)))
-    return out
+        )
+        for chunk in chunks
+    ]
+
+    def finish(rows_per_step: list[list[Any]]) -> list[Message | None]:
+        out: list[Message | None] = []
+        for chunk, rows in zip(chunks, rows_per_step, strict=True):
+            ids = {(ch, pid): int(mid) for mid, ch, pid in rows}
+            for m in chunk:
+                # pop: a platform id repeated within the batch was stored once, the first.
+                mid = ids.pop((m.channel, m.platform_id), None)
+                out.append(None if mid is None else m.with_(id=mid, pos=m.pos or float(mid)))
+        return out
+
+    return steps, finish
 
 
 async def _insert(
     db: aiosqlite.Connection, msgs: Sequence[Message], *, redelivery_ok: bool
 ) -> list[Message | None]:
-    return await _in_thread(db, partial(_insert_sync, redelivery_ok=redelivery_ok), msgs)
+    steps, finish = _insert_steps(msgs, redelivery_ok=redelivery_ok)
+    result: list[Message | None] = finish(await _in_thread(db, _run_steps, steps))
+    return result
+
+
+def _in_order(m: Message) -> tuple[float, int]:
+    return (m.pos, m.id or 0)
 
 
 def _row_to_message(row: Sequence[Any]) -> Message:
@@ -258,34 +305,30 @@ def _row_to_message(row: Sequence[Any]) -> Message:
     )
 
 
-def _live_many(conn: sqlite3.Connection, channels: Sequence[str]) -> dict[str, list[Message]]:
-    """Several channels' live contexts, each in order, in one query per 500 channels."""
-    out: dict[str, list[Message]] = {key: [] for key in channels}
-    for start in range(0, len(channels), _KEYS_PER_QUERY):
-        chunk = channels[start : start + _KEYS_PER_QUERY]
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM messages WHERE channel IN ({','.join('?' * len(chunk))}) "
-            "AND state='live' ORDER BY channel, pos, id",
-            chunk,
-        ).fetchall()
-        for row in rows:
-            out[row[1]].append(_row_to_message(row))
+def _in_lists(keys: Sequence[str]) -> list[Sequence[str]]:
+    """``keys`` in chunks of at most _KEYS_PER_QUERY, each padded (by repeating its last
+    key, which an IN list ignores) to one of a few lengths: every length is its own
+    prepared statement, and the connection keeps only STATEMENT_CACHE of them."""
+    out: list[Sequence[str]] = []
+    for start in range(0, len(keys), _KEYS_PER_QUERY):
+        chunk = list(keys[start : start + _KEYS_PER_QUERY])
+        size = next(n for n in _IN_SIZES if n >= len(chunk))
+        out.append(chunk + [chunk[-1]] * (size - len(chunk)))
     return out
 
 
-def _states_many(conn: sqlite3.Connection, channels: Sequence[str]) -> dict[str, ChannelState]:
-    """Several channels' states (a fresh one for a channel without), in one query per 500."""
-    out = {key: ChannelState() for key in channels}
-    for start in range(0, len(channels), _KEYS_PER_QUERY):
-        chunk = channels[start : start + _KEYS_PER_QUERY]
-        rows = conn.execute(
-            "SELECT key, handled_upto, counters FROM channels "
-            f"WHERE key IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ).fetchall()
-        for key, handled_upto, counters in rows:
-            out[key] = ChannelState(handled_upto=handled_upto, counters=json.loads(counters))
-    return out
+def _select_in(
+    conn: sqlite3.Connection, sql: str, keys: Sequence[str], after: str = ""
+) -> list[Any]:
+    """In the reader's thread: ``sql`` with ``{in}`` made an IN list, for all ``keys``."""
+    rows: list[Any] = []
+    for chunk in _in_lists(keys):
+        rows += conn.execute(sql.format(marks=",".join("?" * len(chunk))) + after, chunk).fetchall()
+    return rows
+
+
+_LIVE_IN = f"SELECT {_COLUMNS} FROM messages WHERE channel IN ({{marks}}) AND state='live'"
+_STATES_IN = "SELECT key, handled_upto, counters FROM channels WHERE key IN ({marks})"
 
 
 WriteOp = Callable[[aiosqlite.Connection], Awaitable[Any]]
@@ -298,41 +341,44 @@ class _Mergeable:
 
     Under a burst most of a batch is appends and channel states, and each op costs a
     trip to the connection's thread; merged, a batch of hundreds takes one (see
-    :meth:`Store._commit_merged`).  ``run_many`` is synchronous: it runs in that thread.
+    :meth:`Store._commit_merged`).  ``prepare`` builds the statements of several
+    payloads and what to make of their rows, on the event loop.
     Called alone (a batch being retried op by op) it runs on its own payload.
     """
 
     kind: str
     payload: Any
-    run_many: Callable[[sqlite3.Connection, list[Any]], list[Any]]
+    prepare: Callable[[list[Any]], tuple[list[_Step], Finish]]
 
     async def __call__(self, db: aiosqlite.Connection) -> Any:
-        return (await _in_thread(db, self.run_many, [self.payload]))[0]
+        return (await self.run_many(db, [self.payload]))[0]
+
+    async def run_many(self, db: aiosqlite.Connection, payloads: list[Any]) -> list[Any]:
+        steps, finish = self.prepare(payloads)
+        return finish(await _in_thread(db, _run_steps, steps))
 
 
-def _append_many_ops(
-    conn: sqlite3.Connection, payloads: list[Sequence[Message]]
-) -> list[list[Message | None]]:
+def _append_many_ops(payloads: list[Sequence[Message]]) -> tuple[list[_Step], Finish]:
     """Several callers' appends in one INSERT (in their order, so a platform id two of
     them carry is the first one's); each gets its own messages back."""
-    stored = _insert_sync(conn, [m for msgs in payloads for m in msgs], redelivery_ok=True)
-    out = []
-    for msgs in payloads:
-        out.append(stored[: len(msgs)])
-        stored = stored[len(msgs) :]
-    return out
+    steps, finish_all = _insert_steps([m for msgs in payloads for m in msgs], redelivery_ok=True)
+
+    def finish(rows_per_step: list[list[Any]]) -> list[Any]:
+        stored = finish_all(rows_per_step)
+        out = []
+        for msgs in payloads:
+            out.append(stored[: len(msgs)])
+            stored = stored[len(msgs) :]
+        return out
+
+    return steps, finish
 
 
-def _upsert_states(
-    conn: sqlite3.Connection, payloads: list[tuple[str, ChannelState]]
-) -> list[None]:
+def _upsert_states(payloads: list[tuple[str, ChannelState]]) -> tuple[list[_Step], Finish]:
     """Channel states, the last one of a channel winning (they are in queue order)."""
     now = time.time()
-    conn.executemany(
-        _UPSERT_STATE,
-        [(key, st.handled_upto, json.dumps(st.counters), now) for key, st in payloads],
-    )
-    return [None] * len(payloads)
+    params = [(key, st.handled_upto, json.dumps(st.counters), now) for key, st in payloads]
+    return [_Step(_UPSERT_STATE, params, many=True)], lambda _rows: [None] * len(payloads)
 
 
 @dataclass(slots=True)
@@ -344,22 +390,22 @@ class _OpFailed:
 
 
 def _merged_transaction(
-    conn: sqlite3.Connection, groups: list[tuple[_Mergeable, list[Any]]]
-) -> list[list[Any]] | _OpFailed:
-    """A batch of mergeable ops as one transaction, in the connection's thread: each
-    group's values, or the failure of an op after rolling the transaction back.
+    conn: sqlite3.Connection, groups: list[list[_Step]]
+) -> list[list[list[Any]]] | _OpFailed:
+    """A batch of merged writes as one transaction, in the connection's thread: each
+    group's rows, or the failure of a statement after rolling the transaction back.
     Raises when the transaction itself is gone (SQLite rolled it back: disk full, I/O
     error) or could not begin or commit."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        values = [first.run_many(conn, payloads) for first, payloads in groups]
+        rows = [_run_steps(conn, steps) for steps in groups]
     except Exception as exc:
         if not conn.in_transaction:
             raise
         conn.execute("ROLLBACK")
         return _OpFailed(exc)
     conn.execute("COMMIT")
-    return values
+    return rows
 
 
 __all__ = [
@@ -589,7 +635,7 @@ class Store:
                 if isinstance(op, _Mergeable) and op.kind in kinds:
                     # The first of its kind runs them all, where it stands in the batch.
                     group = kinds.pop(op.kind)
-                    values = await _in_thread(db, op.run_many, [o.payload for o, _ in group])
+                    values = await op.run_many(db, [o.payload for o, _ in group])
                     results += [(f, v, None) for (_, f), v in zip(group, values, strict=True)]
                     continue
                 if isinstance(op, _Mergeable) and not isolated:
@@ -626,21 +672,23 @@ class Store:
         """:meth:`_commit` of a batch of mergeable ops only (a burst's appends and
         channel states), in one trip to the connection's thread."""
         groups = list(kinds.values())
-        outcome = await _in_thread(
-            db,
-            _merged_transaction,
-            [(group[0][0], [o.payload for o, _ in group]) for group in groups],
-        )
+        # Built here (a payload that cannot be, e.g. unserialisable meta, fails here,
+        # before the transaction: the batch is retried op by op to find it).
+        try:
+            prepared = [group[0][0].prepare([o.payload for o, _ in group]) for group in groups]
+        except Exception as exc:
+            return [(batch[0][1], None, exc)] if len(batch) == 1 else None
+        outcome = await _in_thread(db, _merged_transaction, [steps for steps, _ in prepared])
         if isinstance(outcome, _OpFailed):
             if len(batch) == 1:
                 return [(batch[0][1], None, self._error(outcome.error))]
             return None
         self.commits += 1
-        return [
-            (fut, value, None)
-            for group, values in zip(groups, outcome, strict=True)
-            for (_, fut), value in zip(group, values, strict=True)
-        ]
+        results: list[WriteResult] = []
+        for group, (_, finish), rows in zip(groups, prepared, outcome, strict=True):
+            values = finish(rows)
+            results += [(fut, value, None) for (_, fut), value in zip(group, values, strict=True)]
+        return results
 
     def _error(self, exc: Exception) -> Exception:
         """SQLite's own errors become a StoreError naming the store and the real cause."""
@@ -673,9 +721,30 @@ class Store:
         starts) are read in one query."""
         return await self._live.get(channel)
 
-    async def _live_many(self, channels: Sequence[str]) -> dict[str, list[Message]]:
+    async def _live_many(self, channels: Sequence[str]) -> dict[str, list[Message] | Exception]:
         assert self._reader is not None
-        return await _in_thread(self._reader, _live_many, channels)
+        rows = await _in_thread(self._reader, _select_in, _LIVE_IN, channels)
+        out: dict[str, list[Message] | Exception] = {key: [] for key in channels}
+        for row in rows:
+            live = out[row[1]]
+            if isinstance(live, Exception):
+                continue
+            try:
+                live.append(_row_to_message(row))
+            except (ValueError, TypeError) as exc:
+                # One channel's unreadable row fails its own start, not the others'.
+                out[row[1]] = self._unreadable(row[1], f"message {row[0]}", exc)
+        for live in out.values():
+            if isinstance(live, list):
+                live.sort(key=_in_order)
+        return out
+
+    def _unreadable(self, channel: str, what: str, exc: Exception) -> StoreError:
+        err = StoreError(
+            f"cannot read channel {channel!r} from the store at {self.path}: {what}: {exc}"
+        )
+        err.__cause__ = exc
+        return err
 
     async def messages_after(self, channel: str, after_id: int) -> list[Message]:
         return await self._select(
@@ -764,9 +833,16 @@ class Store:
         once are read in one query."""
         return await self._states.get(channel)
 
-    async def _states_many(self, channels: Sequence[str]) -> dict[str, ChannelState]:
+    async def _states_many(self, channels: Sequence[str]) -> dict[str, ChannelState | Exception]:
         assert self._reader is not None
-        return await _in_thread(self._reader, _states_many, channels)
+        rows = await _in_thread(self._reader, _select_in, _STATES_IN, channels)
+        out: dict[str, ChannelState | Exception] = {key: ChannelState() for key in channels}
+        for key, handled_upto, counters in rows:
+            try:
+                out[key] = ChannelState(handled_upto=handled_upto, counters=json.loads(counters))
+            except ValueError as exc:
+                out[key] = self._unreadable(key, "its state", exc)
+        return out
 
     async def save_channel_state(self, channel: str, state: ChannelState) -> None:
         await self.write(_Mergeable("state", (channel, state), _upsert_states))
@@ -1001,7 +1077,8 @@ _UPSERT_STATE = (
 
 
 async def _upsert_state(db: aiosqlite.Connection, channel: str, state: ChannelState) -> None:
-    await _in_thread(db, _upsert_states, [(channel, state)])
+    steps, _ = _upsert_states([(channel, state)])
+    await _in_thread(db, _run_steps, steps)
 
 
 async def _insert_record(db: aiosqlite.Connection, r: CompactionRecord) -> None:

@@ -4,11 +4,13 @@ waiting when a read fails or is cancelled."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from tierbot.errors import StoreError
 from tierbot.groupread import GroupRead
 from tierbot.messages import Message, Role
 from tierbot.storage import ChannelState
@@ -102,3 +104,29 @@ async def test_a_cancelled_read_leaves_nobody_waiting() -> None:
     for task in (under_way, queued):
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 5)
+
+
+async def test_a_corrupt_channel_does_not_stop_others_starting_with_it(tmp_path: Path) -> None:
+    """A row the store cannot read fails its own channel's start, naming it; the channels
+    read in the same query start as usual."""
+    path = tmp_path / "s.db"
+    async with await Store.open(path, synchronous="normal") as store:
+        for key in ("good", "bad", "also-good"):
+            await store.append(msg(f"{key}-1", f"hello from {key}", key))
+            await store.save_channel_state(key, ChannelState(handled_upto=1))
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE messages SET role='bogus' WHERE channel='bad'")
+        db.execute("INSERT INTO channels (key, counters) VALUES ('also-bad', 'not json')")
+    async with await Store.open(path, synchronous="normal") as store:
+        lives = await asyncio.gather(
+            *(store.load_live(k) for k in ("good", "bad", "also-good")), return_exceptions=True
+        )
+        assert [m.text for m in lives[0]] == ["hello from good"]
+        assert isinstance(lives[1], StoreError) and "bad" in str(lives[1])
+        assert "bogus" in str(lives[1])
+        assert [m.text for m in lives[2]] == ["hello from also-good"]
+        states = await asyncio.gather(
+            *(store.channel_state(k) for k in ("good", "also-bad")), return_exceptions=True
+        )
+        assert states[0] == ChannelState(handled_upto=1)
+        assert isinstance(states[1], StoreError) and "also-bad" in str(states[1])

@@ -164,3 +164,17 @@ async def test_wal_mode(tmp_path: Path) -> None:
     async with await Store.open(tmp_path / "s.db"):
         with sqlite3.connect(tmp_path / "s.db") as db:
             assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_a_large_batch_keeps_its_order_and_its_one_redelivery(tmp_path: Path) -> None:
+    """A batch of hundreds (stored in several statements) comes back in its order, each
+    message with its own id, and a platform id repeated far apart is stored once."""
+    async with await Store.open(tmp_path / "s.db", synchronous="normal") as store:
+        batch = [msg(f"p{i}", f"text {i}") for i in range(341)]
+        batch[300] = msg("p5", "redelivered late in the batch")
+        stored = await store.append_many(batch)
+        assert stored[300] is None
+        kept = [m for m in stored if m is not None]
+        assert [m.text for m in kept] == [f"text {i}" for i in range(341) if i != 300]
+        assert [m.id for m in kept] == sorted({m.id for m in kept})
+        assert [m.text for m in await store.load_live("c")] == [m.text for m in kept]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import os
 import time
@@ -319,6 +320,7 @@ class Runtime(Dispatcher):
             opened.pop_all()  # from here on aclose() owns them
         _freeze_startup_heap()
         _tune_collector()
+        _tune_malloc()
         for line in cfg.deprecations:
             log.warning("config.deprecated", source=cfg.source, detail=line)
         where = store.where if isinstance(store, PostgresStore) else str(cfg.storage_path())
@@ -819,6 +821,35 @@ def _tune_collector() -> None:
     young, middle, old = gc.get_threshold()
     if 0 < young < GC_YOUNG_THRESHOLD:
         gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
+#: glibc's M_TRIM_THRESHOLD (mallopt's parameter number) and the value the runtime sets.
+M_TRIM_THRESHOLD, TRIM_THRESHOLD = -1, 128 * 1024
+
+
+def _tune_malloc() -> None:
+    """Make glibc's malloc give freed memory back after a burst, as it does by default
+    until a program frees one large block.
+
+    glibc serves blocks of 128 KB and more straight from the system, until one is freed:
+    then it raises that bar to the block's size (up to 32 MB) and serves the next ones
+    from its heap, where a freed block stays in the RSS whenever anything smaller
+    allocated after it is still alive.  A burst's batches (a few hundred rows, their
+    parameters, the rows read back) freed such blocks all the time: a 10,000-channel run
+    kept 2-3 KB a channel of freed memory, 20.2 KB RSS a channel against 16.8 KB with
+    the bar kept fixed.  Setting the trim threshold keeps it fixed (mallopt(3)).
+
+    Only on glibc, and not when the operator set ``MALLOC_TRIM_THRESHOLD_`` or
+    ``MALLOC_MMAP_THRESHOLD_`` themselves.
+    """
+    if os.environ.get("MALLOC_TRIM_THRESHOLD_") or os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+        return
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return  # not glibc (musl, macOS): its own allocator's rules apply
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
 def _freeze_startup_heap() -> None:

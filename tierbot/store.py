@@ -317,13 +317,12 @@ def _in_lists(keys: Sequence[str]) -> list[Sequence[str]]:
     return out
 
 
-def _select_in(
-    conn: sqlite3.Connection, sql: str, keys: Sequence[str], after: str = ""
-) -> list[Any]:
-    """In the reader's thread: ``sql`` with ``{in}`` made an IN list, for all ``keys``."""
+def _select_in(conn: sqlite3.Connection, sql: str, keys: Sequence[str]) -> list[Any]:
+    """In the reader's thread: the rows of ``sql`` for all ``keys``, its ``{marks}`` made
+    an IN list of each chunk's placeholders (see :func:`_in_lists`)."""
     rows: list[Any] = []
     for chunk in _in_lists(keys):
-        rows += conn.execute(sql.format(marks=",".join("?" * len(chunk))) + after, chunk).fetchall()
+        rows += conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk).fetchall()
     return rows
 
 

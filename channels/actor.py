@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,9 @@ log = structlog.get_logger("tierbot.channel")
 @dataclass(frozen=True, slots=True)
 class _Incoming:
     messages: tuple[Message, ...]
+    #: Put while the actor was still loading its history: the load may have found some
+    #: of them in the store already (see ChannelActor.launch).
+    early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +166,10 @@ class ChannelActor:
         self._mailbox = Mailbox()
         self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
         self._task: asyncio.Task[None] | None = None
+        # Set while the actor loads its history (and kept, with the error, if that failed).
+        self._booting: asyncio.Future[None] | None = None
+        self._early = 0  # batches put while loading, not entered yet
+        self._loaded: Collection[int] = ()  # what the load found unanswered, while _early
         self._stopped = False
         # Set after every mailbox batch (see make_room); made only while someone waits.
         self._changed: asyncio.Event | None = None
@@ -238,20 +245,64 @@ class ChannelActor:
 
     # -- lifecycle -------------------------------------------------------------------
 
+    def launch(self) -> None:
+        """Start the actor's task: it rehydrates from the store, then runs the turn loop
+        and resumes unanswered messages.  Nothing waits for the load: a channel's first
+        message is acknowledged once it is stored (it is among what the load finds).
+        Messages put meanwhile wait in the mailbox, and any the load found already are
+        entered once."""
+        self._booting = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._boot(), name=f"channel:{self.key}")
+
     async def start(self) -> None:
-        """Rehydrate from the store and start the turn loop; resumes unanswered messages."""
-        # Both reads at once: they queue back to back on the store's reader instead of
-        # each waiting its turn there (10,000 channels starting wait behind each other).
-        live, state = await asyncio.gather(
-            self.deps.store.load_live(self.key), self.deps.store.channel_state(self.key)
-        )
+        """:meth:`launch`, then wait until the history is loaded (raises what the load
+        raised)."""
+        self.launch()
+        await self.ready()
+
+    async def ready(self) -> None:
+        """Wait until the actor has loaded its history; raises what the load raised."""
+        if self._booting is not None:
+            await asyncio.shield(self._booting)
+
+    async def _boot(self) -> None:
+        booting = self._booting
+        assert booting is not None
+        self.busy = True
+        try:
+            # Both reads at once: they queue back to back on the store's reader instead
+            # of each waiting its turn there (10,000 channels starting wait behind each
+            # other).
+            live, state = await asyncio.gather(
+                self.deps.store.load_live(self.key), self.deps.store.channel_state(self.key)
+            )
+        except Exception as exc:
+            # The messages handed meanwhile are stored: the channel's next start (its
+            # next message, or the process's) loads and answers them.
+            self.log.exception(
+                "channel.start_failed",
+                error=f"{type(exc).__name__}: {exc}",
+                hint="its stored messages are answered when the channel starts again",
+            )
+            self.busy = False
+            booting.set_exception(exc)
+            booting.exception()  # retrieved: whoever awaits ready() gets it, or nobody
+            return
+        except BaseException:
+            booting.cancel()
+            raise
         self.history.load(live, state.handled_upto)
         self.compactor.counters.update(state.counters)
         pending = tuple(m for m in live if m.role is Role.USER and m.id > state.handled_upto)
-        self.last_seen = max((m.id for m in live), default=state.handled_upto)
-        self.note_seen([m.id for m in live])
-        self._task = asyncio.create_task(self._run(pending), name=f"channel:{self.key}")
+        ids = [m.id for m in live]
+        self.last_seen = max(self.last_seen, max(ids, default=state.handled_upto))
+        self.note_seen(ids)
+        if self._early:
+            self._loaded = frozenset(m.id for m in pending)
+        self._booting = None
+        booting.set_result(None)
         self.log.debug("channel.started", live=len(live), pending=len(pending))
+        await self._run(pending)
 
     async def stop(self) -> None:
         """Finish what is in the mailbox, then stop. Safe to call twice."""
@@ -274,8 +325,9 @@ class ChannelActor:
         return self._task is not None and self._task.done()
 
     def idle(self) -> bool:
-        """Nothing queued, nothing being handled, no compaction in flight."""
-        return (
+        """Nothing queued, nothing being handled, no compaction in flight (or the actor
+        could not start: what it was handed is stored, for its next start)."""
+        return self.done or (
             self._mailbox.empty()
             and not self.busy
             and self.compaction.idle()
@@ -296,7 +348,9 @@ class ChannelActor:
         self.note_seen([m.id for m in messages])
         self.last_active = time.monotonic()
         self._inbox_tokens += sum(m.tokens for m in messages)
-        await self._mailbox.put(_Incoming(tuple(messages)))
+        early = self._booting is not None
+        self._early += early
+        await self._mailbox.put(_Incoming(tuple(messages), early))
 
     def has_seen(self, message_id: int) -> bool:
         """Whether the message was loaded or handed to this actor; ids more than
@@ -347,8 +401,7 @@ class ChannelActor:
                     if item is _STOP:
                         stop = True
                     elif isinstance(item, _Incoming):
-                        await self._receive(item)
-                        incoming.extend(item.messages)
+                        incoming.extend(await self._receive(item))
                     elif isinstance(item, WorkerDone):
                         await self.compaction.worker_done(item)
                     elif isinstance(item, Recheck):
@@ -391,17 +444,26 @@ class ChannelActor:
         self.log.exception("channel.turn_failed")
         self.deps.events.publish(TurnFailed(self.key, f"{type(exc).__name__}: {exc}"))
 
-    async def _receive(self, item: _Incoming) -> None:
-        """Enter a batch of stored messages; checks wait for the turn's model call if the
-        batch gets a turn (see ``ChannelCompaction.check``)."""
+    async def _receive(self, item: _Incoming) -> tuple[Message, ...]:
+        """Enter a batch of stored messages (those the history's load did not enter
+        already); checks wait for the turn's model call if the batch gets a turn (see
+        ``ChannelCompaction.check``).  The messages entered."""
         self._slots.release()
-        self.compaction.deferring = self._due(item.messages)
+        messages = item.messages
+        if item.early:
+            messages = tuple(m for m in messages if m.id not in self._loaded)
+            self._inbox_tokens -= sum(m.tokens for m in item.messages if m.id in self._loaded)
+            self._early -= 1
+            if not self._early:
+                self._loaded = ()
+        self.compaction.deferring = self._due(messages)
         try:
-            for m in item.messages:
+            for m in messages:
                 self._inbox_tokens -= m.tokens
                 await self._enter(m)
         finally:
             self.compaction.deferring = False
+        return messages
 
     async def _enter(self, msg: Message) -> None:
         """A message entered the history: account for it and let the compactor look."""

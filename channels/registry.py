@@ -82,10 +82,20 @@ class ChannelRegistry:
         if actor is None or actor.done:
             if self.claim is not None and not await self.claim(key):
                 raise NotOwnerError(key)
-            actor = ChannelActor(key, self.deps)
-            actor.track_seen = self.claim is not None
-            await actor.start()
-            self.actors[key] = actor
+            actor = self._launch(key)
+        try:
+            await actor.ready()
+        except Exception:
+            if self.actors.get(key) is actor:
+                del self.actors[key]
+            raise
+        return actor
+
+    def _launch(self, key: str) -> ChannelActor:
+        actor = ChannelActor(key, self.deps)
+        actor.track_seen = self.claim is not None
+        actor.launch()
+        self.actors[key] = actor
         return actor
 
     async def submit(self, inbound: InboundMessage) -> Delivery:
@@ -110,8 +120,15 @@ class ChannelRegistry:
             lock = self._locks.setdefault(key, asyncio.Lock())
             async with lock:
                 owned = self.claim is None or await self.claim(key)
-                # Rehydrate before storing: the actor must not load these from the store too.
-                actor = await self.actor(key) if owned else None
+                actor: ChannelActor | None = None
+                if owned and self.claim is not None:
+                    # A cluster's owner rehydrates before storing: it pulls what other
+                    # processes store, and must not be handed what it loads.
+                    actor = await self.actor(key)
+                elif owned:
+                    actor = self.actors.get(key)
+                    if actor is not None and actor.done:
+                        actor = None
                 msgs = [
                     to_message(inbounds[i], counter.count_message(inbounds[i].text)) for i in idxs
                 ]
@@ -127,7 +144,12 @@ class ChannelRegistry:
                     )
                 if not fresh:
                     continue
-                if actor is None:
+                if actor is None and owned:
+                    # Stored first, then started: its load finds these as unanswered
+                    # messages and answers them, as after a restart, and the platform's
+                    # acknowledgement does not wait for the channel's history to load.
+                    self._launch(key)
+                elif actor is None:
                     assert self.wake is not None
                     await self.wake(key)
                 elif self.claim is not None:

@@ -165,6 +165,9 @@ async def test_a_burst_of_two_people_saves_each_fact_in_its_own_authors_name(
     llm.gate["chat"] = gate
     async with Runtime.open(make_config(MEMORY), llm=llm) as rt:
         await rt.submit(inbound(CH, "first", pid="x0", author="cy"))
+        # Started: "first" has its turn alone (messages stored before the channel has
+        # loaded its history would share one turn).
+        await rt.registry.actor(CH)
         await rt.submit(inbound(CH, "I'm a nurse at St Mary's.", pid="a1", author="ann"))
         await rt.submit(inbound(CH, "And I'm a pilot.", pid="b1", author="bob"))
         gate.set()

@@ -1,0 +1,123 @@
+"""A channel's start: its first message is acknowledged once stored, without waiting for
+the channel's history to load, and every message is entered and answered once."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from bot.runtime import Runtime
+from tests.helpers import inbound
+from tierbot.config import Config
+from tierbot.messages import Message, Role
+from tierbot.storage import MessageStore
+from tierbot.testing.scripted import ScriptedLLM
+
+CH = "chat:start"
+
+
+class _GatedLoads:
+    """The runtime's store, whose channel-history loads wait for the test: ``before``
+    the read (the load sees every message stored meanwhile) or ``after`` it (it sees
+    none of them).  Everything else goes to the real store."""
+
+    def __init__(self, store: MessageStore, where: str) -> None:
+        self._store = store
+        self.where = where
+        self.gate = asyncio.Event()
+        self.loading = asyncio.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def load_live(self, channel: str) -> list[Message]:
+        self.loading.set()
+        if self.where == "before":
+            await self.gate.wait()
+        live = await self._store.load_live(channel)
+        if self.where == "after":
+            await self.gate.wait()
+        return live
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+async def test_messages_stored_while_a_channel_loads_are_answered_once(
+    make_config: Callable[..., Config], where: str
+) -> None:
+    """The first message is acknowledged while its channel's history is still loading; a
+    second message stored meanwhile (found by the load or not) enters the history once
+    and is answered once."""
+    llm = ScriptedLLM(chat_reply="ok")
+    async with Runtime.open(make_config(), llm=llm) as rt:
+        # The registry's dependencies are the runtime's: the actors it starts read
+        # through this wrapper (no module is patched).
+        gated = _GatedLoads(rt.store, where)
+        rt.registry.deps = dataclasses.replace(rt.registry.deps, store=gated)  # type: ignore[arg-type]
+        # The load is held, yet the submission returns: nothing waits for it.
+        first = await asyncio.wait_for(rt.submit(inbound(CH, "one", pid="p1")), 30)
+        assert first.accepted
+        await asyncio.wait_for(gated.loading.wait(), 30)
+        second = await asyncio.wait_for(rt.submit(inbound(CH, "two", pid="p2")), 30)
+        assert second.accepted and not gated.gate.is_set()
+        gated.gate.set()
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+        users = [m.platform_id for m in actor.ctx.items if m.role is Role.USER]
+        assert users == ["p1", "p2"]
+        asked = [
+            [m.content for m in call.messages if "one" in m.content or "two" in m.content]
+            for call in llm.calls
+            if call.purpose == "chat"
+        ]
+        if where == "before":  # the load found both: one turn answers them together
+            assert len(asked) == 1 and "two" in asked[0][-1]
+        else:  # it found only the first: the second gets its own turn, once
+            assert len(asked) == 2 and "two" in asked[1][-1]
+        handled = (await rt.store.channel_state(CH)).handled_upto
+        assert handled == max(m.id for m in actor.ctx.items if m.role is Role.USER)
+
+
+async def test_a_channel_that_cannot_load_keeps_its_messages_and_answers_them_once_repaired(
+    make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    """A corrupt row in a channel's history: its next message is still stored and
+    acknowledged, the failure is logged naming the channel and the row, the other
+    channels are answered, and once the row is repaired the stored message is answered
+    with the next one."""
+    cfg = make_config()
+    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
+        await rt.submit(inbound(CH, "hello", pid="p1"))
+        await rt.drain()
+    with sqlite3.connect(tmp_path / "tierbot.db") as db:
+        db.execute("UPDATE messages SET role = 'bogus' WHERE platform_id = 'p1'")
+    llm = ScriptedLLM(chat_reply="ok")
+    async with Runtime.open(cfg, llm=llm) as rt:
+        with capture_logs() as logs:
+            d = await rt.submit(inbound(CH, "are you there?", pid="p2"))
+            assert d.accepted
+            await rt.submit(inbound("chat:other", "hi", pid="o1"))
+            await asyncio.wait_for(rt.drain(), 30)  # a channel that cannot start is idle
+        failed = [e for e in logs if e["event"] == "channel.start_failed"]
+        assert len(failed) == 1 and failed[0]["channel"] == CH
+        assert "bogus" in failed[0]["error"] and "message" in failed[0]["error"]
+        assert [o.channel for o in rt.outbox.sent] == ["chat:other"]
+        with sqlite3.connect(tmp_path / "tierbot.db") as db:
+            stored = db.execute("SELECT platform_id FROM messages WHERE channel = ?", (CH,))
+            assert "p2" in [row[0] for row in stored]
+        with sqlite3.connect(tmp_path / "tierbot.db") as db:
+            db.execute("UPDATE messages SET role = 'user' WHERE platform_id = 'p1'")
+        await rt.submit(inbound(CH, "hello again", pid="p3"))
+        await rt.drain()
+        assert [o.channel for o in rt.outbox.sent] == ["chat:other", CH]
+        turn = [c for c in llm.calls if c.purpose == "chat"][-1]
+        said = " ".join(m.content for m in turn.messages)
+        assert "are you there?" in said and "hello again" in said
+        state = await rt.store.channel_state(CH)
+        p3 = [m for m in await rt.store.messages_after(CH, 0) if m.platform_id == "p3"]
+        assert state.handled_upto == p3[0].id

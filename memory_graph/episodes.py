@@ -108,13 +108,36 @@ async def add_episodes(
                 return 0
             # Every channel's episodes and the mark that covers them commit together: after a
             # crash the mark never claims a message whose episode was not written.
-            async with g.transaction():
-                await _write_plans(g, plans)
-                if indexed_upto is not None:
-                    await g.storage.raise_indexed_upto(indexed_upto)
+            write = asyncio.ensure_future(
+                g.storage.write_episodes(
+                    [r for p in plans for r in p.rows],
+                    [c for p in plans for c in p.ctx_rows],
+                    [e for p in plans for e in p.edges],
+                    indexed_upto,
+                )
+            )
+            cancelled = await _settled(write)
         for plan in plans:
             await _apply_plan(g, plan)
+        if cancelled:
+            raise asyncio.CancelledError
     return sum(len(p.new) for p in plans)
+
+
+async def _settled(write: asyncio.Future[None]) -> bool:
+    """Wait for ``write`` to end even if the caller is cancelled meanwhile (whether it was),
+    raising what the write raised.  Once sent, a batch is SQLite's to commit or roll back:
+    the rowids handed out and the in-memory views must follow what it did, not the
+    caller's cancellation."""
+    cancelled = False
+    while True:
+        try:
+            await asyncio.shield(write)
+            return cancelled
+        except asyncio.CancelledError:
+            if write.cancelled():
+                raise
+            cancelled = True
 
 
 async def indexed_upto(g: MemoryGraph) -> int:
@@ -229,16 +252,6 @@ def _plan_channel(g: MemoryGraph, draft: _Draft, new_rowid: Callable[[], int]) -
     rowid_of = {r.platform_id: r.rowid for r in rows}
     edges = [(node, rowid_of[pid], "derived_from", 1.0, now) for node, pid in draft.derived]
     return _Plan(channel, ws, new, rows, ctx_rows, edges)
-
-
-async def _write_plans(g: MemoryGraph, plans: Sequence[_Plan]) -> None:
-    """The plans' rows, inside the caller's transaction: one statement per table for
-    every channel of the batch."""
-    if not plans:
-        return
-    await g.storage.insert_episodes([r for p in plans for r in p.rows])
-    await g.storage.set_contexts([c for p in plans for c in p.ctx_rows])
-    await g.storage.add_links([e for p in plans for e in p.edges])
 
 
 async def _apply_plan(g: MemoryGraph, plan: _Plan) -> None:

@@ -472,6 +472,20 @@ class PostgresMemoryStorage:
         await self._stats(len(rows), sum(dl))
         await self._raise_meta(_MAX_ROWID, max(r.rowid for r in rows))
 
+    async def write_episodes(
+        self,
+        rows: Sequence[EpisodeRow],
+        contexts: Sequence[tuple[str, str, int]],
+        links: Sequence[tuple[int, int, str, float, float]],
+        indexed_upto: int | None,
+    ) -> None:
+        async with self.transaction():
+            await self.insert_episodes(rows)
+            await self.set_contexts(contexts)
+            await self.add_links(links)
+            if indexed_upto is not None:
+                await self.raise_indexed_upto(indexed_upto)
+
     async def set_contexts(self, changes: Sequence[tuple[str, str, int]]) -> None:
         if not changes:
             return

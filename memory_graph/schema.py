@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import aiosqlite
 from tierbot import migrations
 from tierbot.errors import StoreError
 from tierbot.migrations import Migrations
-from tierbot.store import STATEMENT_CACHE
+from tierbot.store import STATEMENT_CACHE, in_connection_thread
 from tierbot.writeturns import write_turn
 
 _DDL = """
@@ -206,6 +207,40 @@ async def transaction(db: aiosqlite.Connection, path: str | None = None) -> Asyn
             # A failed COMMIT may have rolled back already: keep the original error.
             await rollback(db)
             raise
+
+
+#: One statement of :func:`write_at_once`: SQL, parameters, and whether the parameters are
+#: a list of rows (``executemany``).
+Step = tuple[str, Sequence[Any], bool]
+
+
+async def write_at_once(db: aiosqlite.Connection, path: str | None, steps: Sequence[Step]) -> None:
+    """One write transaction of ``steps`` (``BEGIN IMMEDIATE`` to ``COMMIT``), run in the
+    connection's thread in one trip; rolled back and the error raised when a step fails.
+
+    For writes that read nothing in between (an indexing batch): a transaction of a trip
+    per statement holds the file while each trip's result waits for a busy event loop,
+    and the message store's commits wait behind it.  A cancelled caller does not leave
+    the transaction open: the thread finishes it either way.  ``path``: as for
+    :func:`transaction`."""
+    turn = write_turn(path, BUSY_TIMEOUT_S) if path else contextlib.nullcontext()
+    async with turn:
+        await in_connection_thread(db, _run_transaction, steps)
+
+
+def _run_transaction(conn: sqlite3.Connection, steps: Sequence[Step]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, params, many in steps:
+            if many:
+                conn.executemany(sql, params)
+            else:
+                conn.execute(sql, params)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 async def rollback(db: aiosqlite.Connection) -> None:

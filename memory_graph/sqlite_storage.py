@@ -222,13 +222,7 @@ class SQLiteMemoryStorage(SQLiteSearch):
         return out
 
     async def add_links(self, links: Sequence[tuple[int, int, str, float, float]]) -> None:
-        if not links:  # a trip to the connection's thread saved
-            return
-        await self._db.executemany(
-            "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            links,
-        )
+        await self._run(_link_steps(links))
 
     # -- upkeep -------------------------------------------------------------------------------
 
@@ -286,12 +280,7 @@ class SQLiteMemoryStorage(SQLiteSearch):
         return int(value) if value is not None else 0
 
     async def raise_indexed_upto(self, message_id: int) -> None:
-        await self._db.execute(
-            "INSERT INTO memory_meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = "
-            "MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-            (_INDEXED_UPTO, int(message_id)),
-        )
+        await self._db.execute(_RAISE_INDEXED_UPTO, (_INDEXED_UPTO, int(message_id)))
 
     async def episode_platform_ids(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         have: set[tuple[str, str]] = set()
@@ -355,53 +344,30 @@ class SQLiteMemoryStorage(SQLiteSearch):
         return out
 
     async def insert_episodes(self, rows: Sequence[EpisodeRow]) -> None:
-        await self._db.executemany(
-            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
-            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
-            "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
-            "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?)",
-            [
-                (
-                    r.rowid,
-                    r.id,
-                    r.content,
-                    r.content_hash,
-                    r.created_at,
-                    r.created_at,
-                    r.indexed_at,
-                    r.channel,
-                    r.workspace,
-                    r.author_id,
-                    r.author_name,
-                    r.platform_id,
-                    json.dumps([r.platform_id]),
-                    r.near,
-                    r.far,
-                    r.vector.astype(np.float32).tobytes(),
-                    r.embedder,
-                )
-                for r in rows
-            ],
-        )
-        await self._db.executemany(
-            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (r.rowid, r.terms, r.workspace_tag, r.channel_tag, r.type_tag, r.near, r.far)
-                for r in rows
-            ],
-        )
+        await self._run(_episode_steps(rows))
 
     async def set_contexts(self, changes: Sequence[tuple[str, str, int]]) -> None:
-        if not changes:  # a trip to the connection's thread saved
-            return
-        await self._db.executemany(
-            "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changes
-        )
-        await self._db.executemany(
-            "UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changes
-        )
+        await self._run(_context_steps(changes))
+
+    async def write_episodes(
+        self,
+        rows: Sequence[EpisodeRow],
+        contexts: Sequence[tuple[str, str, int]],
+        links: Sequence[tuple[int, int, str, float, float]],
+        indexed_upto: int | None,
+    ) -> None:
+        steps = [*_episode_steps(rows), *_context_steps(contexts), *_link_steps(links)]
+        if indexed_upto is not None:
+            steps.append((_RAISE_INDEXED_UPTO, (_INDEXED_UPTO, int(indexed_upto)), False))
+        await schema.write_at_once(self._db, self._path, steps)
+
+    async def _run(self, steps: Sequence[schema.Step]) -> None:
+        """``steps`` inside the caller's transaction, a trip each."""
+        for sql, params, many in steps:
+            if many:
+                await self._db.executemany(sql, params)
+            else:
+                await self._db.execute(sql, params)
 
     # -- saving memories --------------------------------------------------------------------
 
@@ -522,3 +488,77 @@ class SQLiteMemoryStorage(SQLiteSearch):
 #: memory_meta key of the live indexer's high-water mark: every stored message with an id
 #: at or below it has been considered for indexing (indexed, or skipped by rule).
 _INDEXED_UPTO = "indexed_upto"
+
+
+_RAISE_INDEXED_UPTO = (
+    "INSERT INTO memory_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+    "value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))"
+)
+
+
+def _episode_steps(rows: Sequence[EpisodeRow]) -> list[schema.Step]:
+    """Episode nodes and their text-index rows."""
+    if not rows:
+        return []
+    nodes = [
+        (
+            r.rowid,
+            r.id,
+            r.content,
+            r.content_hash,
+            r.created_at,
+            r.created_at,
+            r.indexed_at,
+            r.channel,
+            r.workspace,
+            r.author_id,
+            r.author_name,
+            r.platform_id,
+            json.dumps([r.platform_id]),
+            r.near,
+            r.far,
+            r.vector.astype(np.float32).tobytes(),
+            r.embedder,
+        )
+        for r in rows
+    ]
+    text = [
+        (r.rowid, r.terms, r.workspace_tag, r.channel_tag, r.type_tag, r.near, r.far) for r in rows
+    ]
+    return [
+        (
+            "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
+            "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
+            "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
+            "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?)",
+            nodes,
+            True,
+        ),
+        (
+            "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            text,
+            True,
+        ),
+    ]
+
+
+def _context_steps(changes: Sequence[tuple[str, str, int]]) -> list[schema.Step]:
+    """``(near, far, rowid)``: episodes' context columns and their text index."""
+    if not changes:  # a trip to the connection's thread saved
+        return []
+    return [
+        ("UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changes, True),
+        ("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changes, True),
+    ]
+
+
+def _link_steps(links: Sequence[tuple[int, int, str, float, float]]) -> list[schema.Step]:
+    if not links:
+        return []
+    sql = (
+        "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
+        "VALUES (?, ?, ?, ?, ?)"
+    )
+    return [(sql, links, True)]

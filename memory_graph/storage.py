@@ -405,6 +405,18 @@ class MemoryStorage(Protocol):
         """``(near, far, rowid)``: rewrite episodes' context columns (and their index)."""
         ...
 
+    async def write_episodes(
+        self,
+        rows: Sequence[EpisodeRow],
+        contexts: Sequence[tuple[str, str, int]],
+        links: Sequence[tuple[int, int, str, float, float]],
+        indexed_upto: int | None,
+    ) -> None:
+        """An indexing batch as one transaction of its own: :meth:`insert_episodes`,
+        :meth:`set_contexts`, :meth:`add_links`, then :meth:`raise_indexed_upto` (when not
+        None).  The batch reads nothing in between, so a backend may send it at once."""
+        ...
+
     # -- saving memories --------------------------------------------------------------------
 
     async def briefs_by_id(self, ids: Collection[str]) -> dict[str, NodeBrief]: ...

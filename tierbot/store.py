@@ -199,7 +199,9 @@ def _insert_args(m: Message) -> tuple[Any, ...]:
     )
 
 
-def _in_thread(db: aiosqlite.Connection, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+def in_connection_thread(
+    db: aiosqlite.Connection, fn: Callable[..., T], *args: Any
+) -> Awaitable[T]:
     """Run ``fn(conn, *args)`` in ``db``'s own thread on its sqlite3 connection: one trip
     for what would otherwise be one per statement.
 
@@ -278,7 +280,7 @@ async def _insert(
     db: aiosqlite.Connection, msgs: Sequence[Message], *, redelivery_ok: bool
 ) -> list[Message | None]:
     steps, finish = _insert_steps(msgs, redelivery_ok=redelivery_ok)
-    result: list[Message | None] = finish(await _in_thread(db, _run_steps, steps))
+    result: list[Message | None] = finish(await in_connection_thread(db, _run_steps, steps))
     return result
 
 
@@ -354,7 +356,7 @@ class _Mergeable:
 
     async def run_many(self, db: aiosqlite.Connection, payloads: list[Any]) -> list[Any]:
         steps, finish = self.prepare(payloads)
-        return finish(await _in_thread(db, _run_steps, steps))
+        return finish(await in_connection_thread(db, _run_steps, steps))
 
 
 def _append_many_ops(payloads: list[Sequence[Message]]) -> tuple[list[_Step], Finish]:
@@ -415,6 +417,7 @@ __all__ = [
     "Store",
     "UndeliveredReply",
     "WriteOp",
+    "in_connection_thread",
 ]
 
 
@@ -677,7 +680,9 @@ class Store:
             prepared = [group[0][0].prepare([o.payload for o, _ in group]) for group in groups]
         except Exception as exc:
             return [(batch[0][1], None, exc)] if len(batch) == 1 else None
-        outcome = await _in_thread(db, _merged_transaction, [steps for steps, _ in prepared])
+        outcome = await in_connection_thread(
+            db, _merged_transaction, [steps for steps, _ in prepared]
+        )
         if isinstance(outcome, _OpFailed):
             if len(batch) == 1:
                 return [(batch[0][1], None, self._error(outcome.error))]
@@ -722,7 +727,7 @@ class Store:
 
     async def _live_many(self, channels: Sequence[str]) -> dict[str, list[Message] | Exception]:
         assert self._reader is not None
-        rows = await _in_thread(self._reader, _select_in, _LIVE_IN, channels)
+        rows = await in_connection_thread(self._reader, _select_in, _LIVE_IN, channels)
         out: dict[str, list[Message] | Exception] = {key: [] for key in channels}
         for row in rows:
             live = out[row[1]]
@@ -834,7 +839,7 @@ class Store:
 
     async def _states_many(self, channels: Sequence[str]) -> dict[str, ChannelState | Exception]:
         assert self._reader is not None
-        rows = await _in_thread(self._reader, _select_in, _STATES_IN, channels)
+        rows = await in_connection_thread(self._reader, _select_in, _STATES_IN, channels)
         out: dict[str, ChannelState | Exception] = {key: ChannelState() for key in channels}
         for key, handled_upto, counters in rows:
             try:
@@ -1077,7 +1082,7 @@ _UPSERT_STATE = (
 
 async def _upsert_state(db: aiosqlite.Connection, channel: str, state: ChannelState) -> None:
     steps, _ = _upsert_states([(channel, state)])
-    await _in_thread(db, _run_steps, steps)
+    await in_connection_thread(db, _run_steps, steps)
 
 
 async def _insert_record(db: aiosqlite.Connection, r: CompactionRecord) -> None:

@@ -204,6 +204,22 @@ async def test_the_indexing_mark_only_moves_up(graph: MemoryGraph) -> None:
     assert await s.indexed_upto() == 40
 
 
+async def test_an_indexing_batch_commits_whole_or_not_at_all(graph: MemoryGraph) -> None:
+    """write_episodes is one transaction: a failing row (here a rowid used twice) leaves
+    no episode of the batch and the mark where it was, and the next batch commits."""
+    s = graph.storage
+    bad = [episode(9201, "p1", "one", 1.0), episode(9201, "p2", "two", 2.0)]
+    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+        await s.write_episodes(bad, [], [], 70)
+    assert await s.episode_platform_ids([(CH, "p1"), (CH, "p2")]) == set()
+    assert await s.indexed_upto() == 0
+    good = [episode(9201, "p1", "one", 1.0), episode(9202, "p2", "two", 2.0)]
+    await s.write_episodes(good, [("near", "far", 9201)], [], 70)
+    assert await s.episode_platform_ids([(CH, "p1"), (CH, "p2")]) == {(CH, "p1"), (CH, "p2")}
+    assert (await s.channel_episodes(CH))[0].near == "near"
+    assert await s.indexed_upto() == 70
+
+
 def memory(rowid: int, id_: str, content: str, sources: tuple[str, ...] = ()) -> MemoryRow:
     return MemoryRow(
         rowid=rowid,

@@ -361,7 +361,9 @@ class EpisodeIndexer:
             log.info("memory.index_catching_up", backlog=self.backlog, indexed_upto=self.mark)
         while True:
             await self._yield_to_ingest()
-            messages, upto = await self.source.messages_since(self.mark, self.batch, _INDEXED_ROLES)
+            messages, upto = await self.source.messages_since(
+                self.mark, self._batch_now(), _INDEXED_ROLES
+            )
             if upto <= self.mark or self._stopping:
                 if upto <= self.mark:
                     self._behind_since = None
@@ -373,6 +375,14 @@ class EpisodeIndexer:
         self.backlog = 0
         async with self._progress:  # the mark may have moved by another process's work
             self._progress.notify_all()
+
+    def _batch_now(self) -> int:
+        """How many messages the next batch takes: a quarter of ``batch`` while messages
+        wait for their acknowledgement.  A batch's write holds the database file for its
+        whole transaction (about 0.3 ms a message: the text index), and the store's
+        commits, which acknowledge messages, wait behind it; whole batches index a
+        backlog about a fifth faster once the burst is over."""
+        return max(1, self.batch // 4) if self.busy() else self.batch
 
     async def _index(self, messages: list[Message], upto: int) -> None:
         texts = [m for m in messages if m.text.strip()]

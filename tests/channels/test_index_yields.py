@@ -101,3 +101,45 @@ async def test_the_runtime_counts_submissions_until_they_are_acknowledged_or_ref
         assert seen == [1, 1]
         assert rt.registry.acking == 0
         assert rt.memory.indexer.busy() is False
+
+
+class _Recording:
+    """The store as the indexer's source, recording how many messages each batch asked for."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.asked: list[int] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    async def messages_since(self, after: int, limit: int, roles: object) -> object:
+        self.asked.append(limit)
+        return await self._store.messages_since(after, limit, roles)  # type: ignore[arg-type]
+
+
+async def test_during_a_burst_indexing_writes_in_quarter_batches(tmp_path: Path) -> None:
+    """Each batch is one transaction holding the database file, and the store's commits
+    (the acknowledgements) wait behind it: while messages wait to be acknowledged, a
+    batch is a quarter as long; a backlog left after the burst goes in whole batches."""
+    db = tmp_path / "bot.db"
+    busy = [True]
+    async with await Store.open(db) as store:
+        ms = [inbound("discord:1:10", f"message {i} about the harbour") for i in range(20)]
+        await store.append_many([to_message(m, get_counter().count_message(m.text)) for m in ms])
+        source = _Recording(store)
+        graph = await MemoryGraph.open(db, MemoryConfig())
+        indexer = EpisodeIndexer(
+            graph, source, batch=8, delay=0.01, busy=lambda: busy[0], max_lag=lambda: 0.0
+        )  # type: ignore[arg-type]
+        try:
+            indexer.start()
+            await wait_for(lambda: indexer.mark >= 6, timeout=30.0)
+            busy[0] = False
+            await asyncio.wait_for(indexer.flush(), 30.0)
+        finally:
+            await indexer.aclose(5.0)
+            await graph.aclose()
+    assert indexer.indexed == 20
+    assert source.asked[0] == 2
+    assert source.asked[-1] == 8

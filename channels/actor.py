@@ -252,7 +252,7 @@ class ChannelActor:
         Messages put meanwhile wait in the mailbox, and any the load found already are
         entered once."""
         self._booting = asyncio.get_running_loop().create_future()
-        self._task = asyncio.create_task(self._boot(), name=f"channel:{self.key}")
+        self._task = asyncio.create_task(self._run(), name=f"channel:{self.key}")
 
     async def start(self) -> None:
         """:meth:`launch`, then wait until the history is loaded (raises what the load
@@ -265,7 +265,10 @@ class ChannelActor:
         if self._booting is not None:
             await asyncio.shield(self._booting)
 
-    async def _boot(self) -> None:
+    async def _load(self) -> tuple[Message, ...] | None:
+        """The turn loop's start: rehydrate from the store; the unanswered messages, or
+        None when the load failed.  (Its own coroutine: what the load held is freed once
+        it returns, not kept for the channel's life in the loop's frame.)"""
         booting = self._booting
         assert booting is not None
         self.busy = True
@@ -287,7 +290,7 @@ class ChannelActor:
             self.busy = False
             booting.set_exception(exc)
             booting.exception()  # retrieved: whoever awaits ready() gets it, or nobody
-            return
+            return None
         except BaseException:
             booting.cancel()
             raise
@@ -302,7 +305,7 @@ class ChannelActor:
         self._booting = None
         booting.set_result(None)
         self.log.debug("channel.started", live=len(live), pending=len(pending))
-        await self._run(pending)
+        return pending
 
     async def stop(self) -> None:
         """Finish what is in the mailbox, then stop. Safe to call twice."""
@@ -343,13 +346,19 @@ class ChannelActor:
 
     async def put(self, messages: Sequence[Message]) -> None:
         """Hand stored messages to the actor (waits while the mailbox is full)."""
-        await self._slots.acquire()
+        # Decided before waiting for a slot: the load may complete meanwhile, and these
+        # may be among what it found.
+        early = self._booting is not None
+        self._early += early
+        try:
+            await self._slots.acquire()
+        except BaseException:
+            self._early -= early
+            raise
         self.last_seen = max(self.last_seen, *(m.id for m in messages))
         self.note_seen([m.id for m in messages])
         self.last_active = time.monotonic()
         self._inbox_tokens += sum(m.tokens for m in messages)
-        early = self._booting is not None
-        self._early += early
         await self._mailbox.put(_Incoming(tuple(messages), early))
 
     def has_seen(self, message_id: int) -> bool:
@@ -377,8 +386,10 @@ class ChannelActor:
 
     # -- the loop ------------------------------------------------------------------------
 
-    async def _run(self, pending: tuple[Message, ...]) -> None:
-        self.busy = True
+    async def _run(self) -> None:
+        pending = await self._load()
+        if pending is None:
+            return
         try:
             # A restart may find more history than fits (messages stored just before a
             # crash, or a smaller window in a new config): check before anything else.

@@ -209,7 +209,7 @@ async def test_an_indexing_batch_commits_whole_or_not_at_all(graph: MemoryGraph)
     no episode of the batch and the mark where it was, and the next batch commits."""
     s = graph.storage
     bad = [episode(9201, "p1", "one", 1.0), episode(9201, "p2", "two", 2.0)]
-    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
         await s.write_episodes(bad, [], [], 70)
     assert await s.episode_platform_ids([(CH, "p1"), (CH, "p2")]) == set()
     assert await s.indexed_upto() == 0

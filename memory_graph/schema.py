@@ -18,7 +18,7 @@ import aiosqlite
 from tierbot import migrations
 from tierbot.errors import StoreError
 from tierbot.migrations import Migrations
-from tierbot.store import STATEMENT_CACHE, in_connection_thread
+from tierbot.store import STATEMENT_CACHE, Step, in_connection_thread, run_steps
 from tierbot.writeturns import write_turn
 
 _DDL = """
@@ -209,13 +209,9 @@ async def transaction(db: aiosqlite.Connection, path: str | None = None) -> Asyn
             raise
 
 
-#: One statement of :func:`write_at_once`: SQL, parameters, and whether the parameters are
-#: a list of rows (``executemany``).
-Step = tuple[str, Sequence[Any], bool]
-
-
 async def write_at_once(db: aiosqlite.Connection, path: str | None, steps: Sequence[Step]) -> None:
-    """One write transaction of ``steps`` (``BEGIN IMMEDIATE`` to ``COMMIT``), run in the
+    """One write transaction of the message store's kind of ``steps`` (``BEGIN IMMEDIATE``
+    to ``COMMIT``), run in the
     connection's thread in one trip; rolled back and the error raised when a step fails.
 
     For writes that read nothing in between (an indexing batch): a transaction of a trip
@@ -231,11 +227,7 @@ async def write_at_once(db: aiosqlite.Connection, path: str | None, steps: Seque
 def _run_transaction(conn: sqlite3.Connection, steps: Sequence[Step]) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for sql, params, many in steps:
-            if many:
-                conn.executemany(sql, params)
-            else:
-                conn.execute(sql, params)
+        run_steps(conn, steps)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -16,6 +16,7 @@ import aiosqlite
 import numpy as np
 
 from tierbot.errors import StoreError
+from tierbot.store import Step
 
 from . import rows as _rows
 from . import schema
@@ -358,16 +359,16 @@ class SQLiteMemoryStorage(SQLiteSearch):
     ) -> None:
         steps = [*_episode_steps(rows), *_context_steps(contexts), *_link_steps(links)]
         if indexed_upto is not None:
-            steps.append((_RAISE_INDEXED_UPTO, (_INDEXED_UPTO, int(indexed_upto)), False))
+            steps.append(Step(_RAISE_INDEXED_UPTO, (_INDEXED_UPTO, int(indexed_upto))))
         await schema.write_at_once(self._db, self._path, steps)
 
-    async def _run(self, steps: Sequence[schema.Step]) -> None:
+    async def _run(self, steps: Sequence[Step]) -> None:
         """``steps`` inside the caller's transaction, a trip each."""
-        for sql, params, many in steps:
-            if many:
-                await self._db.executemany(sql, params)
+        for step in steps:
+            if step.many:
+                await self._db.executemany(step.sql, step.params)
             else:
-                await self._db.execute(sql, params)
+                await self._db.execute(step.sql, step.params)
 
     # -- saving memories --------------------------------------------------------------------
 
@@ -496,7 +497,7 @@ _RAISE_INDEXED_UPTO = (
 )
 
 
-def _episode_steps(rows: Sequence[EpisodeRow]) -> list[schema.Step]:
+def _episode_steps(rows: Sequence[EpisodeRow]) -> list[Step]:
     """Episode nodes and their text-index rows."""
     if not rows:
         return []
@@ -526,39 +527,43 @@ def _episode_steps(rows: Sequence[EpisodeRow]) -> list[schema.Step]:
         (r.rowid, r.terms, r.workspace_tag, r.channel_tag, r.type_tag, r.near, r.far) for r in rows
     ]
     return [
-        (
+        Step(
             "INSERT INTO memory_nodes (rowid, id, type, content, content_hash, importance, "
             "current_importance, created_at, updated_at, accessed_at, channel, workspace, "
             "author_id, author_name, platform_id, sources, near_text, far_text, embedding, "
             "embedder) VALUES (?, ?, 'episode', ?, ?, 0.5, 0.5, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?, ?)",
             nodes,
-            True,
+            many=True,
         ),
-        (
+        Step(
             "INSERT INTO memory_fts (rowid, terms, ws, ch, ty, near, far) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             text,
-            True,
+            many=True,
         ),
     ]
 
 
-def _context_steps(changes: Sequence[tuple[str, str, int]]) -> list[schema.Step]:
+def _context_steps(changes: Sequence[tuple[str, str, int]]) -> list[Step]:
     """``(near, far, rowid)``: episodes' context columns and their text index."""
     if not changes:  # a trip to the connection's thread saved
         return []
     return [
-        ("UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?", changes, True),
-        ("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changes, True),
+        Step(
+            "UPDATE memory_nodes SET near_text = ?, far_text = ? WHERE rowid = ?",
+            changes,
+            many=True,
+        ),
+        Step("UPDATE memory_fts SET near = ?, far = ? WHERE rowid = ?", changes, many=True),
     ]
 
 
-def _link_steps(links: Sequence[tuple[int, int, str, float, float]]) -> list[schema.Step]:
+def _link_steps(links: Sequence[tuple[int, int, str, float, float]]) -> list[Step]:
     if not links:
         return []
     sql = (
         "INSERT OR IGNORE INTO memory_edges (src, dst, type, weight, created_at) "
         "VALUES (?, ?, ?, ?, ?)"
     )
-    return [(sql, links, True)]
+    return [Step(sql, links, many=True)]

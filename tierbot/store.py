@@ -215,7 +215,7 @@ def in_connection_thread(
 
 
 @dataclass(slots=True)
-class _Step:
+class Step:
     """One statement of a write: its SQL and parameters are built on the event loop, and
     only run in the connection's thread (what a thread allocates stays in its own malloc
     arena: building them there grew a 10,000-channel process by 2 KB a channel)."""
@@ -229,7 +229,7 @@ class _Step:
 Finish = Callable[[list[list[Any]]], list[Any]]
 
 
-def _run_steps(conn: sqlite3.Connection, steps: Sequence[_Step]) -> list[list[Any]]:
+def run_steps(conn: sqlite3.Connection, steps: Sequence[Step]) -> list[list[Any]]:
     """In the connection's thread: each step's rows (RETURNING ones), in order."""
     out: list[list[Any]] = []
     for step in steps:
@@ -241,7 +241,7 @@ def _run_steps(conn: sqlite3.Connection, steps: Sequence[_Step]) -> list[list[An
     return out
 
 
-def _insert_steps(msgs: Sequence[Message], *, redelivery_ok: bool) -> tuple[list[_Step], Finish]:
+def _insert_steps(msgs: Sequence[Message], *, redelivery_ok: bool) -> tuple[list[Step], Finish]:
     """Insert ``msgs`` in order; each comes back with its id (and pos, when it had none), or
     None for a redelivery. Only a ``(channel, platform_id)`` conflict is a redelivery (a
     repeat inside ``msgs`` too): any other constraint error raises."""
@@ -253,7 +253,7 @@ def _insert_steps(msgs: Sequence[Message], *, redelivery_ok: bool) -> tuple[list
         chunks.append(msgs[start : start + size])
         start += size
     steps = [
-        _Step(
+        Step(
             _INSERT
             + ",".join([_ROW] * len(chunk))
             + conflict
@@ -280,7 +280,7 @@ async def _insert(
     db: aiosqlite.Connection, msgs: Sequence[Message], *, redelivery_ok: bool
 ) -> list[Message | None]:
     steps, finish = _insert_steps(msgs, redelivery_ok=redelivery_ok)
-    result: list[Message | None] = finish(await in_connection_thread(db, _run_steps, steps))
+    result: list[Message | None] = finish(await in_connection_thread(db, run_steps, steps))
     return result
 
 
@@ -349,17 +349,17 @@ class _Mergeable:
 
     kind: str
     payload: Any
-    prepare: Callable[[list[Any]], tuple[list[_Step], Finish]]
+    prepare: Callable[[list[Any]], tuple[list[Step], Finish]]
 
     async def __call__(self, db: aiosqlite.Connection) -> Any:
         return (await self.run_many(db, [self.payload]))[0]
 
     async def run_many(self, db: aiosqlite.Connection, payloads: list[Any]) -> list[Any]:
         steps, finish = self.prepare(payloads)
-        return finish(await in_connection_thread(db, _run_steps, steps))
+        return finish(await in_connection_thread(db, run_steps, steps))
 
 
-def _append_many_ops(payloads: list[Sequence[Message]]) -> tuple[list[_Step], Finish]:
+def _append_many_ops(payloads: list[Sequence[Message]]) -> tuple[list[Step], Finish]:
     """Several callers' appends in one INSERT (in their order, so a platform id two of
     them carry is the first one's); each gets its own messages back."""
     steps, finish_all = _insert_steps([m for msgs in payloads for m in msgs], redelivery_ok=True)
@@ -375,11 +375,11 @@ def _append_many_ops(payloads: list[Sequence[Message]]) -> tuple[list[_Step], Fi
     return steps, finish
 
 
-def _upsert_states(payloads: list[tuple[str, ChannelState]]) -> tuple[list[_Step], Finish]:
+def _upsert_states(payloads: list[tuple[str, ChannelState]]) -> tuple[list[Step], Finish]:
     """Channel states, the last one of a channel winning (they are in queue order)."""
     now = time.time()
     params = [(key, st.handled_upto, json.dumps(st.counters), now) for key, st in payloads]
-    return [_Step(_UPSERT_STATE, params, many=True)], lambda _rows: [None] * len(payloads)
+    return [Step(_UPSERT_STATE, params, many=True)], lambda _rows: [None] * len(payloads)
 
 
 @dataclass(slots=True)
@@ -391,7 +391,7 @@ class _OpFailed:
 
 
 def _merged_transaction(
-    conn: sqlite3.Connection, groups: list[list[_Step]]
+    conn: sqlite3.Connection, groups: list[list[Step]]
 ) -> list[list[list[Any]]] | _OpFailed:
     """A batch of merged writes as one transaction, in the connection's thread: each
     group's rows, or the failure of a statement after rolling the transaction back.
@@ -399,7 +399,7 @@ def _merged_transaction(
     error) or could not begin or commit."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        rows = [_run_steps(conn, steps) for steps in groups]
+        rows = [run_steps(conn, steps) for steps in groups]
     except Exception as exc:
         if not conn.in_transaction:
             raise
@@ -414,10 +414,12 @@ __all__ = [
     "ChannelState",
     "CompactionRecord",
     "MessageStore",
+    "Step",
     "Store",
     "UndeliveredReply",
     "WriteOp",
     "in_connection_thread",
+    "run_steps",
 ]
 
 
@@ -1082,7 +1084,7 @@ _UPSERT_STATE = (
 
 async def _upsert_state(db: aiosqlite.Connection, channel: str, state: ChannelState) -> None:
     steps, _ = _upsert_states([(channel, state)])
-    await in_connection_thread(db, _run_steps, steps)
+    await in_connection_thread(db, run_steps, steps)
 
 
 async def _insert_record(db: aiosqlite.Connection, r: CompactionRecord) -> None:

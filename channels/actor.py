@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -183,17 +184,22 @@ class ChannelActor:
         self._seen_limit = 32
         #: Set by the registry in a cluster, the only place messages arrive out of id order.
         self.track_seen = False
-        self.history = History(key, deps, tools=lambda: self.turns.tools())
+        # The parts call back through a weak reference and the mailbox, never holding the
+        # actor: with no cycle through it, an evicted actor is freed at once rather than
+        # at the cyclic collector's next full pass.
+        me = weakref.ref(self)
+        mailbox = self._mailbox
+        self.history = History(key, deps, tools=lambda: me().turns.tools())  # type: ignore[union-attr]
         self.compaction = ChannelCompaction(
-            key, deps, self.history, post=self._mailbox.put_nowait, log=self.log
+            key, deps, self.history, post=mailbox.put_nowait, log=self.log
         )
         self.turns = Turns(
             key,
             deps,
             self.history,
             self.compaction,
-            enter=self._enter,
-            on_delegated=lambda outcome: self._mailbox.put_nowait(_Delegated(outcome)),
+            enter=lambda msg: me()._enter(msg),  # type: ignore[union-attr]
+            on_delegated=lambda outcome: mailbox.put_nowait(_Delegated(outcome)),
             log=self.log,
         )
 

@@ -104,34 +104,39 @@ class WorkerPool:
             if len(self._tasks) > self._concurrency and me in self._tasks:
                 self._tasks.remove(me)  # type: ignore[arg-type]
                 return
-            entry = await self._queue.get()
-            if entry.cancelled:
-                self._finish_one()
-                continue
-            key = id(entry)
-            self._running[key] = entry
-            result: Any = None
-            error: BaseException | None = None
-            try:
-                result = await entry.run()
-            except asyncio.CancelledError:
-                self._running.pop(key, None)
-                self._finish_one()
-                raise
-            except Exception as exc:  # a job's failure is its caller's to handle
-                error = exc
-            self._running.pop(key, None)
-            if me is not None and me.cancelling():
-                # The job swallowed our cancellation (Python 3.11's wait_for returns the
-                # inner result when both finish at once): stop anyway, or aclose() waits
-                # forever and the process never exits.
-                self._finish_one()
-                raise asyncio.CancelledError
-            try:
-                entry.done(result, error)
-            except Exception:
-                log.exception("pool.done_callback_failed", channel=entry.channel)
+            # Each job in a call of its own: what the last job held (its channel's
+            # history, its result) is let go when it ends, not kept in this frame until
+            # the next job comes.
+            await self._run_one(await self._queue.get(), me)
+
+    async def _run_one(self, entry: _Entry, me: asyncio.Task[Any] | None) -> None:
+        if entry.cancelled:
             self._finish_one()
+            return
+        key = id(entry)
+        self._running[key] = entry
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = await entry.run()
+        except asyncio.CancelledError:
+            self._running.pop(key, None)
+            self._finish_one()
+            raise
+        except Exception as exc:  # a job's failure is its caller's to handle
+            error = exc
+        self._running.pop(key, None)
+        if me is not None and me.cancelling():
+            # The job swallowed our cancellation (Python 3.11's wait_for returns the
+            # inner result when both finish at once): stop anyway, or aclose() waits
+            # forever and the process never exits.
+            self._finish_one()
+            raise asyncio.CancelledError
+        try:
+            entry.done(result, error)
+        except Exception:
+            log.exception("pool.done_callback_failed", channel=entry.channel)
+        self._finish_one()
 
     def _finish_one(self) -> None:
         self._pending -= 1

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import gc
 import os
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -34,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from bot import collector
 from bot.adapters.base import Adapter, Delivery, Dispatcher, Outbound
 from bot.cluster import ClusterMember
+from bot.collector import FullCollections
 from bot.commands import run_command
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
@@ -177,6 +178,9 @@ class Runtime(Dispatcher):
         self.parked = 0  # messages stored during shutdown, answered after the restart
         self.kept = 0  # replies this process could not deliver and kept for later
         self._background: dict[str, asyncio.Task[None]] = {}  # reconnects and redeliveries
+        #: The cyclic collector's full pass, run when no message is arriving (bot.collector).
+        self.collections = FullCollections(lambda: self.config.runtime.full_collection_seconds)
+        self._holds_collector = False
         self._retrying: dict[str, Adapter] = {}  # adapters reconnecting in the background
         self._redelivering: dict[str, asyncio.Lock] = {}
         self._uncertain_reported: set[int] = set()
@@ -318,8 +322,10 @@ class Runtime(Dispatcher):
                 await member.join()
                 rt.cluster = member
             opened.pop_all()  # from here on aclose() owns them
-        _freeze_startup_heap()
-        _tune_collector()
+        collector.freeze_startup_heap()
+        collector.hold()
+        rt._holds_collector = True
+        rt._spawn("full collections", rt.collections.run())
         _tune_malloc()
         for line in cfg.deprecations:
             log.warning("config.deprecated", source=cfg.source, detail=line)
@@ -381,6 +387,9 @@ class Runtime(Dispatcher):
         for task in list(self._background.values()):
             with contextlib.suppress(BaseException):
                 await task
+        if self._holds_collector:
+            self._holds_collector = False
+            collector.release()
         started = time.monotonic()
         busy = sum(not a.idle() for a in self.registry.actors.values())
         log.info("runtime.draining", seconds=limit, busy_channels=busy)
@@ -721,6 +730,7 @@ class Runtime(Dispatcher):
             # Before the message is stored: whatever indexes or mines it must find the
             # channel's privacy already recorded.
             await self.memory.note_privacy(message.channel, message.private)
+        self.collections.traffic()
         if self._draining:
             return await self._park(message)
         delivery = await self.registry.submit(message)
@@ -805,24 +815,6 @@ class _QuietProgress:
             log.warning("progress.done_failed", channel=self._channel, error=_why(exc))
 
 
-#: The cyclic collector's young-generation threshold in a runtime process (Python's is
-#: 700).  A channel's message allocates a few hundred tracked objects, so at 700 the
-#: collector ran every few messages, and each run walked the generations that thousands
-#: of resident channels fill: in a 10,000-channel burst it took 20 s of a 77 s run (26
-#: full collections), against 2.8 s at 20,000.  10,000 to 50,000 measured alike (856-872
-#: msg/s against 648); 20,000 keeps the unreachable cycles waiting for a collection to a
-#: few MB.
-GC_YOUNG_THRESHOLD = 20_000
-
-
-def _tune_collector() -> None:
-    """Raise the collector's young threshold to GC_YOUNG_THRESHOLD (never lower it: a
-    process that embeds the runtime may have set its own)."""
-    young, middle, old = gc.get_threshold()
-    if 0 < young < GC_YOUNG_THRESHOLD:
-        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
 #: glibc's M_TRIM_THRESHOLD (mallopt's parameter number) and the value the runtime sets.
 M_TRIM_THRESHOLD, TRIM_THRESHOLD = -1, 128 * 1024
 
@@ -850,23 +842,6 @@ def _tune_malloc() -> None:
         return  # not glibc (musl, macOS): its own allocator's rules apply
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-
-
-def _freeze_startup_heap() -> None:
-    """Move what the process holds once its first runtime is up (modules, tokenizer,
-    config, store) into the collector's permanent generation; later runtimes of the same
-    process (tests, benchmarks) leave it as it is.
-
-    Those objects live as long as the process, yet every full collection walks them all:
-    11-14 ms on a 2-core machine with the default modules loaded, every ~70 turns of a busy
-    channel, so now and then a turn stalls for it whatever the channel is doing.  Frozen,
-    the walk covers only what came later (live histories, in-flight work): 0.4-2 ms.  The
-    garbage is collected first, so nothing unreachable is kept forever.  ``tierbot run``
-    freezes again once its operator seat is up.
-    """
-    if gc.get_freeze_count() == 0:
-        gc.collect()
-        gc.freeze()
 
 
 def _why(exc: BaseException | None) -> str:

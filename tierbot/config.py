@@ -412,6 +412,9 @@ class RuntimeConfig(_Model):
     #: The longest message taken (characters); a longer one is refused where it enters
     #: (an adapter answers its author, replay names the line), never stored cut short.
     max_message_chars: int = Field(100_000, ge=100, le=10_000_000, json_schema_extra=LIVE)
+    #: Python's full garbage collection (it walks every resident channel) waits for a
+    #: second with no message, and runs at least this often when messages never stop.
+    full_collection_seconds: float = Field(600.0, ge=1.0, le=DAY, json_schema_extra=LIVE)
 
 
 class MemoryConfig(_Model):

@@ -85,6 +85,7 @@ NOTES: dict[str, str] = {
     "workers.queue_wait_seconds": "a job no worker took this long is withdrawn and retried later",
     "workers.stalled_job_seconds": "a job whose worker went silent this long goes back to the queue",
     "runtime.max_message_chars": "a longer message is refused where it enters (its author is told), never stored cut short",
+    "runtime.full_collection_seconds": "Python's full garbage collection waits for a quiet second, and runs at least this often",
     "memory.embedder": "offline | sentence-transformers (embedder_model = a local path) | openai",
     "memory.index_dir": "vector index folder, relative to this file's folder; empty = next to the database",
     "memory.scope": "workspace: visible across a Discord guild / Slack team; channel: only where said",

@@ -167,6 +167,9 @@ class ChannelActor:
         self._mailbox = Mailbox()
         self._slots = asyncio.Semaphore(deps.config().defaults.mailbox_size)
         self._task: asyncio.Task[None] | None = None
+        self._on_failed: Callable[[ChannelActor], None] | None = None
+        #: How many times in a row this channel failed to start (the registry's backoff).
+        self.start_attempt = 0
         # Set while the actor loads its history (and kept, with the error, if that failed).
         self._booting: asyncio.Future[None] | None = None
         self._early = 0  # batches put while loading, not entered yet
@@ -251,12 +254,13 @@ class ChannelActor:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def launch(self) -> None:
+    def launch(self, on_failed: Callable[[ChannelActor], None] | None = None) -> None:
         """Start the actor's task: it rehydrates from the store, then runs the turn loop
         and resumes unanswered messages.  Nothing waits for the load: a channel's first
         message is acknowledged once it is stored (it is among what the load finds).
         Messages put meanwhile wait in the mailbox, and any the load found already are
-        entered once."""
+        entered once.  ``on_failed`` is called with the actor if the load fails."""
+        self._on_failed = on_failed
         self._booting = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._run(), name=f"channel:{self.key}")
 
@@ -296,6 +300,8 @@ class ChannelActor:
             self.busy = False
             booting.set_exception(exc)
             booting.exception()  # retrieved: whoever awaits ready() gets it, or nobody
+            if self._on_failed is not None:
+                self._on_failed(self)
             return None
         except BaseException:
             booting.cancel()
@@ -309,6 +315,7 @@ class ChannelActor:
         if self._early:
             self._loaded = frozenset(m.id for m in pending)
         self._booting = None
+        self._on_failed = None
         booting.set_result(None)
         self.log.debug("channel.started", live=len(live), pending=len(pending))
         return pending

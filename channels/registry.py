@@ -18,8 +18,15 @@ import structlog
 from channels.actor import SEEN_WINDOW, ChannelActor, ChannelDeps
 from tierbot.errors import NotOwnerError
 from tierbot.messages import Delivery, InboundMessage, Message, Role, State
+from tierbot.retry import Backoff
 
 log = structlog.get_logger("tierbot.registry")
+
+#: A channel whose history could not be read starts again by itself after this backoff
+#: (and answers its stored messages then), as well as at its next message: a database
+#: that was unreachable for a moment does not leave a channel silent until someone
+#: speaks in it again.  It keeps trying while the failure lasts, at most every 5 minutes.
+START_RETRY = Backoff(base=5.0, cap=300.0)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -65,6 +72,10 @@ class ChannelRegistry:
         self.actors: dict[str, ChannelActor] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self.start_retry = START_RETRY
+        self._retries: dict[str, asyncio.TimerHandle] = {}  # channels that could not start
+        self._restarting: set[asyncio.Task[None]] = set()
+        self._closed = False
         self.messages_in = 0
         self.duplicates = 0
         #: Submissions not acknowledged yet (being stored and handed to their actors).
@@ -88,15 +99,59 @@ class ChannelRegistry:
         except Exception:
             if self.actors.get(key) is actor:
                 del self.actors[key]
+                self._cancel_retry(key)  # the caller has the error
             raise
         return actor
 
-    def _launch(self, key: str) -> ChannelActor:
+    def _launch(self, key: str, attempt: int = 0) -> ChannelActor:
+        self._cancel_retry(key)
         actor = ChannelActor(key, self.deps)
         actor.track_seen = self.claim is not None
-        actor.launch()
+        actor.start_attempt = attempt
+        actor.launch(on_failed=self._start_failed)
         self.actors[key] = actor
         return actor
+
+    def _start_failed(self, actor: ChannelActor) -> None:
+        """``actor`` could not load its history (it logged why): start it again later."""
+        if self._closed or self.actors.get(actor.key) is not actor:
+            return
+        delay = self.start_retry.delay(actor.start_attempt)
+        log.info(
+            "channel.start_retry",
+            channel=actor.key,
+            seconds=round(delay, 1),
+            attempt=actor.start_attempt + 1,
+        )
+        loop = asyncio.get_running_loop()
+        self._retries[actor.key] = loop.call_later(delay, self._retry_start, actor)
+
+    def _retry_start(self, actor: ChannelActor) -> None:
+        self._retries.pop(actor.key, None)
+        if self._closed or self.actors.get(actor.key) is not actor:
+            return  # started again by a message meanwhile, or taken over
+        task = asyncio.create_task(self._restart(actor), name=f"restart:{actor.key}")
+        self._restarting.add(task)
+        task.add_done_callback(self._restarting.discard)
+
+    async def _restart(self, actor: ChannelActor) -> None:
+        key = actor.key
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if self._closed or self.actors.get(key) is not actor:
+                return
+            try:
+                if self.claim is not None and not await self.claim(key):
+                    return  # another process owns it now, and starts it there
+            except Exception as exc:
+                log.warning("channel.start_retry_failed", channel=key, error=str(exc))
+                self._start_failed(actor)
+                return
+            self._launch(key, actor.start_attempt + 1)
+
+    def _cancel_retry(self, key: str) -> None:
+        handle = self._retries.pop(key, None)
+        if handle is not None:
+            handle.cancel()
 
     async def submit(self, inbound: InboundMessage) -> Delivery:
         """Store ``inbound`` durably, then deliver it to its channel."""
@@ -257,6 +312,8 @@ class ChannelRegistry:
         evicted = []
         for key, actor in list(self.actors.items()):
             if actor.idle() and now - actor.last_active >= idle_after:
+                if key in self._retries:
+                    continue  # could not start: kept until a retry starts it
                 lock = self._locks.get(key)
                 if lock is not None and lock.locked():
                     continue
@@ -275,6 +332,14 @@ class ChannelRegistry:
 
     async def aclose(self) -> None:
         """Stop the sweeper, then every actor after it finishes its mailbox."""
+        self._closed = True
+        for key in list(self._retries):
+            self._cancel_retry(key)
+        for task in list(self._restarting):
+            task.cancel()
+        for task in list(self._restarting):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

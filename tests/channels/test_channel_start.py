@@ -16,6 +16,7 @@ from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
 from tierbot.messages import Message, Role
+from tierbot.retry import Backoff
 from tierbot.storage import MessageStore
 from tierbot.testing.scripted import ScriptedLLM
 
@@ -131,3 +132,41 @@ async def test_a_channel_that_cannot_load_keeps_its_messages_and_answers_them_on
         state = await rt.store.channel_state(CH)
         p3 = [m for m in await rt.store.messages_after(CH, 0) if m.platform_id == "p3"]
         assert state.handled_upto == p3[0].id
+
+
+async def test_a_channel_that_could_not_start_starts_again_by_itself(
+    make_config: Callable[..., Config], tmp_path: Path
+) -> None:
+    """While a channel's history cannot be read, the channel tries again with a growing
+    delay (and is not evicted meanwhile); once the row is repaired it starts without
+    waiting for a new message, and answers what was stored."""
+    cfg = make_config()
+    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
+        await rt.submit(inbound(CH, "hello", pid="p1"))
+        await rt.drain()
+    with sqlite3.connect(tmp_path / "tierbot.db") as db:
+        db.execute("UPDATE messages SET role = 'bogus' WHERE platform_id = 'p1'")
+    llm = ScriptedLLM(chat_reply="ok")
+    async with Runtime.open(cfg, llm=llm) as rt:
+        rt.registry.start_retry = Backoff(base=0.05, cap=0.2, jitter=0.0)
+
+        async def until(done: Callable[[], bool]) -> None:
+            async with asyncio.timeout(30):
+                while not done():
+                    await asyncio.sleep(0.01)
+
+        with capture_logs() as logs:
+            assert (await rt.submit(inbound(CH, "are you there?", pid="p2"))).accepted
+            await until(lambda: sum(e["event"] == "channel.start_failed" for e in logs) >= 3)
+            assert await rt.registry.evict_idle(0.0) == []
+            with sqlite3.connect(tmp_path / "tierbot.db") as db:
+                db.execute("UPDATE messages SET role = 'user' WHERE platform_id = 'p1'")
+            await until(lambda: any(o.channel == CH for o in rt.outbox.sent))
+        retries = [e for e in logs if e["event"] == "channel.start_retry"]
+        assert [e["attempt"] for e in retries[:3]] == [1, 2, 3]
+        waits = [e["seconds"] for e in retries[:3]]
+        assert waits == sorted(waits) and waits[-1] > waits[0]  # the delay grows
+        await rt.drain()
+        assert [o.channel for o in rt.outbox.sent] == [CH]
+        said = " ".join(m.content for m in llm.calls[-1].messages)
+        assert "hello" in said and "are you there?" in said

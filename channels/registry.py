@@ -93,22 +93,22 @@ class ChannelRegistry:
         if actor is None or actor.done:
             if self.claim is not None and not await self.claim(key):
                 raise NotOwnerError(key)
-            actor = self._launch(key)
+            # Its caller gets the load's error: no retry of its own.
+            actor = self._launch(key, retry=False)
         try:
             await actor.ready()
         except Exception:
             if self.actors.get(key) is actor:
                 del self.actors[key]
-                self._cancel_retry(key)  # the caller has the error
             raise
         return actor
 
-    def _launch(self, key: str, attempt: int = 0) -> ChannelActor:
+    def _launch(self, key: str, attempt: int = 0, *, retry: bool = True) -> ChannelActor:
         self._cancel_retry(key)
         actor = ChannelActor(key, self.deps)
         actor.track_seen = self.claim is not None
         actor.start_attempt = attempt
-        actor.launch(on_failed=self._start_failed)
+        actor.launch(on_failed=self._start_failed if retry else None)
         self.actors[key] = actor
         return actor
 
@@ -127,8 +127,8 @@ class ChannelRegistry:
         self._retries[actor.key] = loop.call_later(delay, self._retry_start, actor)
 
     def _retry_start(self, actor: ChannelActor) -> None:
-        self._retries.pop(actor.key, None)
         if self._closed or self.actors.get(actor.key) is not actor:
+            self._retries.pop(actor.key, None)
             return  # started again by a message meanwhile, or taken over
         task = asyncio.create_task(self._restart(actor), name=f"restart:{actor.key}")
         self._restarting.add(task)
@@ -137,6 +137,9 @@ class ChannelRegistry:
     async def _restart(self, actor: ChannelActor) -> None:
         key = actor.key
         async with self._locks.setdefault(key, asyncio.Lock()):
+            # Only now, under the channel's lock (which eviction respects): until then
+            # the pending retry kept the channel from being evicted.
+            self._retries.pop(key, None)
             if self._closed or self.actors.get(key) is not actor:
                 return
             try:

@@ -23,6 +23,7 @@ from channels.compaction import ChannelCompaction
 from channels.deps import ChannelDeps
 from channels.history import History
 from channels.prompt import build_prompt
+from compactor.scheduler import in_flight_ids
 from tierbot.config import RespondMode
 from tierbot.errors import ContextOverflowError, LLMError, ToolError
 from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
@@ -137,6 +138,7 @@ class Turns:
                 self.history.new(Role.ASSISTANT, text, reply_to=last.platform_id, **note)
             )
             await self.deps.deliver(Outbound(self.key, reply.text, reply_to=last.platform_id))
+            await self._archive_spent_memory_traffic(reply)
             duration = time.monotonic() - started
             self.log.info(
                 "turn.completed",
@@ -247,6 +249,46 @@ class Turns:
             )
             kind = type(exc).__name__
             return json.dumps({"error": f"the memory store failed ({kind}); nothing was changed"})
+
+    async def _archive_spent_memory_traffic(self, reply: Message) -> None:
+        """Move the memory-tool exchanges of earlier turns out of the live context.
+
+        A ``memory_save`` or ``memory_recall`` exchange has done its work once its turn
+        is answered: the reply says what was saved or found, the memory graph holds it,
+        and the call and its JSON result would otherwise fill the window until a
+        compaction (16 messages of a newcomer's chat made 52 live messages, 20 of them
+        this traffic).  The newest turn's exchanges stay in view, so the model sees what
+        it just did; those of turns answered before it are archived in the store (kept,
+        as compacted messages are), a call with its results.  Exchanges that also
+        delegate (a branch, a task worker) stay, and so does any exchange an in-flight
+        compaction covers: its summary takes it.
+        """
+        items = self.history.ctx.items
+        at = next((i for i in range(len(items) - 1, -1, -1) if items[i] is reply), None)
+        if at is None:
+            return
+        before = next((i for i in range(at - 1, -1, -1) if items[i].role is Role.ASSISTANT), -1)
+        exchanges: dict[int, set[int]] = {}  # a call message's id -> its and its results' ids
+        owner: dict[str, int] = {}  # a call's id -> its message's id
+        for m in items[: before + 1]:
+            if m.role is Role.TOOL_CALL:
+                calls = m.meta.get("calls", [])
+                if calls and all(c.get("name") in _MEMORY_TOOLS for c in calls):
+                    exchanges[m.id] = {m.id}
+                    owner.update((str(c.get("id")), m.id) for c in calls)
+            elif m.role is Role.TOOL_RESULT and str(m.meta.get("call_id")) in owner:
+                exchanges[owner[str(m.meta.get("call_id"))]].add(m.id)
+        busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
+        ids = sorted(i for ex in exchanges.values() if not ex & busy for i in ex)
+        if not ids:
+            return
+        try:
+            await self.deps.store.swap(self.key, ids, None)
+        except Exception as exc:
+            # Kept live: a compaction archives them later, with the rest of their turn.
+            self.log.warning("channel.tool_traffic_kept", error=f"{type(exc).__name__}: {exc}")
+            return
+        self.history.ctx.replace(ids, None)
 
     def _turn_users(self) -> list[Message]:
         """The people's messages this turn answers: those since the bot's last reply, else

@@ -264,7 +264,7 @@ class Turns:
         compaction covers: its summary takes it.
         """
         items = self.history.ctx.items
-        at = next((i for i in range(len(items) - 1, -1, -1) if items[i] is reply), None)
+        at = next((i for i in range(len(items) - 1, -1, -1) if items[i].id == reply.id), None)
         if at is None:
             return
         before = next((i for i in range(at - 1, -1, -1) if items[i].role is Role.ASSISTANT), -1)

@@ -48,6 +48,21 @@ class _GatedLoads:
                 await self.gate.wait()
 
 
+def _set_role(db: Path, role: str) -> None:
+    """Write the role of the channel's first message ("p1") straight into the file."""
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE messages SET role = ? WHERE platform_id = 'p1'", (role,))
+
+
+async def _answered_then_damaged(cfg: Config, db: Path) -> None:
+    """A channel with one answered message, whose row is then damaged (a role tierbot
+    does not know): the channel's history can no longer be read."""
+    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
+        await rt.submit(inbound(CH, "hello", pid="p1"))
+        await rt.drain()
+    _set_role(db, "bogus")
+
+
 @pytest.mark.parametrize("where", ["before", "after"])
 async def test_messages_stored_while_a_channel_loads_are_answered_once(
     make_config: Callable[..., Config], where: str
@@ -96,11 +111,7 @@ async def test_a_channel_that_cannot_load_keeps_its_messages_and_answers_them_on
     channels are answered, and once the row is repaired the stored message is answered
     with the next one."""
     cfg = make_config()
-    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
-        await rt.submit(inbound(CH, "hello", pid="p1"))
-        await rt.drain()
-    with sqlite3.connect(tmp_path / "tierbot.db") as db:
-        db.execute("UPDATE messages SET role = 'bogus' WHERE platform_id = 'p1'")
+    await _answered_then_damaged(cfg, tmp_path / "tierbot.db")
     llm = ScriptedLLM(chat_reply="ok")
     async with Runtime.open(cfg, llm=llm) as rt:
         gated = _GatedLoads(rt.store, "after")
@@ -121,8 +132,7 @@ async def test_a_channel_that_cannot_load_keeps_its_messages_and_answers_them_on
         with sqlite3.connect(tmp_path / "tierbot.db") as db:
             stored = db.execute("SELECT platform_id FROM messages WHERE channel = ?", (CH,))
             assert {"p2", "p2b"} <= {row[0] for row in stored}
-        with sqlite3.connect(tmp_path / "tierbot.db") as db:
-            db.execute("UPDATE messages SET role = 'user' WHERE platform_id = 'p1'")
+        _set_role(tmp_path / "tierbot.db", "user")  # repaired
         await rt.submit(inbound(CH, "hello again", pid="p3"))
         await rt.drain()
         assert [o.channel for o in rt.outbox.sent] == ["chat:other", CH]
@@ -141,11 +151,7 @@ async def test_a_channel_that_could_not_start_starts_again_by_itself(
     delay (and is not evicted meanwhile); once the row is repaired it starts without
     waiting for a new message, and answers what was stored."""
     cfg = make_config()
-    async with Runtime.open(cfg, llm=ScriptedLLM()) as rt:
-        await rt.submit(inbound(CH, "hello", pid="p1"))
-        await rt.drain()
-    with sqlite3.connect(tmp_path / "tierbot.db") as db:
-        db.execute("UPDATE messages SET role = 'bogus' WHERE platform_id = 'p1'")
+    await _answered_then_damaged(cfg, tmp_path / "tierbot.db")
     llm = ScriptedLLM(chat_reply="ok")
     async with Runtime.open(cfg, llm=llm) as rt:
         rt.registry.start_retry = Backoff(base=0.05, cap=0.2, jitter=0.0)
@@ -161,8 +167,7 @@ async def test_a_channel_that_could_not_start_starts_again_by_itself(
             assert (await rt.submit(inbound(CH, "are you there?", pid="p2"))).accepted
             await until(lambda: sum(e["event"] == "channel.start_failed" for e in logs) >= 3)
             assert await rt.registry.evict_idle(0.0) == []
-            with sqlite3.connect(tmp_path / "tierbot.db") as db:
-                db.execute("UPDATE messages SET role = 'user' WHERE platform_id = 'p1'")
+            _set_role(tmp_path / "tierbot.db", "user")  # repaired
             await until(lambda: any(o.channel == CH for o in rt.outbox.sent))
         retries = [e for e in logs if e["event"] == "channel.start_retry"]
         assert [e["attempt"] for e in retries[:3]] == [1, 2, 3]

@@ -25,7 +25,8 @@ def _lines() -> list[str]:
 
 def _folded() -> list[tuple[str, extraction._Folded]]:
     found = [(n, p) for n, p in vars(extraction).items() if isinstance(p, extraction._Folded)]
-    found += [(f"rule {kind}", p) for kind, _, p in extraction._RULES]
+    found += [(f"rule {kind}", p) for kind, _, p in extraction._RULES if hasattr(p, "pattern")]
+    found.append(("identity shape: doer", extraction._IdentityShape._DOER))
     return found
 
 
@@ -53,3 +54,72 @@ def test_a_pattern_written_with_capitals_is_refused_at_import() -> None:
     with pytest.raises(ValueError, match="lower case"):
         extraction._Folded(r"\bDana\b")
     assert extraction._Folded(r"\b[A-Z][a-z]+ \S+").search("dana says")  # [A-Z] and \S stay
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I'm Priyanka, the new hire on support.",  # a name, with its capital
+        "I'm Swiss, so expect punctuality.",  # a nationality
+        "I'm Tomasz's sister, we met at the barbecue.",  # a relation to someone named
+        "I'm the bakery's night supervisor.",  # a role known by its suffix
+        "I'm a volunteer firefighter in the village.",
+        "I'm one of the two organisers of the Friday rides.",  # a membership
+        "I'm the one who keeps the spreadsheet up to date.",  # a role by what one does
+        "I oversee the weekend deliveries.",
+        "I'm in charge of the rota for the choir.",
+        "I've been with the brigade for eleven years.",  # a tenure
+    ],
+)
+def test_self_descriptions_the_word_lists_cannot_name_are_identities(line: str) -> None:
+    assert extraction.classify(line)[0] == "identity", line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I'm the worst at mornings lol",
+        "I'm the first one here",
+        "I'm a bit under the weather",
+        "I'm a total disaster at parking",
+        "I'm Not sure about that",
+        "I'll handle it",
+        "I'm on my way",
+        "I've been in the car for an hour",
+    ],
+)
+def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
+    # The shapes above must not turn a remark about the moment into who someone is.
+    assert extraction.classify(line)[0] != "identity", line
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Asked of the group, but a job to do; asked for information, a question.
+        ("Could somebody lock the shed after practice?", "todo"),
+        ("Can anyone recommend a good plumber?", None),
+        # Said without a subject, as chat often is.
+        ("Would love to sail to the islands someday", "goal"),
+        ("Would you like to sail with us?", None),
+        ("Have to renew the parking permit in March.", "todo"),
+        ("Do the stretches before every session.", "todo"),
+        ("Not a fan of early kick-offs.", "preference"),
+        ("Grew up in Tromsø, so winters don't scare me.", "identity"),
+        # A year is not "back in 10 (minutes)".
+        ("I opened the shop with my brother back in 2015.", "event"),
+        ("back in 10", None),
+        # A statement before a question still holds.
+        ("I'm allergic to nuts, so could someone check the cake?", "identity"),
+        # Decided by anyone, and changes from a date on.
+        ("The landlords agreed to fix the boiler.", "decision"),
+        ("We're switching the meeting to Wednesdays from next month.", "decision"),
+        # Day-month dates mark an event.
+        ("The club dinner is on 14 March at the boathouse.", "event"),
+        # A few warm words around thanks are not a memory.
+        ("great session tonight, thanks all", None),
+        ("ooh, see you tomorrow", None),
+    ],
+)
+def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:
+    assert extraction.classify(line)[0] == kind, line

@@ -68,8 +68,11 @@ class _Folded:
 
 
 _QUESTION_START = _Folded(
-    r"^(what|when|where|who|whom|whose|why|how|which|do|does|did|is|are|was|were|can|could|"
-    r"would|will|should|have|has|had|tell me|recall|any ?one|anybody)\b",
+    r"^(what|when|where|who|whom|whose|why|how|which|does|did|is|are|was|were|can|could|"
+    r"will|should|(have|has|had)(?! to\b)|tell me|recall|any ?one|anybody|"
+    # "Do the exercises daily" tells; "Would love to…" wishes: neither asks.
+    r"do(?! (the|a|an|your|some|it|this|that|these|those|not)\b)|"
+    r"would(?! (love|like|be (great|nice|good|amazing|cool|awesome|lovely|brilliant)) to\b))\b",
 )
 
 # "Remind me what the wifi password is" asks; "Remind me: renew the passport" does not.
@@ -115,7 +118,7 @@ _CHITCHAT = _Folded(
     r"[\s!.?,:;)(*\-]*(\S+[\s!.?,)]*){0,2}$",
 )
 _AWAY = _Folded(
-    r"\b(brb|afk|be right back|back in \d+|back soon|stepping (away|out)|(coffee|lunch|"
+    r"\b(brb|afk|be right back|back in \d{1,2}|back soon|stepping (away|out)|(coffee|lunch|"
     r"smoke|tea|bio) break|grabbing (a )?(coffee|lunch|food|tea)|heading (out|off|home)|"
     r"logging off|signing off|gotta (go|run)|off to (bed|lunch))\b",
 )
@@ -126,7 +129,7 @@ _PASSING = _Folded(
     r"(tired|sleepy|hungry|bored|busy|sick|exhausted|stressed|excited|happy|sad|cold|hot|"
     r"late|back|here|online|around|confused|lost|done|fine|good|ok|okay|great|hilarious|"
     r"funny|awesome|amazing|wild|crazy|nice|rough|brutal|annoying|weird|raining|sunny|"
-    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,20}[.!]*$",
+    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,50}[.!]*$",
 )
 
 # Cheering someone on: warm, and nothing to recall later.
@@ -142,15 +145,114 @@ _ENCOURAGING = _Folded(
 )
 _I = r"(?:i|i'm|i am|i've|i have|i'd|i'll|we|we're|we've|we'll)"
 
+# Words ending like a role noun that are not one ("under", "better", "floor", "exist").
+_NOT_ROLES = frozenset(
+    "after another bitter better bigger clever corner eager either error ever faster "
+    "favor favour floor further higher horror honor honour humor humour indoor longer "
+    "lower major matter mirror minor neither never number older other outdoor over "
+    "poorer proper rather sober sooner super terror together under whatever wider worse "
+    "younger assist consist exist insist persist resist twist wrist disaster monster "
+    "character weather water letter paper dinner winter summer power order answer border "
+    "center centre computer chapter river flower finger cancer danger hunger anger fever "
+    "silver copper tower shower butter burger liver poster folder cluster filter layer "
+    "wonder murder thunder whisper temper trigger sticker spider".split()
+)
+# Role nouns the suffixes below miss.
+_ROLE_WORDS = (
+    r"student|resident|assistant|consultant|accountant|attendant|agent|president|parent|"
+    r"tenant|applicant|participant|sergeant|lieutenant|merchant|analyst|nurse|doctor|"
+    r"chef|cook|lead|head|chair|captain|coach|intern|admin|vet|pilot|clerk|medic|"
+    r"paramedic|midwife|mom|mum|dad|mother|father|wife|husband|partner|son|daughter|"
+    r"sister|brother|cousin|aunt|uncle|niece|nephew|grandma|grandpa|fianc[ée]e?|"
+    r"roommate|flatmate|housemate|neighbou?r|friend|boss|colleague|coworker|co-founder|"
+    r"founder|owner|member|volunteer|trainee|employee|retiree|referee|attendee|mentee|"
+    r"actress|waitress|hostess|surgeon|dentist|pharmacist|therapist|guide|rep|"
+    r"secretary|treasurer|deputy|chief|host|staff|crew|liaison|point of contact"
+)
+_ROLE_NOUN = re.compile(
+    rf"^(?:(?:{_ROLE_WORDS})|[a-z]{{3,}}(?:er|or|ist|ian|eer|ographer|smith|wright))s?$"
+)
+_THING_AFTER = (
+    r"(?=\s+(?:of|for|at|on|in|with|from|who|that|and|here|there|since|to|by|"
+    r"around|across)\b|\s*[,.!;:)]|\s*$)"
+)
+_FUNCTION_WORD = (
+    r"(?:the|a|an|of|under|over|in|on|at|to|for|with|from|by|my|your|our|their|his|her|"
+    r"its|this|that|bit|lot|little|tad|kind|sort|one)"
+)
+# "I'm [also] a/the/one of the [three words] <role>", "I'm Noor's partner".
+_ROLE_PHRASE = re.compile(
+    r"\b(?:i'?m|i am)\s+(?:also\s+|now\s+|currently\s+|still\s+|actually\s+)?"
+    r"(?:an?|the|our|their|his|her|one of (?:the|our|their|its|two|three|several|"
+    r"the few|[\w-]+'s)|[\w-]+'s|the [\w-]+'s)\s+"
+    rf"(?:(?!{_FUNCTION_WORD}\b)[\w-]+\s+){{0,3}}?(?P<role>[\w\u00e9-]+){_THING_AFTER}"
+)
+
+
+class _IdentityShape:
+    """Self-description by its shape, where the word lists of the identity rule above
+    cannot enumerate it: a name said with its capital ("I'm Felix, …", "I'm
+    Canadian"), a relation to someone named ("I'm Noor's partner"), a role noun known
+    by its suffix ("an amateur astronomer", "the club's outreach coordinator", "one of
+    the core maintainers"), a role by what one does ("the one who books our gigs", "I
+    handle sales"), and a tenure ("I've been on this ward for six years")."""
+
+    # Case matters here: a capital after "I'm" marks a name or a nationality.
+    _NAME = re.compile(
+        r"\b(?:I'm|I am|Im|i'm|i am)\s+(?!I\b|A\b|An\b|The\b|So\b|Not\b|Just\b|Also\b|"
+        r"Really\b|Very\b|Still\b|Sorry\b|Here\b|Back\b|Done\b|Fine\b|Good\b|Going\b|"
+        r"Off\b|Out\b|On\b|In\b|At\b|OK\b|Ok\b|Okay\b|Sure\b)[A-Z][a-z]+(?:'s\s+\w+)?"
+        r"(?=\s*[,.!;:)]|\s*$|\s+(?:and|from|by|here|,|of|the)\b|'s\s)"
+    )
+    _DOER = _Folded(
+        r"\b(i'?m|i am) (also |usually |always )?the (one|person|guy|girl|woman|man|"
+        r"people) (who|that) (?!always\b|is\b|was\b|has\b)\w{2,}s\b|"
+        r"\b(i'?m|i am) (also |now |currently )?(in charge of|responsible for|head of)\b|"
+        r"\bi (also |mainly |mostly |usually )?(handle|oversee|coordinate|organi[sz]e|"
+        r"supervise|chair|host|edit|maintain|cover|represent|moderate|train) (the |our |"
+        r"all |most |all the |every )?(?!(it|that|this|them|him|her|you|things|stuff|"
+        r"myself)\b)[\w-]+\b|"
+        r"\bi'?ve been (on|at|with|in|part of|working (at|in|for|on)|living in|"
+        r"doing|running|leading|playing|singing|riding|rowing|volunteering)\b"
+        r"[\w\s',-]{0,40}? (for [\w\s]{1,20}?(years?|decades?)|since (19|20)\d\d)\b"
+    )
+
+    # "Mateo here, just joined the club": a name introducing itself.
+    _HERE = re.compile(
+        r"^(?!(?:Nobody|Everyone|Everybody|Somebody|Someone|Anyone|Anybody|Who|Not|Is|Are|"
+        r"Same|Still|Also|Over|Out|Right|Back|Nothing|Something|Sign|Click|Look|Come|Stay|"
+        r"Sit|Wait|Up|Down|In|Check|Park|Meet|Start|Stop|Turn|Put|Just|Only|Get|Go|Be)\b)"
+        r"[A-Z][a-z]+(?: [A-Z][a-z]+)? here\b(?!\?)"
+    )
+
+    def search(self, text: str) -> bool:
+        if self._NAME.search(text) or self._HERE.match(text) or self._DOER.search(text):
+            return True
+        for m in _ROLE_PHRASE.finditer(text.lower()):
+            role = m["role"].strip("-")
+            if role not in _NOT_ROLES and _ROLE_NOUN.match(role):
+                return True
+        return False
+
+
 # (memory type, default importance, pattern); first match wins, most specific first.
-_RULES: tuple[tuple[str, float, _Folded], ...] = (
+_RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
     (
         "decision",
         0.8,
         _Folded(
-            r"\b((we|they|team|i|you|everyone|management|leadership|the group|the board)\b"
-            r"[\w\s,']{0,30}\b(decided|agreed|chose|settled on|settled|voted|committed to|"
-            r"signed off on|approved|picked|opted)\b|decided to|decision( is|:)|let'?s go with|"
+            r"\b((we|they|team|i|you|everyone|management|leadership|the group|the board|"
+            r"the committee|the council|the club|the owners?|coach|the boss)\b"
+            r"[\w\s,']{0,30}\b(decided|agreed|chose|chosen|settled on|settled|voted|committed to|"
+            r"signed off on|approved|picked|opted)\b|^(agreed|decided|settled|it'?s settled|"
+            r"confirmed)\b[\s,:;-]+(then\b[\s,:;-]*)?\S+ \S+|(has|have|'ve|had) "
+            r"(decided|agreed|chosen|opted|voted)\b|\b(agreed|decided|voted) (to|that|on)\b|"
+            r"decided to|decision( is|:)|let'?s go with|it'?s settled|"
+            r"(we'?re|we are|i'?m|i am) (dropping|scrapping|cutting|switching|changing|moving|"
+            r"raising|lowering|adding|replacing)\b[\w\s,'£$€]{0,60}\b(from (now|today|"
+            r"tomorrow|next \w+|this \w+|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
+            r"[a-z]*|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|only now|"
+            r"(is|are) out|instead)|going up to\b[^.]{0,30}\bfrom\b|"
             r"(we'?re|we are|i'?m) going with|(we'?ll|we will) (go with|use|stick with|switch to|"
             r"move to|standardi[sz]e on)|the plan is|final (answer|call|decision)|"
             r"from now on|going forward|starting (today|now|next \w+)|it'?s official|"
@@ -176,7 +278,11 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
             r"\b(i'?m|i am) (a (big|huge|massive|die-?hard) )?(fan of|not a fan of)\b|"
             r"\b(i'?m|i am) (a )?(vegetarian|vegan|pescatarian|teetotal|night owl|"
             r"morning person|dog person|cat person)\b|"
-            r"\bplease (always|never|don'?t ever|stop)\b|\b(always|never) (call|ping|email|"
+            r"\bplease (always|never|don'?t ever|stop)\b|^(not|never) (a )?(fan of|keen on|"
+            r"into|big on)\b|\b(i'?m|i am) (not |really |quite |very |so )?(keen on|big on)\b|"
+            r"\bsuits me\b|\b(i|we)('d| would) (much |really |far |honestly )rather\b|"
+            r"\b(please )?(don'?t|do not|never) (text|call|ring|ping|email|message|phone|tag|dm|"
+            r"wake) me\b|\b(always|never) (call|ping|email|"
             r"message|text|schedule) me\b|\bworks best for me\b|\bi'?d appreciate\b",
         ),
     ),
@@ -187,15 +293,24 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
             rf"\b{_I} (really |still |eventually |finally |also )?(want|plan|hope|intend|aim|"
             r"wish|mean|like|hoping|planning|aiming|trying|determined|am hoping|'m hoping|"
             r"am planning|'m planning|am aiming|'m aiming|am trying|'m trying) to\b|"
-            r"\b(i|we)('d| would) (really )?(love|like) to\b|"
+            r"\b(i|we)('d| would) (really |so |just )?(love|like) (for )?((us|them|him|her|"
+            r"everyone|the \w+) )?to\b|\b(i|we) (really |still )?want (us|them|him|her|"
+            r"everyone|the \w+) to\b|^(really |still |also |so )?(hoping|planning|aiming|"
+            r"looking|working|dying|itching) to\b|^(it )?(would|'d) (be )?(love|like|great|"
+            r"nice|amazing|good|cool|awesome|brilliant) (for us )?to\b|"
+            r"\bto \w+\b[\w\s,']{0,50}\b(someday|some day|one day|eventually|at some point|"
+            r"one of these (days|years)|in the long run|long term|in the future)\b|"
+            r"^(long|longer)[- ]term\b|"
             r"\bi hope (we|i) (can|will|'ll|get to)\b|"
             r"\b(he|she|they|[A-Z][a-z]+) (wants|plans|hopes|intends|aims|is planning|"
             r"is hoping|is trying) to\b|"
             r"\b(i'?m|i am|we'?re|we are) going to (?!the\b|a\b|an\b|my\b|our\b|be late\b)|"
-            r"\bmy (main |big |new |long-term |personal )?(goal|dream|ambition|aim|"
-            r"resolution|plan)( for \w+)? (is|this|for)\b|\bdream(ing)? of\b|"
+            r"\bmy (main |big |new |long-term |personal |real )?(goal|dream|ambition|aim|"
+            r"resolution|plan|target|objective|aspiration|hope|mission)( (for|this|next) "
+            r"\w+)? (is|this|for)\b|\bdream(ing)? of\b|"
             r"\b(i'?m|i am|we'?re|we are) (saving|training|studying|working) (up )?(for|"
-            r"towards|toward)\b|\bsomeday i\b|\bone day i('ll| will| want)\b|"
+            r"towards|toward|to (become|be|get|qualify))\b|\bsomeday i\b|"
+            r"\bone day i('ll| will| want)\b|"
             r"\b(this|next) year i('ll| will| want)\b|\bbucket list\b",
         ),
     ),
@@ -212,14 +327,20 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
             r"\b(don'?t|do not) forget to\b|\bremember to\b|\bremind (me|us|\w+) to\b|"
             r"\bto-?do\b|\bdeadline\b|\bdue (on|by|date|tomorrow|today|next)\b|"
             r"\bbefore (the )?(deadline|end of (the )?(day|week|month|sprint))\b|"
-            r"\b(by|before|until) (eod|eow|monday|tuesday|wednesday|thursday|friday|"
+            r"\b(by|before) (eod|eow|monday|tuesday|wednesday|thursday|friday|"
             r"saturday|sunday|tomorrow|tonight|noon|next week|end of)\b|"
             r"^\s*(please |pls |someone |somebody )?(send|book|renew|review|fix|merge|"
             r"submit|file|pay|call(?! me\b)|email|ping|update|order|buy|pick up|schedule|prepare|"
             r"finish|ship|write|check|sign|cancel|reply|follow up|clean|water|feed|bring|do|"
             r"remind|take|get|grab|print|read|register|sign up|return|collect|drop off|"
             r"install|upgrade|back up|test|deploy|post|share|invite|confirm|"
-            r"make sure|double-check)\b",
+            r"make sure|double-check|learn|label|wash|fill (in|out)|upload|tidy|put|leave|"
+            r"lock|unlock|turn off|switch off|charge|pack|move|sort|restock|mark|"
+            r"practi[sc]e|rehearse|wear|bring|text|message|don'?t)\b|"
+            r"^(everyone|everybody|all|folks|team|guys|people|y'all)\b[,:]?\s+(please |pls |"
+            r"just |also )?(?!(is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
+            r"wants|needs|seems|looks|got|gets|here|else|okay|ok)\b)[a-z]+(?<!ed)(?<!s)\b|"
+            r"^reminder\b|\bis on you\b",
         ),
     ),
     (
@@ -227,13 +348,19 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
         0.9,
         _Folded(
             r"\b(my name is|my name's|call me|people call me|my pronouns|i go by|"
+            r"my (day )?(job|role|title|position) (is|here is|at)|"
+            r"^(grew up in|born and raised|originally from|based in|born in)|"
+            r"^(the )?new (\w+ )?(intern|hire|member|starter|recruit|volunteer|joiner)\b|"
+            r"i('ve| have)( got)? (asthma|diabetes|epilepsy|arthritis|adhd|migraines|"
+            r"c(o)?eliac|tinnitus|dyslexia|autism|lupus|hay fever|allergies|"
+            r"an? (\w+ )?allergy|an? (bad|dodgy|weak|bad|broken) (back|knee|hip|shoulder|"
+            r"ankle|wrist)|a heart condition|a disability|a stammer|a stutter)|"
+            r"(i'?m|i am) (type [12] )?diabetic|"
             r"i was born|i grew up in|i'?m originally from|i am originally from|"
             r"i (live|work|head|own|run|volunteer) (in|at|as|for|on|with|the|a|an|our|my)\b|"
             r"i (teach|coach|study|tutor|lead|manage|look after|take care of|mentor)\b|"
             r"i work remotely|i'?ve been (a|an|the|teaching|working|living|coding|"
-            r"coaching|nursing)\b|(i'?m|i am) (\w+'s|the) [\w-]+( [\w-]+)?( of| for| at| on|"
-            r" in|,|\.|$)|(i'?m|i am) \w+'s (mom|mum|dad|mother|father|son|daughter|"
-            r"brother|sister|wife|husband|partner|friend|boss|manager|colleague)\b|"
+            r"coaching|nursing)\b|"
             r"(i'?m|i am) (from|based in|\d+ (years|yrs) old|\d+\b|"
             r"(an? |the )([\w-]+ ){0,3}([\w-]+(ist|ian|eer|keeper|smith|ographer)|engineer|"
             r"developer|designer|manager|nurse|doctor|"
@@ -245,7 +372,7 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
             r"mechanic|farmer|baker|barista|officer|professor|tutor|editor|"
             r"journalist|translator|therapist|pharmacist|dentist|surgeon|"
             r"marketer|recruiter|contractor|freelancer|veteran|native|retiree|"
-            r"newcomer|beginner|here|on the \w+ team|in charge))|"
+            r"newcomer|beginner|on the \w+ team|in charge))|"
             r"(i'?m|i am) (a |an )?(left-handed|right-handed|colou?r-?blind|deaf|"
             r"diabetic|asthmatic|dyslexic|autistic|allergic to|married|single|"
             r"divorced|engaged|widowed|retired|pregnant|twins?)\b|"
@@ -257,6 +384,7 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
             r"(i'?m|i am) (married|engaged) to)\b",
         ),
     ),
+    ("identity", 0.9, _IdentityShape()),
     (
         "event",
         0.5,
@@ -267,7 +395,10 @@ _RULES: tuple[tuple[str, float, _Folded], ...] = (
             r"years?) ago|in (19|20)\d\d|went to|visited|attended|graduated|got (married|"
             r"engaged|promoted|hired|fired|sick|back)|moved (to|into|out)|we met|i met|"
             r"(turns?|turned) \d+|birthday|anniversary|wedding|funeral|"
-            r"(is|are|was|were) (scheduled|planned|booked|set|held) (for|on|at)|"
+            r"('s|is|are|was|were) (scheduled|planned|booked|set|held|reserved) (for|on|at|"
+            r"from)|\d{1,2}(st|nd|rd|th)? (of )?(january|february|march|april|may|june|july|"
+            r"august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|"
+            r"sept|oct|nov|dec)\b|"
             r"(is|are) (on|this|next) (monday|tuesday|wednesday|thursday|friday|saturday|"
             r"sunday|\d)|next (week|month|monday|tuesday|wednesday|thursday|friday|saturday|"
             r"sunday|weekend)|tomorrow|tonight|on (monday|tuesday|wednesday|thursday|friday|"
@@ -302,7 +433,8 @@ _DECLARATIVE = re.compile(
     r"that's|this|there|they|he|she|just|keep|stay|don't|do)\b)"
     r"(the|our|my|your|his|her|their|its|[A-Z][\w.'-]*)\b[\w\s'.,/&-]{0,40}?\b(is|are|"
     r"has|have|needs?|costs?|runs?|lives?|opens?|closes?|holds?|takes?|uses?|sits?|"
-    r"starts?|expires?|came out|was built|means|goes|keeps?)\b"
+    r"starts?|expires?|came out|was built|means|goes|keeps?|belongs?|owns?|includes?|"
+    r"stays?|answers?|accepts?|serves?|sells?|delivers?|go out)\b"
 )
 # "…was amazing", "…is so long": an opinion of the moment, not a fact to keep.
 _EVALUATIVE = _Folded(
@@ -317,7 +449,9 @@ _EVALUATIVE = _Folded(
 # Warmth, praise and opinion ("Art is such a source of joy", "It was amazing, Caroline"):
 # worth a reply, not a fact to recall.  Only the fallback to ``fact`` checks it.
 _OPINION = _Folded(
-    r"\b(so|such|really|too|awesome|amazing|great|cool|lucky|glad|happy|proud|inspiring|"
+    # "so it stays" joins two clauses; "so good" is an opinion.
+    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there)\b)|such|really|too|awesome|"
+    r"amazing|great|cool|lucky|glad|happy|proud|inspiring|"
     r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|best|worst|"
     r"lovely|wonderful|fantastic|stoked|excited|thrilled|means a lot|appreciate|thankful|"
     r"grateful|blessed|sorry|awful|terrible|hard|tough|rough|keep it up|proud of)\b",
@@ -342,6 +476,22 @@ def is_question(text: str) -> bool:
     return t.endswith("?") or bool(_QUESTION_START.match(t) or _ASKING.match(t))
 
 
+# "Can someone wash the pump after the drill?": asked, but a job for the group.
+_GROUP_REQUEST = _Folded(
+    r"^(please |pls )?(can|could|would|will) (someone|somebody|anyone|anybody|everyone|"
+    r"everybody|you all|y'all|you guys|one of you)( please| pls)? (?!(tell|recommend|explain|"
+    r"remind|remember|hear|see|guess|believe|think|imagine|suggest|point|help me "
+    r"(understand|find)|know|say|confirm if|confirm whether)\b)[a-z]+\b",
+)
+# "Lovely rehearsal tonight, thank you all" / "yum, see you tomorrow": a word or two of
+# warmth around thanks or a goodbye.
+_THANKS_TAIL = _Folded(
+    r"^[^\d]{0,40}\b(thanks?|thank you)( (all|everyone|so much|guys|folks|"
+    r"team))?[\s!.]*$"
+)
+_INTERJECTION = re.compile(r"^\W*[A-Za-z]+[,!.]+\s+")
+
+
 def is_chitchat(sentence: str) -> bool:
     """Greetings, thanks, laughter, acknowledgements, "back in 10", passing states, and
     encouragement ("Keep going!", "I won't give up")."""
@@ -349,8 +499,11 @@ def is_chitchat(sentence: str) -> bool:
     rest = split_greeting(s)[1]
     if not rest.strip(" !.?,"):
         return True
+    tail = _INTERJECTION.sub("", rest, count=1)
     return bool(
         _CHITCHAT.match(rest)
+        or (tail != rest and _CHITCHAT.match(tail))
+        or (_THANKS_TAIL.match(rest) and len(words(rest)) <= 6)
         or _AWAY.search(rest)
         or _PASSING.match(rest)
         or _ENCOURAGING.search(rest)
@@ -360,6 +513,12 @@ def is_chitchat(sentence: str) -> bool:
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing."""
     s = split_greeting(sentence)[1].strip()
+    if _GROUP_REQUEST.match(s):
+        return "todo", 0.75
+    if s.endswith("?") and not _QUESTION_START.match(s):
+        # "I'm deaf in my left ear, so could I sit on the right?": the statement before
+        # the question still holds.
+        s = re.split(r",\s*(?:so|but|and|because|could|can|would|is|are|do|any)\b", s)[0]
     if not s or is_question(s) or is_chitchat(s):
         return None, 0.0
     for kind, importance, pattern in _RULES:

@@ -1,12 +1,12 @@
 """Memory extraction quality: per-type precision and recall of the memories the offline
 provider saves from a labelled set of chat lines.
 
-``benchmarks/data/extraction_lines.tsv`` holds 348 chat lines (25 speakers; a software
-team, a family, a gaming server, a book club, a football team, a kitchen, a school, travel,
-physiotherapy, a community garden, freelance finance), each labelled with the memory type
-it should give (identity, preference, decision, goal, todo, event, fact) or ``none`` for
-what must not be saved (chit-chat, passing states, "back in 10").  The set was written
-for this purpose; how the labels are meant is in benchmarks/README.md.
+``benchmarks/data/extraction_lines.tsv`` holds 654 chat lines (80 speakers in 29 domains:
+a software team, a family, a gaming server, a football team, a fire brigade, a choir, …),
+each labelled with the memory type it should give (identity, preference, decision, goal,
+todo, event, fact) or ``none`` for what must not be saved (chit-chat, passing states,
+"back in 10").  The set was written for this purpose; how the labels are meant is in
+benchmarks/README.md.
 
 The lines go through the compaction path a real pass uses: the transcript of a chunk
 of lines is sent to :class:`~tierbot.llm.offline.OfflineProvider` as a summary request
@@ -17,8 +17,8 @@ it (its most important one, when it gave several), or ``none``.
 Figures: per-type precision, recall and F1, macro-F1 over the seven types (target
 >= 0.80), and the share of saved memories that came from ``none`` lines (chit-chat,
 target <= 5 %).  The rules were tuned on that set, so the same figures follow for
-``extraction_heldout.tsv`` (102 lines in eight other domains, written after the tuning
-and never tuned on): what to expect of chat the rules have not seen.
+``extraction_heldout.tsv`` (205 lines in ten other domains, written by an author who had
+not seen the rules, and never tuned on): what to expect of chat the rules have not seen.
 
     python -m benchmarks.extraction [--quick] [--data PATH] [--show-errors]
 """

@@ -211,7 +211,9 @@ async def _history(inv: Invocation) -> str:
         arg = rest[0]
         if not (arg.isascii() and arg.isdigit() and len(arg) < 7) or int(arg) < 1:
             return f"{arg!r} is not a number of messages. {HISTORY_USAGE}"
-        n = min(int(arg), HISTORY_MAX)
+        if int(arg) > HISTORY_MAX:
+            return f"{arg} is more than {HISTORY_MAX} messages. {HISTORY_USAGE}"
+        n = int(arg)
     # Only the last N are kept: a channel's whole history need not fit in memory.
     lines: deque[str] = deque(maxlen=n)
     async for m in inv.runtime.store.export(inv.channel):

@@ -547,13 +547,14 @@ class MemoryService:
             # Only what this channel can see, like /forget ID: another workspace and the
             # user's DMs are the operator's (`tierbot memory forget --author`).
             report = await self.graph.forget_author(parts[1], channel=channel)
+            memories = _count(report.memories_deleted, "memory", "memories")
+            indexed = _count(report.episodes_deleted, "indexed message", "indexed messages")
             text = (
-                f"Forgot {report.memories_deleted} memories and {report.episodes_deleted} "
-                f"indexed messages derived from {parts[1]}'s messages here (what this channel "
-                "can see; other workspaces and DMs are untouched)."
+                f"Forgot {memories} and {indexed} that came from what {parts[1]} said here "
+                "(what this channel can see; other workspaces and DMs are untouched)."
             )
             return text, report.messages
-        if len(parts) == 1:
+        if len(parts) == 1 and not parts[0].startswith("-"):
             # Only what this channel can see: a forget never reaches another workspace.
             ok = await self.graph.forget(parts[0], channel=channel)
             return (f"Forgot memory {parts[0]}." if ok else f"No memory with id {parts[0]}."), ()
@@ -575,3 +576,8 @@ class MemoryService:
                 await self._maintenance
         await self.indexer.aclose(self.config.memory.index_drain_seconds)
         await self.graph.aclose()
+
+
+def _count(n: int, one: str, many: str) -> str:
+    """ "1 memory", "2 memories"."""
+    return f"{n} {one if n == 1 else many}"

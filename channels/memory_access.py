@@ -7,6 +7,7 @@ save cites that message; a forget touches only that person's memories and messag
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,12 @@ from memory_graph import (
 )
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
+from tierbot.llm.extraction import is_question
 from tierbot.llm.text import names, stems
 from tierbot.messages import Message
+
+# "Dana: what is my locker code?": a memory's or message's author, before what was said.
+_SPEAKER = re.compile(r"^[^:\n]{1,60}:\s+")
 
 if TYPE_CHECKING:
     from channels.memory import EpisodeIndexer
@@ -96,7 +101,13 @@ class ChannelMemoryAccess:
         the request itself (it repeats what is forgotten).  Nobody else's."""
         query = forget_query(arguments)
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
-        chosen = [h for h in hits if h.author_id == source.author_id and names(query, h.content)]
+        chosen = [
+            h
+            for h in hits
+            if h.author_id == source.author_id
+            and names(query, h.content)
+            and not is_question(_SPEAKER.sub("", h.content, count=1))  # asked, not told
+        ]
         forgotten = []
         for h in chosen:
             if await self.graph.forget(h.id, channel=channel):

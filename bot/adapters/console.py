@@ -8,6 +8,7 @@ prompt again: a late answer never ends up glued to ``you> ``.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import threading
 import time
@@ -19,6 +20,9 @@ from tierbot.messages import InboundMessage
 
 #: What ends the chat (besides the end of input).
 QUIT = frozenset({"/quit", "/exit"})
+#: A line that looks like a command: "/" and a word alone ("/stauts", not "/etc/hosts");
+#: "/remember …" is a memory request the bot reads as such.
+_COMMAND_LIKE = re.compile(r"^/(?!(?:remember|note|save)\b)[A-Za-z][\w-]*(?:\s|$)")
 
 
 class _NoProgress:
@@ -95,7 +99,7 @@ class ConsoleAdapter:
             if not text:
                 self._prompt()
                 continue
-            if text.lower() in QUIT:
+            if text.split()[0].lower() in QUIT:
                 self._print("Bye.")
                 break
             self._seq += 1
@@ -112,6 +116,12 @@ class ConsoleAdapter:
                 self._print(answer)
                 self._prompt()
                 continue
+            if _COMMAND_LIKE.match(text):
+                # Not a command ("/r/python is great" is talk): said, and sent as talk.
+                self._print(
+                    f"({text.split()[0]} is not a command, so it goes to the bot as a message;"
+                    " /help lists the commands.)"
+                )
             delivery = await dispatcher.submit(msg)
             if delivery.too_long:
                 self._print(f"(not sent: {delivery.reason})")

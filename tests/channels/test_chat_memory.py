@@ -194,3 +194,94 @@ async def test_a_memory_graph_that_fails_mid_turn_still_gets_the_person_an_answe
         assert "Noted" not in reply
         stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
         assert stored == ["h0", "r1"]
+
+
+async def _say(rt: Runtime, text: str, pid: str, author: str = "ann") -> str:
+    await rt.submit(inbound(CH, text, pid=pid, author=author))
+    await rt.drain()
+    return rt.outbox.sent[-1].text
+
+
+async def test_a_polite_request_to_remember_is_saved_not_taken_as_a_question(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Can you remember that…?" asks for a save, as "Remember that…" does; "Can you
+    remember what…?" still asks."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "can you remember that my flight is BA117 on 2025-12-03?", "p1")
+        assert said == "Noted: your flight is BA117 on 2025-12-03."
+        said = await _say(rt, "Would you please note that the taxi is booked for 6am?", "p2")
+        assert said == "Noted: the taxi is booked for 6am."
+        contents = sorted(str(m["content"]) for m in await _memories(rt))
+        assert contents == [
+            "ann: my flight is BA117 on 2025-12-03",
+            "ann: the taxi is booked for 6am",
+        ]
+        said = await _say(rt, "Can you remember what my flight is?", "p3")
+        assert "BA117" in said and not said.startswith("Noted"), said
+
+
+async def test_please_dont_remember_saves_nothing_and_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """A secret told with "don't remember" is not saved, now or by a compaction, and the
+    reply says what is kept (the message, in the history) and what is not."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "Please don't remember my PIN, it is 1234.", "s1")
+        assert said.startswith("OK: I won't save that as a memory."), said
+        assert await _memories(rt) == []
+        actor = await rt.registry.actor(CH)
+        await actor.call(lambda a: a.force_compaction())
+        await rt.drain()
+        assert not [m for m in await _memories(rt) if "1234" in str(m["content"])]
+
+
+async def test_forgetting_an_old_value_keeps_the_new_one(
+    make_config: Callable[..., Config],
+) -> None:
+    """After a correction, "forget that my locker code is 4411" forgets 4411 only: the
+    words are shared, the number is not."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Remember that my locker code is 4411.", "c1")
+        assert await _say(rt, "actually my locker code is 5522", "c2") == (
+            "Noted: your locker code is 5522."
+        )
+        said = await _say(rt, "Forget that my locker code is 4411.", "c3")
+        assert said == "Done: I forgot that your locker code is 4411."
+        assert [m["content"] for m in await _memories(rt)] == [
+            "ann: actually my locker code is 5522"
+        ]
+        said = await _say(rt, "What is my locker code?", "c4")
+        assert "5522" in said and "4411" not in said, said
+
+
+async def test_forgetting_a_topic_says_so_and_leaves_questions_alone(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget my locker code" forgets what was told about it, and says so in a
+    sentence; the question asked about it earlier is not what was told."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Remember that my locker code is 4411.", "t1")
+        await _say(rt, "What is my locker code?", "t2")
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
+        said = await _say(rt, "forget my locker code", "t3")
+        assert said == "Done: I forgot what you told me about your locker code.", said
+        assert await _memories(rt) == []
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
+        hits = await rt.memory.search("what is my locker code", channel=CH)  # type: ignore[union-attr]
+        assert any("t2" in h["source_message_ids"] for h in hits), hits
+
+
+async def test_to_dos_can_be_listed(make_config: Callable[..., Config]) -> None:
+    """ "Remind me to…" says back the to-do without the request around it, and "what's on
+    my to-do list?" lists every one the asker gave, and nobody else's."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "Remind me to renew my passport before June 15.", "d1")
+        assert said.startswith("Noted as a to-do: renew your passport before June 15."), said
+        await _say(rt, "Remind me to call the plumber.", "d2")
+        await _say(rt, "Remind me to feed the cat.", "d3", author="bob")
+        for question in ("what's on my to-do list?", "what do I need to do?"):
+            said = await _say(rt, question, f"q-{len(question)}")
+            assert said.startswith("Your to-dos: "), said
+            assert "renew your passport before June 15" in said and "call the plumber" in said
+            assert "cat" not in said

@@ -63,3 +63,29 @@ async def test_history_with_odd_number_on_discord_is_answered(
             )
             await fd.wait_for(lambda: fd.posted("1001"))
             assert fd.posted("1001")[0].startswith("'²' is not a number of messages. Usage:")
+
+
+async def test_console_arguments_out_of_range_get_a_usage_line_and_look_alikes_a_hint(
+    make_config: Callable[..., Config],
+) -> None:
+    """`/history 201` (over the cap) and `/forget --author` (no user) are refused with
+    their usage line, not served or looked up as an id; `/stauts` is talk, sent to the
+    bot, with a note saying it is no command; `/quit now` quits."""
+    out = io.StringIO()
+    typed = "/history 201\n/forget --author\n/stauts\n/quit now\nnever read\n"
+    console = ConsoleAdapter(
+        ConsoleAdapterConfig(), channel="console:local", stdin=io.StringIO(typed), stdout=out
+    )
+    config = make_config({"memory": {"enabled": True}})
+    async with Runtime.open(config, llm=ScriptedLLM(chat_reply=REPLY)) as rt:
+        assert await rt.start_adapter(console)
+        await wait_for(lambda: console.finished.is_set())
+        await rt.drain()
+        printed = out.getvalue()
+        assert "201 is more than 200 messages. Usage: /history" in printed
+        assert "Usage: /forget MEMORY_ID  or  /forget --author USER_ID" in printed
+        assert "No memory with id" not in printed
+        assert "(/stauts is not a command, so it goes to the bot as a message;" in printed
+        assert "Bye." in printed
+        texts = [m.text async for m in rt.store.export("console:local") if m.role is Role.USER]
+        assert texts == ["/stauts"]

@@ -123,3 +123,33 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
 )
 def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:
     assert extraction.classify(line)[0] == kind, line
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "what"),
+    [
+        ("Can you remember that my seat is 14C?", "remember", "my seat is 14C"),
+        ("could you please note that the van is blue", "remember", "the van is blue"),
+        ("/remember that my shoe size is 44", "remember", "my shoe size is 44"),
+        ("Please don't remember my PIN, it is 1234.", "skip", None),
+        ("Can you remember what my seat is?", None, None),
+        ("I don't remember where I parked.", None, None),
+    ],
+)
+def test_memory_requests_are_read_however_politely_they_are_put(
+    line: str, kind: str | None, what: str | None
+) -> None:
+    request = extraction.read_request(line)
+    assert (request.kind if request else None) == kind, line
+    if what is not None:
+        assert request is not None and request.what == what
+    # A polite request to save is no question; a polite question is.
+    assert extraction.is_question(line) == (line.endswith("?") and kind is None)
+
+
+def test_a_forget_request_names_a_text_only_with_every_number_it_gives() -> None:
+    from tierbot.llm.text import names
+
+    assert names("my locker code is 4411", "ann: my locker code is 4411.")
+    assert not names("my locker code is 4411", "ann: actually my locker code is 5522")
+    assert names("my locker code", "ann: my locker code is 5522")  # a topic names them all

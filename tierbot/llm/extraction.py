@@ -101,6 +101,21 @@ _FORGET = re.compile(
     r"about|the memory (?:of|about|that)))\s+(?P<rest>\S.*)$",
     re.I | re.S,
 )
+# "Can you remember that…?", "Could you please note…": a request, asked politely.
+_POLITE = re.compile(
+    r"^\s*(?:(?:can|could|would|will)\s+you\s+(?:please\s+|pls\s+|kindly\s+|also\s+)?|"
+    r"(?:please|pls|kindly)\s+)(?=(?:remember|note|save|make a note|take a note|keep in mind|"
+    r"memori[sz]e|forget|delete|erase|remove)\b)",
+    re.I,
+)
+# "/remember …" typed as if it were a command.
+_SLASH = re.compile(r"^\s*/(?=(?:remember|forget|note|save)\b)", re.I)
+# "Please don't remember my PIN": nothing to keep.
+_DONT_KEEP = re.compile(
+    r"^\s*(?:please\s+|pls\s+)?(?:don'?t|do not|never)\s+(?:remember|save|store|record|"
+    r"keep|note|write down|memori[sz]e)\b(?!\s+to\b)",
+    re.I,
+)
 _WH = re.compile(r"^(what|when|where|who|whom|whose|how|which|why|if|whether)\b", re.I)
 # "remember to X" is an instruction to the reader, and a to-do for the speaker.
 _REMEMBER_TO = re.compile(r"^(to|about)\s+", re.I)
@@ -120,7 +135,10 @@ _CHITCHAT = _Folded(
 _AWAY = _Folded(
     r"\b(brb|afk|be right back|back in \d{1,2}|back soon|stepping (away|out)|(coffee|lunch|"
     r"smoke|tea|bio) break|grabbing (a )?(coffee|lunch|food|tea)|heading (out|off|home)|"
-    r"logging off|signing off|gotta (go|run)|off to (bed|lunch))\b",
+    r"logging off|signing off|gotta (go|run)|off to (bed|lunch)|"
+    r"(going|off|heading|gone|went) (to|for) (lunch|dinner|breakfast|brunch|bed|sleep|a nap|"
+    r"a walk|a smoke|the (gym|loo|toilet|bathroom|shop|store|kitchen)|get (a )?(coffee|"
+    r"food|lunch|snack|drink|tea)))\b",
 )
 # Passing states and small talk: true now, not worth recalling next month.
 _PASSING = _Folded(
@@ -473,7 +491,22 @@ _GENERIC = _Folded(
 def is_question(text: str) -> bool:
     """A question (ends with "?" or opens like one); "Remember that…" is not one."""
     t = text.strip()
+    if _DONT_KEEP.match(t):
+        return False
+    plain = _plain(t)
+    if plain != t:  # "Can you remember that my seat is 14C?" asks for a save
+        return bool(_ASKING.match(plain))
     return t.endswith("?") or bool(_QUESTION_START.match(t) or _ASKING.match(t))
+
+
+def _plain(text: str) -> str:
+    """``text`` without a polite or slash lead: "Can you remember that X?" gives
+    "remember that X"; any other text comes back as it is."""
+    t = _SLASH.sub("", text, count=1)
+    m = _POLITE.match(t)
+    if m is not None:
+        return t[m.end() :].rstrip().rstrip("?").rstrip()
+    return t if t != text else text
 
 
 # "Can someone wash the pump after the drill?": asked, but a job for the group.
@@ -559,7 +592,8 @@ def split_greeting(text: str) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """An explicit request about memory: ``kind`` "remember" or "forget", and what."""
+    """An explicit request about memory: ``kind`` "remember", "forget" or "skip" (keep
+    nothing: "Please don't remember my PIN"), and what."""
 
     kind: str
     what: str
@@ -572,6 +606,13 @@ def read_request(text: str) -> Request | None:
     """The explicit memory request ``text`` makes ("Remember that my locker code is
     4411.", "Remind me: …", "Forget that …"), or None."""
     t = split_greeting(text.strip())[1]
+    if _DONT_KEEP.match(t):
+        return Request("skip", t)
+    plain = _plain(t)
+    if plain != t:
+        if _ASKING.match(plain):
+            return None
+        t = plain
     if is_question(t) and not t.lower().startswith(("remember", "remind")):
         return None
     if t.endswith("?"):
@@ -596,6 +637,7 @@ def read_request(text: str) -> Request | None:
 
 
 _SECOND_PERSON = (
+    (r"^call me\b", "you go by"),
     (r"\bI am\b", "you are"),
     (r"\bI'm\b", "you're"),
     (r"\bI was\b", "you were"),
@@ -668,7 +710,7 @@ def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> lis
         author = e.author.removesuffix(f" {BOT_MARK}")
         text = _QUOTED_SPAN.sub(" ", e.text) if bot else e.text
         request = None if bot else read_request(text)
-        if request is not None and request.kind == "forget":
+        if request is not None and request.kind in ("forget", "skip"):
             continue
         pieces = [request.what] if request is not None else sentences(split_greeting(text)[1])
         for sent in pieces:

@@ -53,6 +53,12 @@ _ABOUT_ME = re.compile(
     r"tell me (about|what you know about) (me|myself)|what do you know about myself)\b",
     re.I,
 )
+_MY_TODOS = re.compile(
+    r"\b(my (to-?dos?|todos?|reminders|tasks)\b|(to-?do|todo|task) list|what (do|should|must) i "
+    r"(still )?(need|have) to do|what('s| is) on my (list|plate)|what (should|do|did) you "
+    r"(need to )?remind me|what did i ask you to remind me)",
+    re.I,
+)
 _MY_NAME = re.compile(r"\b(what('s| is) my name|who am i\b|do you know (my name|who i am))", re.I)
 _NAME_SAID = re.compile(
     r"\b(?:my name is|my name's|call me|i go by|i'm|i am)\s+([A-Z][\w'-]+)(?!\w)", re.I
@@ -61,6 +67,25 @@ _NOT_NAMES = frozenset(
     "a an the not so very just from in at on a here back going happy sorry fine good "
     "tired from done".split()
 )
+# A verb: "your locker code is 4411" is a statement, "your locker code" a topic.
+_CLAUSE = re.compile(
+    r"\b(is|are|was|were|am|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|[a-z]{3,}ed|"
+    r"like|love|hate|prefer|live|work|need|want)\b",
+    re.I,
+)
+# What a saved sentence says without the words that lead into it ("Actually, …").
+_LEAD = re.compile(
+    r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
+    r"anyway|plus|oh and|update)\b[,:;!.-]*\s+)+",
+    re.I,
+)
+_TODO_LEAD = re.compile(
+    r"^\s*(?:please\s+)?(?:remind (?:me|you) to|(?:don'?t|do not) forget to|remember to|"
+    r"note to self:?)\s+",
+    re.I,
+)
+# "My locker code is …": a thing of the speaker's and its value.
+_SUBJECT = re.compile(r"^\s*((?:my|our)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
 _THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
@@ -206,21 +231,29 @@ def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:
     return "" if speaker.lower() in ("", "you", "user", "me") else speaker
 
 
-def _about(speaker: str, pool: Sequence[Evidence], limit: int = 6) -> list[str]:
+def _about(
+    speaker: str, pool: Sequence[Evidence], limit: int = 6, kinds: Sequence[str] = _SAVABLE
+) -> list[str]:
     """What ``speaker`` told about themselves and kept, said back to them: who they are
-    and what they like before their plans and the facts they mentioned, newest first."""
+    and what they like before their plans and the facts they mentioned, newest first.
+    Of several values of one thing ("my locker code is 4411", later "… is 5522"), the
+    newest is told."""
     found: list[tuple[int, int, str]] = []
     seen: set[str] = set()
     for age, e in enumerate(reversed(pool)):
         if e.author != speaker or e.kind in ("branch", "summary"):
             continue
         for sent in sentences(e.text):
+            sent = _LEAD.sub("", sent)
             kind = e.memory_type or classify(sent)[0]
             key = " ".join(sorted(set(stems(sent))))
-            if kind not in _SAVABLE or key in seen:
+            subject = _SUBJECT.match(sent)
+            topic = " ".join(stems(subject[1])) if subject else ""
+            if kind is None or kind not in kinds or key in seen or (topic and topic in seen):
                 continue
-            seen.add(key)
-            found.append((_SAVABLE.index(kind), age, to_second_person(sent)))
+            seen.update([key, topic] if topic else [key])
+            said = _TODO_LEAD.sub("", sent) if kind == "todo" else sent
+            found.append((_SAVABLE.index(kind), age, to_second_person(said)))
     return [text for _, _, text in sorted(found)[:limit]]
 
 
@@ -233,6 +266,8 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
         if "memory_forget" not in tools:
             return []
         return [ToolCall(f"forget-{at}", "memory_forget", {"query": request.what})]
+    if request is not None and request.kind == "skip":
+        return []
     if "memory_save" not in tools or is_question(m.content):
         return []
     if request is not None:
@@ -264,16 +299,21 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
         if call.name == "memory_forget":
             what = to_second_person(str(call.arguments.get("query", "")))
             if body.get("forgotten"):
-                notes.append(f"Done: I forgot that {what}.")
+                # "forget that my code is 4411" names a statement; "forget my code" a topic.
+                said = f"that {what}" if _CLAUSE.search(what) else f"what you told me about {what}"
+                notes.append(f"Done: I forgot {said}.")
             elif "error" in body:
                 notes.append(f"I could not forget that: {body['error']}")
             else:
                 notes.append(f"I had nothing of yours about that to forget ({what}).")
             continue
         if "id" in body:
-            said = _split_speaker(str(call.arguments.get("content", "")))[1]
+            said = _LEAD.sub("", _split_speaker(str(call.arguments.get("content", "")))[1])
             kind = str(call.arguments.get("memory_type", ""))
-            (todo if kind == "todo" else saved).append(to_second_person(said))
+            if kind == "todo":
+                todo.append(to_second_person(_TODO_LEAD.sub("", said)))
+            else:
+                saved.append(to_second_person(said))
         else:
             why = body.get("skipped") or body.get("error") or "the memory store did not say"
             notes.append(f"I could not save that: {why}.")
@@ -340,10 +380,19 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         speaker = q.name or ""
         recall_ok = "memory_recall" in tools and "memory_recall" not in tried
         # What the asker told long ago is in memory, not in view: look there first.
-        about_me = bool(_ABOUT_ME.search(task))
+        about_me = bool(_ABOUT_ME.search(task) or _MY_TODOS.search(task))
         personal = None if about_me and recall_ok else _personal_answer(task, speaker, pool)
         if personal is not None:
             answers.append((task, personal))
+            continue
+        if _MY_TODOS.search(task):
+            if recall_ok:
+                args = {"query": task, "limit": 20, "from_asker": True, "types": ["todo"]}
+                calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
+            else:
+                answers.append(
+                    (task, "You haven't asked me to remember a to-do, as far as I know.")
+                )
             continue
         if _ABOUT_ME.search(task) or _MY_NAME.search(task):
             if recall_ok:
@@ -387,6 +436,11 @@ def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> s
         if name and said:
             return f"Your name is {name}: {said[-1].quoted()}"
         return None
+    if _MY_TODOS.search(question):
+        todos = _about(speaker, pool, limit=10, kinds=("todo",))
+        if todos:
+            return "Your to-dos: " + "; ".join(todos) + "."
+        return None
     if _ABOUT_ME.search(question):
         facts = _about(speaker, pool)
         if facts:
@@ -415,6 +469,12 @@ def _statement_reply(
         if not rest.strip() and not notes:
             parts.append("Ask me anything about this conversation.")
     parts.extend(notes)
+    request = read_request(rest) if rest.strip() else None
+    if not parts and request is not None and request.kind == "skip":
+        parts.append(
+            "OK: I won't save that as a memory. The message itself stays in this "
+            "conversation's history."
+        )
     if not parts:
         if _THANKS.match(rest):
             parts.append("You're welcome.")

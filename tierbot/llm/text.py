@@ -55,9 +55,14 @@ NAMES_SHARE = 0.6
 
 def names(request: str, text: str) -> bool:
     """Whether ``text`` is what ``request`` ("forget that my locker code is 4411") names:
-    it holds at least :data:`NAMES_SHARE` of the request's stemmed content words."""
+    it holds at least :data:`NAMES_SHARE` of the request's stemmed content words, and
+    every number or code the request gives ("my locker code is 5522" shares the words
+    but is another value)."""
     wanted = set(stems(request))
-    return bool(wanted) and len(wanted & set(stems(text))) >= NAMES_SHARE * len(wanted)
+    have = set(stems(text))
+    if any(ch.isdigit() for ch in "".join(wanted - have)):
+        return False
+    return bool(wanted) and len(wanted & have) >= NAMES_SHARE * len(wanted)
 
 
 class Overlap:

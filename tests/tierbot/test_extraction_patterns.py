@@ -153,3 +153,13 @@ def test_a_forget_request_names_a_text_only_with_every_number_it_gives() -> None
     assert names("my locker code is 4411", "ann: my locker code is 4411.")
     assert not names("my locker code is 4411", "ann: actually my locker code is 5522")
     assert names("my locker code", "ann: my locker code is 5522")  # a topic names them all
+
+
+def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> None:
+    from tierbot.llm.transcript import TranscriptEntry
+
+    entries = [
+        TranscriptEntry("m1", "ann", "Please don't remember my PIN, it is 1234."),
+        TranscriptEntry("m2", "ann", "My locker code is 4411."),
+    ]
+    assert [m.source_id for m in extraction.extract_memories(entries)] == ["m2"]

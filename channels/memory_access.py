@@ -29,6 +29,13 @@ from tierbot.messages import Message
 # "Dana: what is my locker code?": a memory's or message's author, before what was said.
 _SPEAKER = re.compile(r"^[^:\n]{1,60}:\s+")
 
+
+def _told(content: str) -> str:
+    """What a memory or message says, without its author's name: a question asked is
+    not something told, and is not forgotten with it."""
+    return _SPEAKER.sub("", content, count=1)
+
+
 if TYPE_CHECKING:
     from channels.memory import EpisodeIndexer
 
@@ -97,16 +104,20 @@ class ChannelMemoryAccess:
     async def forget_from_chat(
         self, arguments: dict[str, Any], *, channel: str, source: Message
     ) -> str:
-        """memory_forget: the asker's memories and messages that match the query go, and
-        the request itself (it repeats what is forgotten).  Nobody else's."""
+        """memory_forget: the asker's memories and messages that match the query go, the
+        bot's replies here that repeat them, and the request itself (it repeats what is
+        forgotten).  Nobody else's."""
         query = forget_query(arguments)
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
         chosen = [
             h
             for h in hits
-            if h.author_id == source.author_id
-            and names(query, h.content)
-            and not is_question(_SPEAKER.sub("", h.content, count=1))  # asked, not told
+            if names(query, h.content)
+            and (
+                (h.author_id == source.author_id and not is_question(_told(h.content)))
+                # The bot's replies in this channel that repeat it ("Noted: your …").
+                or (h.author_id == BOT_AUTHOR and h.type == "episode" and h.channel == channel)
+            )
         ]
         forgotten = []
         for h in chosen:

@@ -188,7 +188,7 @@ def test_a_thirty_turn_offline_conversation_remembers_forgets_and_answers(
     assert "/quit or /exit" in t.say("/help")
 
     said = t.say("Forget that my locker code is 4411.")
-    assert said == "Done: I forgot that your locker code is 4411."
+    assert said == "Done: I forgot what you told me about your locker code."
     said = t.say("What is my locker code?")
     assert "4411" not in said, said
 

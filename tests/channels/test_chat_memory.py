@@ -64,14 +64,19 @@ async def test_someone_else_cannot_make_the_bot_forget_your_memory(
         await rt.drain()
         assert "4411" in rt.outbox.sent[-1].text
 
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
         await rt.submit(inbound(CH, "Forget that my locker code is 4411.", pid="a2", author="ann"))
         await rt.drain()
-        assert rt.outbox.sent[-1].text == "Done: I forgot that your locker code is 4411."
+        assert rt.outbox.sent[-1].text == "Done: I forgot what you told me about your locker code."
         assert await _memories(rt) == []
         await rt.memory.indexer.flush()  # type: ignore[union-attr]
-        # Neither the message it came from nor the request is searchable any more.
+        # Neither the message it came from, nor the request, nor the bot's "Noted: your
+        # locker code is 4411." is searchable any more.
         hits = await rt.memory.search("locker code 4411", channel=CH)  # type: ignore[union-attr]
         assert not [h for h in hits if {"a1", "a2"} & set(h["source_message_ids"])], hits
+        # Nothing indexed says it any more (each forget request goes with its forget).
+        left = [n for n in await _nodes(rt) if "4411" in str(n["content"])]
+        assert left == [], left
         await rt.submit(inbound(CH, "What is my locker code?", pid="a3", author="ann"))
         await rt.drain()
         assert "4411" not in rt.outbox.sent[-1].text
@@ -244,7 +249,7 @@ async def test_forgetting_an_old_value_keeps_the_new_one(
             "Noted: your locker code is 5522."
         )
         said = await _say(rt, "Forget that my locker code is 4411.", "c3")
-        assert said == "Done: I forgot that your locker code is 4411."
+        assert said == "Done: I forgot what you told me about your locker code."
         assert [m["content"] for m in await _memories(rt)] == [
             "ann: actually my locker code is 5522"
         ]

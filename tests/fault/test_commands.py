@@ -356,7 +356,7 @@ async def test_forget_author_in_one_guild_reaches_other_guilds_and_dms(
             )
             await fd.wait_for(lambda: fd.posted(CHANNEL))
             [reply] = fd.posted(CHANNEL)
-            assert reply.startswith("Forgot 1 memories and 1 indexed messages"), reply
+            assert reply.startswith("Forgot 1 memory and 1 indexed message that came from"), reply
             assert reply.endswith("Deleted 1 of their messages (keep_messages_on_forget = false).")
             for key, (said, _) in BOB_SAYS.items():
                 kept = key != KEY_A

@@ -86,6 +86,7 @@ _TODO_LEAD = re.compile(
 )
 # "My locker code is …": a thing of the speaker's and its value.
 _SUBJECT = re.compile(r"^\s*((?:my|our)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
+_YOUR_SUBJECT = re.compile(r"^\s*((?:your|our)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
 _THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
@@ -299,8 +300,13 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
         if call.name == "memory_forget":
             what = to_second_person(str(call.arguments.get("query", "")))
             if body.get("forgotten"):
-                # "forget that my code is 4411" names a statement; "forget my code" a topic.
-                said = f"that {what}" if _CLAUSE.search(what) else f"what you told me about {what}"
+                # The reply is kept and indexed like any other: it names what was
+                # forgotten ("your locker code"), not the value that was ("4411").
+                topic = _YOUR_SUBJECT.match(what)
+                if topic is not None or not _CLAUSE.search(what):
+                    said = f"what you told me about {topic[1] if topic else what}"
+                else:
+                    said = f"that {what}"
                 notes.append(f"Done: I forgot {said}.")
             elif "error" in body:
                 notes.append(f"I could not forget that: {body['error']}")

@@ -287,3 +287,17 @@ async def test_to_dos_can_be_listed(make_config: Callable[..., Config]) -> None:
             assert said.startswith("Your to-dos: "), said
             assert "renew your passport before June 15" in said and "call the plumber" in said
             assert "cat" not in said
+
+
+async def test_an_answer_quotes_the_sentence_that_answers_not_the_whole_message(
+    make_config: Callable[..., Config],
+) -> None:
+    """Asked for the door code, the bot quotes "My door code is 9876.", not the message
+    that also holds the PIN; a question whose words span two sentences gets both."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My PIN is 1234. My door code is 9876. My parking spot is B12.", "m1")
+        said = await _say(rt, "what is my door code?", "m2")
+        assert "9876" in said and "1234" not in said and "B12" not in said, said
+        await _say(rt, "The boiler is in the cellar. Its service code is 77-A.", "m3")
+        said = await _say(rt, "what is the boiler's service code?", "m4")
+        assert "cellar" in said and "77-A" in said, said

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from tierbot.llm.base import ChatMessage, ToolCall
@@ -215,9 +215,18 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     pool = [e for e in pool if not is_question(e.text)]
     if not pool:
         return None, 0.0
-    scores = Overlap([e.text for e in pool]).scores(question)
+    overlap = Overlap([e.text for e in pool])
+    scores = overlap.scores(question)
     i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), k))
-    return pool[i], scores[i]
+    found, score = pool[i], scores[i]
+    # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
+    # sentence that answers, when it holds every word of the question the message does.
+    parts = sentences(found.text) if found.kind != "branch" else []
+    if len(parts) > 1:
+        part = max(parts, key=lambda p: overlap.score(question, p))
+        if overlap.score(question, part) >= score - 1e-9:
+            found = replace(found, text=part)
+    return found, score
 
 
 def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:

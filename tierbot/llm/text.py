@@ -77,8 +77,15 @@ class Overlap:
         self.idf = {t: math.log(1 + n / c) for t, c in df.items()}
 
     def scores(self, query: str) -> list[float]:
+        return [self.score(query, d) for d in self.doc_stems]
+
+    def score(self, query: str, doc: str | set[str]) -> float:
+        """``query``'s overlap with one text (or its stems), weighted by these documents'
+        idf: a part of a document scores what the document scores when it holds every
+        query word the document holds."""
         q = set(stems(query))
         if not q:
-            return [0.0] * len(self.doc_stems)
+            return 0.0
+        d = set(stems(doc)) if isinstance(doc, str) else doc
         norm = sum(self.idf.get(t, math.log(1 + len(self.doc_stems))) for t in q)
-        return [sum(self.idf.get(t, 0.0) for t in q & d) / norm for d in self.doc_stems]
+        return sum(self.idf.get(t, 0.0) for t in q & d) / norm

@@ -301,3 +301,19 @@ async def test_an_answer_quotes_the_sentence_that_answers_not_the_whole_message(
         await _say(rt, "The boiler is in the cellar. Its service code is 77-A.", "m3")
         said = await _say(rt, "what is the boiler's service code?", "m4")
         assert "cellar" in said and "77-A" in said, said
+
+
+async def test_two_requests_in_one_message_are_two_memories(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Remember that…. Also remember that…" saves each, typed on its own, and "what do
+    you know about me" tells both."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(
+            rt, "Remember that Sam's birthday is May 3. Also remember that Sam likes jazz.", "j1"
+        )
+        assert said == "Noted: Sam's birthday is May 3; and Sam likes jazz."
+        contents = sorted(str(m["content"]) for m in await _memories(rt))
+        assert contents == ["ann: Sam likes jazz.", "ann: Sam's birthday is May 3."]
+        said = await _say(rt, "What do you know about me?", "j2")
+        assert "Sam likes jazz" in said and "May 3" in said, said

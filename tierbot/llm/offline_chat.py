@@ -255,7 +255,10 @@ def _about(
             continue
         for sent in sentences(e.text):
             sent = _LEAD.sub("", sent)
-            kind = e.memory_type or classify(sent)[0]
+            asked = read_request(sent)  # "Also remember that Sam likes jazz."
+            if asked is not None and asked.kind == "remember":
+                sent = asked.what
+            kind = e.memory_type or classify(sent)[0] or ("fact" if asked else None)
             key = " ".join(sorted(set(stems(sent))))
             subject = _SUBJECT.match(sent)
             topic = " ".join(stems(subject[1])) if subject else ""
@@ -281,10 +284,10 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
     if "memory_save" not in tools or is_question(m.content):
         return []
     if request is not None:
-        typed = "todo" if request.todo else (classify(request.what)[0] or "fact")
-        what = request.what.rstrip()
-        args = {"content": f"{speaker}: {what}", "memory_type": typed, "importance": 0.8}
-        return [ToolCall(f"save-{at}-0", "memory_save", args)]
+        return [
+            ToolCall(f"save-{at}-{k}", "memory_save", args)
+            for k, args in enumerate(_requested(request, speaker)[:_SAVES_PER_MESSAGE])
+        ]
     calls: list[ToolCall] = []
     for sent in sentences(split_greeting(m.content)[1]):
         kind, importance = classify(sent)
@@ -292,6 +295,30 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
     return calls
+
+
+def _requested(request: Request, speaker: str) -> list[dict[str, object]]:
+    """The saves an explicit request asks for: one per sentence of it ("Remember that
+    Sam's birthday is May 3. Also remember that Sam likes jazz." is two)."""
+    if request.todo:
+        return [
+            {
+                "content": f"{speaker}: {request.what.rstrip()}",
+                "memory_type": "todo",
+                "importance": 0.8,
+            }
+        ]
+    out: list[dict[str, object]] = []
+    for part in sentences(request.what) or [request.what]:
+        again = read_request(_LEAD.sub("", part))
+        todo = again is not None and again.kind == "remember" and again.todo
+        if again is not None and again.kind == "remember":
+            part = again.what
+        typed = "todo" if todo else (classify(part)[0] or "fact")
+        out.append(
+            {"content": f"{speaker}: {part.rstrip()}", "memory_type": typed, "importance": 0.8}
+        )
+    return out
 
 
 def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) -> list[str]:

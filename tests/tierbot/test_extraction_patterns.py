@@ -86,6 +86,7 @@ def test_self_descriptions_the_word_lists_cannot_name_are_identities(line: str) 
         "I'll handle it",
         "I'm on my way",
         "I've been in the car for an hour",
+        "I train every day",
     ],
 )
 def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
@@ -118,6 +119,10 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("The club dinner is on 14 March at the boathouse.", "event"),
         # A few warm words around thanks are not a memory.
         ("great session tonight, thanks all", None),
+        # ... but a change said with thanks is still the change.
+        ("Meeting moved to Friday, thanks all", "event"),
+        ("I'm moving to Lisbon from next month", "event"),  # a move, not a decision
+        ("Parking here is free after 6", "fact"),  # a capital at the start is no name
         ("ooh, see you tomorrow", None),
     ],
 )

@@ -227,7 +227,7 @@ class _IdentityShape:
         r"people) (who|that) (?!always\b|is\b|was\b|has\b)\w{2,}s\b|"
         r"\b(i'?m|i am) (also |now |currently )?(in charge of|responsible for|head of)\b|"
         r"\bi (also |mainly |mostly |usually )?(handle|oversee|coordinate|organi[sz]e|"
-        r"supervise|chair|host|edit|maintain|cover|represent|moderate|train) (the |our |"
+        r"supervise|chair|host|edit|maintain|cover|represent|moderate) (the |our |"
         r"all |most |all the |every )?(?!(it|that|this|them|him|her|you|things|stuff|"
         r"myself)\b)[\w-]+\b|"
         r"\bi'?ve been (on|at|with|in|part of|working (at|in|for|on)|living in|"
@@ -240,7 +240,7 @@ class _IdentityShape:
         r"^(?!(?:Nobody|Everyone|Everybody|Somebody|Someone|Anyone|Anybody|Who|Not|Is|Are|"
         r"Same|Still|Also|Over|Out|Right|Back|Nothing|Something|Sign|Click|Look|Come|Stay|"
         r"Sit|Wait|Up|Down|In|Check|Park|Meet|Start|Stop|Turn|Put|Just|Only|Get|Go|Be)\b)"
-        r"[A-Z][a-z]+(?: [A-Z][a-z]+)? here\b(?!\?)"
+        r"[A-Z][a-z]+(?: [A-Z][a-z]+)? here(?=\s*[,.!;:-]|\s*$)"
     )
 
     def search(self, text: str) -> bool:
@@ -266,8 +266,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"confirmed)\b[\s,:;-]+(then\b[\s,:;-]*)?\S+ \S+|(has|have|'ve|had) "
             r"(decided|agreed|chosen|opted|voted)\b|\b(agreed|decided|voted) (to|that|on)\b|"
             r"decided to|decision( is|:)|let'?s go with|it'?s settled|"
-            r"(we'?re|we are|i'?m|i am) (dropping|scrapping|cutting|switching|changing|moving|"
-            r"raising|lowering|adding|replacing)\b[\w\s,'£$€]{0,60}\b(from (now|today|"
+            r"((we'?re|we are) (dropping|scrapping|cutting|switching|changing|moving|raising|"
+            r"lowering|adding|replacing)|(i'?m|i am) (dropping|scrapping|cutting|switching|"
+            r"changing|raising|lowering|replacing))\b[\w\s,'£$€]{0,60}\b(from (now|today|"
             r"tomorrow|next \w+|this \w+|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
             r"[a-z]*|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|only now|"
             r"(is|are) out|instead)|going up to\b[^.]{0,30}\bfrom\b|"
@@ -536,7 +537,11 @@ def is_chitchat(sentence: str) -> bool:
     return bool(
         _CHITCHAT.match(rest)
         or (tail != rest and _CHITCHAT.match(tail))
-        or (_THANKS_TAIL.match(rest) and len(words(rest)) <= 6)
+        or (
+            _THANKS_TAIL.match(rest)
+            and len(words(rest)) <= 6
+            and (len(words(rest)) <= 3 or _OPINION.search(rest))
+        )
         or _AWAY.search(rest)
         or _PASSING.match(rest)
         or _ENCOURAGING.search(rest)
@@ -637,7 +642,7 @@ def read_request(text: str) -> Request | None:
 
 
 _SECOND_PERSON = (
-    (r"^call me\b", "you go by"),
+    (r"^call me(?= \S+[.!]?$)", "you go by"),
     (r"\bI am\b", "you are"),
     (r"\bI'm\b", "you're"),
     (r"\bI was\b", "you were"),

@@ -123,6 +123,19 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("Meeting moved to Friday, thanks all", "event"),
         ("I'm moving to Lisbon from next month", "event"),  # a move, not a decision
         ("Parking here is free after 6", "fact"),  # a capital at the start is no name
+        # "Can't…", "Had a…", "Would love for us to…" open statements, not questions.
+        ("Can't stand loud music in the office", "preference"),
+        ("Had a flat tyre on the way in last night", "event"),
+        ("Would love for us to run a marathon together one day", "goal"),
+        ("The dream is to open a café by the sea", "goal"),
+        ("We'll meet on the first Monday of every month", "decision"),
+        ("I've been lead mechanic here for six years", "identity"),
+        ("I've been waiting for two years", None),
+        ("Pronouns are she/her", "identity"),
+        ("Can somebody tell the landlord the boiler is broken?", "todo"),
+        ("thanks for covering for me yesterday", None),
+        ("knackered this morning, my legs are gone", None),
+        ("My rate is 0.12 euros per word.", "fact"),  # a number after "is" is no date
         ("ooh, see you tomorrow", None),
     ],
 )

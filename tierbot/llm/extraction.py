@@ -68,11 +68,14 @@ class _Folded:
 
 
 _QUESTION_START = _Folded(
-    r"^(what|when|where|who|whom|whose|why|how|which|does|did|is|are|was|were|can|could|"
-    r"will|should|(have|has|had)(?! to\b)|tell me|recall|any ?one|anybody|"
+    r"^(what|when|where|who|whom|whose|why|how|which|does|did|is|are|was|were|"
+    r"can(?!'?t\b|not\b)|could(?!n'?t\b)|"
+    r"will|should|(have|has|had)(?! (to|a|an|the|my|our|some|no|two|three|\d+)\b)|tell me|"
+    r"recall|any ?one|anybody|"
     # "Do the exercises daily" tells; "Would love to…" wishes: neither asks.
     r"do(?! (the|a|an|your|some|it|this|that|these|those|not)\b)|"
-    r"would(?! (love|like|be (great|nice|good|amazing|cool|awesome|lovely|brilliant)) to\b))\b",
+    r"would(?! (love|like|be (great|nice|good|amazing|cool|awesome|lovely|brilliant)) "
+    r"(for \w+ )?to\b))\b",
 )
 
 # "Remind me what the wifi password is" asks; "Remind me: renew the passport" does not.
@@ -147,7 +150,10 @@ _PASSING = _Folded(
     r"(tired|sleepy|hungry|bored|busy|sick|exhausted|stressed|excited|happy|sad|cold|hot|"
     r"late|back|here|online|around|confused|lost|done|fine|good|ok|okay|great|hilarious|"
     r"funny|awesome|amazing|wild|crazy|nice|rough|brutal|annoying|weird|raining|sunny|"
-    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,50}[.!]*$",
+    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,50}[.!]*$|"
+    # Said without a subject: "freezing this morning, my fingers are numb".
+    r"^\s*(so |really )?(freezing|boiling|exhausted|knackered|starving|shattered|soaked|"
+    r"drenched|wiped out)\b[\s\w,']{0,50}[.!]*$",
 )
 
 # Cheering someone on: warm, and nothing to recall later.
@@ -159,7 +165,8 @@ _ENCOURAGING = _Folded(
     r"let'?s (keep|make|do this|go for it|live|chase|celebrate|support)|"
     r"check (it|this|that|'em|them) out|here'?s a (pic|photo|picture)|"
     r"(means|meant) (a lot|the world|so much|a ton)|proud of you|go for it|you can do it|"
-    r"good luck|fingers crossed|chase (your|our|my) dreams?|follow (your|our) dreams?)\b",
+    r"good luck|fingers crossed|break a leg|sending (hugs|love|good vibes|strength)|"
+    r"chase (your|our|my) dreams?|follow (your|our) dreams?)\b",
 )
 _I = r"(?:i|i'm|i am|i've|i have|i'd|i'll|we|we're|we've|we'll)"
 
@@ -179,7 +186,7 @@ _NOT_ROLES = frozenset(
 _ROLE_WORDS = (
     r"student|resident|assistant|consultant|accountant|attendant|agent|president|parent|"
     r"tenant|applicant|participant|sergeant|lieutenant|merchant|analyst|nurse|doctor|"
-    r"chef|cook|lead|head|chair|captain|coach|intern|admin|vet|pilot|clerk|medic|"
+    r"chef|cook|lead|head|chair|captain|coach|intern|admin|vet|pilot|clerk|medic|mechanic|"
     r"paramedic|midwife|mom|mum|dad|mother|father|wife|husband|partner|son|daughter|"
     r"sister|brother|cousin|aunt|uncle|niece|nephew|grandma|grandpa|fianc[ée]e?|"
     r"roommate|flatmate|housemate|neighbou?r|friend|boss|colleague|coworker|co-founder|"
@@ -243,8 +250,17 @@ class _IdentityShape:
         r"[A-Z][a-z]+(?: [A-Z][a-z]+)? here(?=\s*[,.!;:-]|\s*$)"
     )
 
+    # "I've been head nurse here for nine years": a role held for years.
+    _TENURE = re.compile(
+        r"\bi'?ve been (?:an? |the )?(?:[\w-]+ ){0,2}?(?P<role>[\w-]+) (?:here |there )?"
+        r"for [\w\s]{1,20}?(?:years?|decades?)\b",
+        re.I,
+    )
+
     def search(self, text: str) -> bool:
         if self._NAME.search(text) or self._HERE.match(text) or self._DOER.search(text):
+            return True
+        if (m := self._TENURE.search(text)) and _ROLE_NOUN.match(m["role"].lower()):
             return True
         for m in _ROLE_PHRASE.finditer(text.lower()):
             role = m["role"].strip("-")
@@ -273,7 +289,10 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"[a-z]*|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|only now|"
             r"(is|are) out|instead)|going up to\b[^.]{0,30}\bfrom\b|"
             r"(we'?re|we are|i'?m) going with|(we'?ll|we will) (go with|use|stick with|switch to|"
-            r"move to|standardi[sz]e on)|the plan is|final (answer|call|decision)|"
+            r"move to|standardi[sz]e on)|(we'?ll|we will) (do|hold|meet|have|run|rotate|"
+            r"alternate|keep|start|switch)\b[\w\s,'-]{0,60}\b(every|weekly|monthly|each|"
+            r"on (mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays))\b|"
+            r"that'?s the (rule|plan|deal|policy)\b|the plan is|final (answer|call|decision)|"
             r"from now on|going forward|starting (today|now|next \w+)|it'?s official|"
             r"is the new (default|standard|policy|rule)|(we|i) ended up (going with|choosing|"
             r"picking)|no more \w+ (on|after|before)|(will|shall) be (held|moved) (on|to)|"
@@ -286,8 +305,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
         "preference",
         0.7,
         _Folded(
-            r"\b(i|we) (really |truly |do |absolutely |kind of |kinda |much |still |"
-            r"definitely )?(like|love|prefer|enjoy|hate|dislike|adore|detest|despise|loathe|"
+            r"\b(i|we) (really |truly |do |absolutely |kind of |kinda |much |still |always |"
+            r"usually |generally |honestly |genuinely |personally |definitely )?(like|love|prefer|"
+            r"enjoy|hate|dislike|adore|detest|despise|loathe|"
             r"can'?t stand|cannot stand|don'?t (like|enjoy|care for|eat|drink)|"
             r"would rather|am into|'m into|'m not into|am not into|"
             r"'m obsessed with|am obsessed with)\b|"
@@ -299,7 +319,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"morning person|dog person|cat person)\b|"
             r"\bplease (always|never|don'?t ever|stop)\b|^(not|never) (a )?(fan of|keen on|"
             r"into|big on)\b|\b(i'?m|i am) (not |really |quite |very |so )?(keen on|big on)\b|"
-            r"\bsuits me\b|\b(i|we)('d| would) (much |really |far |honestly )rather\b|"
+            r"\bsuits me\b|^(can'?t|cannot) stand\b|"
+            r"^(love|hate|adore|prefer|enjoy|loving)\s+\S+\s+\S+\s+\S+|"
+            r"\b(i|we)('d| would) (much |really |far |honestly )rather\b|"
             r"\b(please )?(don'?t|do not|never) (text|call|ring|ping|email|message|phone|tag|dm|"
             r"wake) me\b|\b(always|never) (call|ping|email|"
             r"message|text|schedule) me\b|\bworks best for me\b|\bi'?d appreciate\b",
@@ -319,7 +341,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"nice|amazing|good|cool|awesome|brilliant) (for us )?to\b|"
             r"\bto \w+\b[\w\s,']{0,50}\b(someday|some day|one day|eventually|at some point|"
             r"one of these (days|years)|in the long run|long term|in the future)\b|"
-            r"^(long|longer)[- ]term\b|"
+            r"^(long|longer)[- ]term\b|\bthe (dream|goal|plan|hope|aim|idea|ambition) is "
+            r"(to|that)\b|\b(i'?m|i am|we'?re|we are) (really |still )?hoping (we|i|to|that)\b|"
+            r"^(working|saving|training|studying) (up )?(towards?|for)\b|"
             r"\bi hope (we|i) (can|will|'ll|get to)\b|"
             r"\b(he|she|they|[A-Z][a-z]+) (wants|plans|hopes|intends|aims|is planning|"
             r"is hoping|is trying) to\b|"
@@ -342,7 +366,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"sent|fixed|reviewed|merged|signed|paid|renewed|submitted|booked|shipped)\b|"
             r"\b(someone|somebody|anyone|everyone|you|you all|y'all|we all|they)\b"
             r" (still |really |also )?((has|have|need|needs|got) to|must|should)\b|"
-            r"^\s*(have|need|got) to\b|"
+            r"^\s*(have|need|got|gotta|must)( to)?\b|^need (someone|somebody|a volunteer|"
+            r"volunteers|help|a hand) (to|with)\b|\b(don'?t|do not) forget (it'?s|that|the|"
+            r"your)\b|"
             r"\b(don'?t|do not) forget to\b|\bremember to\b|\bremind (me|us|\w+) to\b|"
             r"\bto-?do\b|\bdeadline\b|\bdue (on|by|date|tomorrow|today|next)\b|"
             r"\bbefore (the )?(deadline|end of (the )?(day|week|month|sprint))\b|"
@@ -359,14 +385,15 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"^(everyone|everybody|all|folks|team|guys|people|y'all)\b[,:]?\s+(please |pls |"
             r"just |also )?(?!(is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
             r"wants|needs|seems|looks|got|gets|here|else|okay|ok)\b)[a-z]+(?<!ed)(?<!s)\b|"
-            r"^reminder\b|\bis on you\b",
+            r"^reminder\b|\b(is|are) on you\b",
         ),
     ),
     (
         "identity",
         0.9,
         _Folded(
-            r"\b(my name is|my name's|call me|people call me|my pronouns|i go by|"
+            r"\b(my name is|my name's|call me|people call me|my pronouns|pronouns (are|:)|"
+            r"i go by|for a living|"
             r"my (day )?(job|role|title|position) (is|here is|at)|"
             r"^(grew up in|born and raised|originally from|based in|born in)|"
             r"^(the )?new (\w+ )?(intern|hire|member|starter|recruit|volunteer|joiner)\b|"
@@ -395,7 +422,8 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"(i'?m|i am) (a |an )?(left-handed|right-handed|colou?r-?blind|deaf|"
             r"diabetic|asthmatic|dyslexic|autistic|allergic to|married|single|"
             r"divorced|engaged|widowed|retired|pregnant|twins?)\b|"
-            r"i have (a|an|\d+|two|three|four|five|one) (\w+ )?(kids?|children|sons?|"
+            r"i('ve got| have got| have) (a|an|\d+|two|three|four|five|one|twin) (\w+ )?(kids?|"
+            r"children|sons?|toddlers?|babies|baby|teenagers?|twins|"
             r"daughters?|brothers?|sisters?|siblings?|dogs?|cats?|pets?|grandkids|"
             r"grandchildren|husband|wife|partner|boyfriend|girlfriend)\b|"
             r"my (wife|husband|partner|boyfriend|girlfriend|fianc[ée]+|son|daughter|kids?|"
@@ -409,7 +437,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
         0.5,
         _Folded(
             r"\b(yesterday|last (week|month|year|night|weekend|summer|winter|spring|fall|"
-            r"autumn|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+            r"autumn|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|"
+            r"february|march|april|may|june|july|august|september|october|november|"
+            r"december)|"
             r"this (morning|afternoon|past \w+)|earlier today|(\w+ )?(days?|weeks?|months?|"
             r"years?) ago|in (19|20)\d\d|went to|visited|attended|graduated|got (married|"
             r"engaged|promoted|hired|fired|sick|back)|moved (to|into|out)|we met|i met|"
@@ -418,8 +448,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"from)|\d{1,2}(st|nd|rd|th)? (of )?(january|february|march|april|may|june|july|"
             r"august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|"
             r"sept|oct|nov|dec)\b|"
-            r"(is|are) (on|this|next) (monday|tuesday|wednesday|thursday|friday|saturday|"
-            r"sunday|\d)|next (week|month|monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"(is|are|'s) ((on|this|next) )?(monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"sunday)|(is|are) (on|this|next) \d|next (week|month|monday|tuesday|wednesday|"
+            r"thursday|friday|saturday|"
             r"sunday|weekend)|tomorrow|tonight|on (monday|tuesday|wednesday|thursday|friday|"
             r"saturday|sunday)|(launch|release|meetup|meeting|party|trip|flight|"
             r"appointment|exam|interview|game|concert|conference|deploy|outage|incident)\b"
@@ -513,7 +544,8 @@ def _plain(text: str) -> str:
 # "Can someone wash the pump after the drill?": asked, but a job for the group.
 _GROUP_REQUEST = _Folded(
     r"^(please |pls )?(can|could|would|will) (someone|somebody|anyone|anybody|everyone|"
-    r"everybody|you all|y'all|you guys|one of you)( please| pls)? (?!(tell|recommend|explain|"
+    r"everybody|you all|y'all|you guys|one of you)( please| pls)? "
+    r"(?!(tell (me|us)|recommend|explain|"
     r"remind|remember|hear|see|guess|believe|think|imagine|suggest|point|help me "
     r"(understand|find)|know|say|confirm if|confirm whether)\b)[a-z]+\b",
 )
@@ -523,6 +555,7 @@ _THANKS_TAIL = _Folded(
     r"^[^\d]{0,40}\b(thanks?|thank you)( (all|everyone|so much|guys|folks|"
     r"team))?[\s!.]*$"
 )
+_THANKS_FOR = _Folded(r"^\s*(thanks|thank you|thx|ty)( so much| again| all)? for\b")
 _INTERJECTION = re.compile(r"^\W*[A-Za-z]+[,!.]+\s+")
 
 
@@ -534,6 +567,8 @@ def is_chitchat(sentence: str) -> bool:
     if not rest.strip(" !.?,"):
         return True
     tail = _INTERJECTION.sub("", rest, count=1)
+    if _THANKS_FOR.match(rest) and not re.search(r"\d", rest) and len(words(rest)) <= 10:
+        return True  # "thanks for waiting for me yesterday"
     return bool(
         _CHITCHAT.match(rest)
         or (tail != rest and _CHITCHAT.match(tail))

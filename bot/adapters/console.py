@@ -22,7 +22,7 @@ from tierbot.messages import InboundMessage
 QUIT = frozenset({"/quit", "/exit"})
 #: A line that looks like a command: "/" and a word alone ("/stauts", not "/etc/hosts");
 #: "/remember …" is a memory request the bot reads as such.
-_COMMAND_LIKE = re.compile(r"^/(?!(?:remember|note|save)\b)[A-Za-z][\w-]*(?:\s|$)")
+_COMMAND_LIKE = re.compile(r"^/(?!(?:remember|note|save)\b)[A-Za-z][\w-]*(?:\s|$)", re.I)
 
 
 class _NoProgress:

@@ -298,6 +298,11 @@ async def test_an_answer_quotes_the_sentence_that_answers_not_the_whole_message(
         await _say(rt, "My PIN is 1234. My door code is 9876. My parking spot is B12.", "m1")
         said = await _say(rt, "what is my door code?", "m2")
         assert "9876" in said and "1234" not in said and "B12" not in said, said
+        said = await _say(rt, "what is my parking spot?", "m2b")
+        assert "B12" in said and "9876" not in said, said
+        await _say(rt, "My bike lock is 3030; my gym locker is 61.", "m2c")
+        said = await _say(rt, "what is my gym locker?", "m2d")
+        assert "61" in said and "3030" not in said, said  # a semicolon parts them too
         await _say(rt, "The boiler is in the cellar. Its service code is 77-A.", "m3")
         said = await _say(rt, "what is the boiler's service code?", "m4")
         assert "cellar" in said and "77-A" in said, said
@@ -317,3 +322,30 @@ async def test_two_requests_in_one_message_are_two_memories(
         assert contents == ["ann: Sam likes jazz.", "ann: Sam's birthday is May 3."]
         said = await _say(rt, "What do you know about me?", "j2")
         assert "Sam likes jazz" in said and "May 3" in said, said
+
+
+async def test_a_value_told_again_after_a_forget_is_answered(
+    make_config: Callable[..., Config],
+) -> None:
+    """A forget covers what was said before it: "my locker code is now 7777", said after
+    "forget my locker code", is the answer, and is in "what do you know about me"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Remember that my locker code is 4411.", "f1")
+        await _say(rt, "Forget my locker code.", "f2")
+        await _say(rt, "My locker code is now 7777.", "f3")
+        said = await _say(rt, "What is my locker code?", "f4")
+        assert "7777" in said and "4411" not in said, said
+        await _say(rt, "Remember that my seat is 14C.", "f5")
+        said = await _say(rt, "What do you know about me?", "f6")
+        assert "7777" in said and "14C" in said, said
+
+
+async def test_two_reminders_are_two_to_dos_and_one_can_go(
+    make_config: Callable[..., Config],
+) -> None:
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "Remind me to call the plumber. Remind me to buy milk.", "r1")
+        assert said.startswith("Noted as a to-do: call the plumber; and buy milk."), said
+        await _say(rt, "Forget the plumber.", "r2")
+        said = await _say(rt, "what's on my to-do list?", "r3")
+        assert said == "Your to-dos: buy milk.", said

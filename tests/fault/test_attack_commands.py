@@ -72,7 +72,10 @@ async def test_console_arguments_out_of_range_get_a_usage_line_and_look_alikes_a
     their usage line, not served or looked up as an id; `/stauts` is talk, sent to the
     bot, with a note saying it is no command; `/quit now` quits."""
     out = io.StringIO()
-    typed = "/history 201\n/forget --author\n/stauts\n/quit now\nnever read\n"
+    typed = (
+        "/history 201\n/forget --author\n/stauts\n/Remember that my bike is blue\n"
+        "/quit now\nnever read\n"
+    )
     console = ConsoleAdapter(
         ConsoleAdapterConfig(), channel="console:local", stdin=io.StringIO(typed), stdout=out
     )
@@ -88,4 +91,5 @@ async def test_console_arguments_out_of_range_get_a_usage_line_and_look_alikes_a
         assert "(/stauts is not a command, so it goes to the bot as a message;" in printed
         assert "Bye." in printed
         texts = [m.text async for m in rt.store.export("console:local") if m.role is Role.USER]
-        assert texts == ["/stauts"]
+        assert "(/Remember is not a command" not in printed  # it is a memory request
+        assert texts == ["/stauts", "/Remember that my bike is blue"]

@@ -150,6 +150,11 @@ def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) ->
         ("could you please note that the van is blue", "remember", "the van is blue"),
         ("/remember that my shoe size is 44", "remember", "my shoe size is 44"),
         ("Please don't remember my PIN, it is 1234.", "skip", None),
+        ("Don\u2019t remember my PIN is 1234.", "skip", None),  # a typographic apostrophe
+        ("Oh, and please don't remember this, my PIN is 1234.", "skip", None),
+        ("Just between us, don't save this: my bank PIN is 9999.", "skip", None),
+        ("Hi! Can you remember that my locker code is 4411?", "remember", "my locker code is 4411"),
+        ("Can you remember my seat number?", None, None),  # nothing to save in it: asked
         ("Can you remember what my seat is?", None, None),
         ("I don't remember where I parked.", None, None),
     ],
@@ -165,12 +170,35 @@ def test_memory_requests_are_read_however_politely_they_are_put(
     assert extraction.is_question(line) == (line.endswith("?") and kind is None)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Remember that my dentist is Dr. Patel.", ["Remember that my dentist is Dr. Patel."]),
+        ("Meet at 9 a.m. tomorrow. Bring snacks.", ["Meet at 9 a.m. tomorrow.", "Bring snacks."]),
+        ("my pin is 1234. my door code is 9876.", ["my pin is 1234.", "my door code is 9876."]),
+        ("The bot prefix is ! and the music bot is on /play.", None),
+        ("Dr.\nok", ["Dr.", "ok"]),  # a line break ends a sentence whatever came before
+    ],
+)
+def test_sentences_end_where_sentences_end(text: str, expected: list[str] | None) -> None:
+    from tierbot.llm.text import sentences
+
+    assert sentences(text) == (expected if expected is not None else [text])
+
+
 def test_a_forget_request_names_a_text_only_with_every_number_it_gives() -> None:
     from tierbot.llm.text import names
 
     assert names("my locker code is 4411", "ann: my locker code is 4411.")
     assert not names("my locker code is 4411", "ann: actually my locker code is 5522")
     assert names("my locker code", "ann: my locker code is 5522")  # a topic names them all
+    assert names("my locker code is 4,411", "ann: my locker code is 4411.")  # digits grouped
+    assert names("my cafe code", "ann: my café code is 8080")  # accents folded
+    # The thing must be the same thing: not another code with the same number, not
+    # someone else's.
+    assert not names("my gym code is 4411", "ann: my locker code is 4411.")
+    assert not names("my locker code", "ann: my sister's locker code is 9090")
+    assert not names("my phone number", "ann: Dr. Smith's phone number is 555-1234.")
 
 
 def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> None:

@@ -95,3 +95,20 @@ async def test_a_long_conversation_is_read_off_the_event_loop_and_a_short_one_al
     short_direct = provider._chat(short_prompt, set(), 1024)
     assert long_reply.text == long_direct[0]
     assert short_reply.text == short_direct[0]
+
+
+def test_a_forget_removes_the_sentence_it_names_and_what_came_after_stays() -> None:
+    """Evidence in view after "forget my bike code": the other sentence of the message
+    that held it, and a value told again after the forget; never the forgotten one."""
+    from tierbot.llm.base import ChatMessage
+    from tierbot.llm.offline_chat import candidates
+
+    history = [
+        ChatMessage("user", "My bike code is 2222. My gym code is 1111.", name="ann", sent_at=1.0),
+        ChatMessage("user", "Forget my bike code.", name="ann", sent_at=2.0),
+        ChatMessage("user", "My bike code is now 3333.", name="ann", sent_at=3.0),
+    ]
+    texts = [e.text for e in candidates(history, [])]
+    assert "My gym code is 1111." in texts
+    assert "My bike code is now 3333." in texts
+    assert not [t for t in texts if "2222" in t], texts

@@ -114,11 +114,27 @@ _POLITE = re.compile(
 # "/remember …" typed as if it were a command.
 _SLASH = re.compile(r"^\s*/(?=(?:remember|forget|note|save)\b)", re.I)
 # "Please don't remember my PIN": nothing to keep.
+# "Please don't remember my PIN", "Oh, and don't save this: …", "Just between us, don't…".
 _DONT_KEEP = re.compile(
-    r"^\s*(?:please\s+|pls\s+)?(?:don'?t|do not|never)\s+(?:remember|save|store|record|"
-    r"keep|note|write down|memori[sz]e)\b(?!\s+to\b)",
+    r"^\s*(?:[\w\s']{0,30}[,:;]\s*)?(?:(?:please|pls|and|so|also|but)\s+)*"
+    r"(?:don'?t|do not|never)\s+"
+    r"(?:remember|save|store|record|keep|note|write down|memori[sz]e)\b(?!\s+to\b)",
     re.I,
 )
+# A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
+_HAS_VERB = re.compile(
+    r"\b(is|are|was|were|am|be|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|'ll|"
+    r"[a-z]{3,}ed|[a-z]{3,}s|like|love|hate|prefer|live|work|need|want|go|get|got|take|"
+    r"took|meet|met|moved|turns|costs)\b",
+    re.I,
+)
+
+
+def _straight(text: str) -> str:
+    """Chat text with typographic apostrophes made plain ("Don’t" is "Don't")."""
+    return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
 _WH = re.compile(r"^(what|when|where|who|whom|whose|how|which|why|if|whether)\b", re.I)
 # "remember to X" is an instruction to the reader, and a to-do for the speaker.
 _REMEMBER_TO = re.compile(r"^(to|about)\s+", re.I)
@@ -467,14 +483,19 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
 
 # A durable, specific statement: numbers, codes, names, places, or "X is Y" about a thing.
 _SPECIFIC = re.compile(
-    r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d*|[a-z]+[-_.][a-z0-9_.-]+|#\d+|v\d+(\.\d+)*)\b|"
+    r"\b(\d[\d.,:/-]*|\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+|[A-Z]{2,}[-_]?\d*|"
+    r"[a-z]+[-_.][a-z0-9_.-]+|#\d+|v\d+(\.\d+)*)\b|"
     r"\b(?<!^)[A-Z][a-z]+\b|https?://\S+"
 )
 _PREDICATION = _Folded(
     r"\b(is|are|was|were|has|have|lives|runs|uses|costs|takes|holds|sits|means|"
     r"belongs|contains|requires|supports|opens|closes|starts|ends)\b",
 )
-_IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
+# Numbers and codes: "4411", "BA117", "14C", "v2-rc", "#512".
+_IDENTIFIER = re.compile(
+    r"\b(\d[\d.,:/-]*|\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+|[A-Z]{2,}[-_]?\d+|"
+    r"[a-z]+[-_][a-z0-9_-]+|#\d+)\b"
+)
 
 
 # "The compost bins are behind the shed": a thing, a present-tense verb, a complement.
@@ -522,13 +543,20 @@ _GENERIC = _Folded(
 
 def is_question(text: str) -> bool:
     """A question (ends with "?" or opens like one); "Remember that…" is not one."""
-    t = text.strip()
+    t = _straight(text.strip())
+    t = split_greeting(t)[1].strip() or t  # "Hi! Can you remember that…?"
     if _DONT_KEEP.match(t):
         return False
     plain = _plain(t)
     if plain != t:  # "Can you remember that my seat is 14C?" asks for a save
-        return bool(_ASKING.match(plain))
+        return bool(_ASKING.match(plain)) or _polite_question(t, plain)
     return t.endswith("?") or bool(_QUESTION_START.match(t) or _ASKING.match(t))
+
+
+def _polite_question(text: str, plain: str) -> bool:
+    """ "Can you remember my seat number?": asked, with nothing to save in it."""
+    rest = re.sub(r"^\S+\s+(?:that\s+)?", "", plain)
+    return text.rstrip().endswith("?") and not _HAS_VERB.search(rest)
 
 
 def _plain(text: str) -> str:
@@ -585,7 +613,7 @@ def is_chitchat(sentence: str) -> bool:
 
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing."""
-    s = split_greeting(sentence)[1].strip()
+    s = split_greeting(_straight(sentence))[1].strip()
     if _GROUP_REQUEST.match(s):
         return "todo", 0.75
     if s.endswith("?") and not _QUESTION_START.match(s):
@@ -645,12 +673,12 @@ class Request:
 def read_request(text: str) -> Request | None:
     """The explicit memory request ``text`` makes ("Remember that my locker code is
     4411.", "Remind me: …", "Forget that …"), or None."""
-    t = split_greeting(text.strip())[1]
+    t = split_greeting(_straight(text.strip()))[1]
     if _DONT_KEEP.match(t):
         return Request("skip", t)
     plain = _plain(t)
     if plain != t:
-        if _ASKING.match(plain):
+        if _ASKING.match(plain) or _polite_question(t, plain):
             return None
         t = plain
     if is_question(t) and not t.lower().startswith(("remember", "remind")):

@@ -102,6 +102,8 @@ class Evidence:
     kind: str = "said"
     #: A memory's type (identity, preference, …), when it is one.
     memory_type: str = ""
+    #: Said as an explicit request ("Remember that…"): worth keeping whatever its type.
+    requested: bool = False
 
     def quoted(self) -> str:
         """The answer quoting it: "Dana said on 2026-11-25: «…»"."""
@@ -173,6 +175,9 @@ def candidates(
             stamp = h.get("created_at", h.get("ts"))
             when = float(stamp) if isinstance(stamp, int | float) else None
             if h.get("type", "episode") == "episode":  # a message (conversation_search's too)
+                asked = read_request(str(h["content"]))
+                if asked is not None and asked.kind == "skip":
+                    continue  # "Please don't remember my PIN…": never quoted back
                 out.append(Evidence(_said(str(h["content"])), str(h.get("author", "")), when))
             else:
                 author, text = _split_speaker(str(h["content"]), str(h.get("author", "")))
@@ -183,7 +188,8 @@ def candidates(
         if not is_quoted(m.content):
             request = read_request(m.content)
             if request is None or request.kind == "remember":
-                out.append(Evidence(_said(m.content), m.name or "", m.sent_at))
+                said = Evidence(_said(m.content), m.name or "", m.sent_at)
+                out.append(replace(said, requested=True) if request is not None else said)
             continue
         for block in blocks(m.content):
             if block.tag == "memory":
@@ -197,9 +203,27 @@ def candidates(
                             author, text = _split_speaker(text.lstrip("- "))
                         if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
                             out.append(Evidence(text, author, None, "summary"))
-    # What someone asked to forget is theirs alone: another person's words stay.
-    forgotten = [(m.name or "", r.what) for m in history if (r := _forget_of(m)) is not None]
-    return [e for e in out if not any(who == e.author and names(f, e.text) for who, f in forgotten)]
+    # What someone asked to forget is theirs alone: another person's words stay, and so
+    # does what they said after asking ("forget my locker code", then "it is now 7777").
+    forgotten = [
+        (m.name or "", r.what, m.sent_at) for m in history if (r := _forget_of(m)) is not None
+    ]
+    kept = []
+    for e in out:
+        gone = [
+            f
+            for who, f, at in forgotten
+            if who == e.author and (e.when is None or at is None or e.when <= at)
+        ]
+        if not gone or not any(names(f, e.text) for f in gone):
+            kept.append(e)
+            continue
+        # "Remind me to call the plumber. Remind me to buy milk.", then "forget the
+        # plumber": the milk stays.
+        rest = [s for s in sentences(e.text) if not any(names(f, s) for f in gone)]
+        if rest and len(rest) < len(sentences(e.text)):
+            kept.append(replace(e, text=" ".join(rest)))
+    return kept
 
 
 def _forget_of(m: ChatMessage) -> Request | None:
@@ -221,7 +245,11 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     found, score = pool[i], scores[i]
     # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
     # sentence that answers, when it holds every word of the question the message does.
-    parts = sentences(found.text) if found.kind != "branch" else []
+    parts = (
+        [p.strip() for s in sentences(found.text) for p in s.split(";") if p.strip()]
+        if found.kind != "branch"
+        else []
+    )
     if len(parts) > 1:
         part = max(parts, key=lambda p: overlap.score(question, p))
         if overlap.score(question, part) >= score - 1e-9:
@@ -258,7 +286,9 @@ def _about(
             asked = read_request(sent)  # "Also remember that Sam likes jazz."
             if asked is not None and asked.kind == "remember":
                 sent = asked.what
-            kind = e.memory_type or classify(sent)[0] or ("fact" if asked else None)
+            kind = e.memory_type or classify(sent)[0]
+            if kind is None and (asked is not None or e.requested):
+                kind = "fact"
             key = " ".join(sorted(set(stems(sent))))
             subject = _SUBJECT.match(sent)
             topic = " ".join(stems(subject[1])) if subject else ""
@@ -299,24 +329,25 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
 
 def _requested(request: Request, speaker: str) -> list[dict[str, object]]:
     """The saves an explicit request asks for: one per sentence of it ("Remember that
-    Sam's birthday is May 3. Also remember that Sam likes jazz." is two)."""
-    if request.todo:
-        return [
-            {
-                "content": f"{speaker}: {request.what.rstrip()}",
-                "memory_type": "todo",
-                "importance": 0.8,
-            }
-        ]
+    Sam's birthday is May 3. Also remember that Sam likes jazz." is two; "Remind me to
+    call the plumber. Remind me to buy milk." two to-dos)."""
     out: list[dict[str, object]] = []
     for part in sentences(request.what) or [request.what]:
         again = read_request(_LEAD.sub("", part))
-        todo = again is not None and again.kind == "remember" and again.todo
         if again is not None and again.kind == "remember":
+            todo = again.todo
             part = again.what
-        typed = "todo" if todo else (classify(part)[0] or "fact")
+        else:
+            todo = False
+        typed = "todo" if todo else classify(part)[0]
+        if typed is None and request.todo:
+            continue  # "Remind me to call Bo. lol": the to-do, not the laugh
         out.append(
-            {"content": f"{speaker}: {part.rstrip()}", "memory_type": typed, "importance": 0.8}
+            {
+                "content": f"{speaker}: {part.rstrip()}",
+                "memory_type": typed or "fact",
+                "importance": 0.8,
+            }
         )
     return out
 
@@ -410,6 +441,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     calls: list[ToolCall] = []
     for at, q in questions:
         task = q.content
+        plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         if task in done:
             answers.append((task, done.pop(task)))
             continue
@@ -417,30 +449,32 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         tried = {
             c.name
             for c in asked.values()
-            if task in (c.arguments.get("task"), c.arguments.get("query"))
+            if task == c.arguments.get("task") or str(c.arguments.get("query", "")).startswith(task)
         }
         speaker = q.name or ""
         recall_ok = "memory_recall" in tools and "memory_recall" not in tried
         # What the asker told long ago is in memory, not in view: look there first.
-        about_me = bool(_ABOUT_ME.search(task) or _MY_TODOS.search(task))
-        personal = None if about_me and recall_ok else _personal_answer(task, speaker, pool)
+        about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
+        personal = None if about_me and recall_ok else _personal_answer(plain, speaker, pool)
         if personal is not None:
             answers.append((task, personal))
             continue
-        if _MY_TODOS.search(task):
+        if _MY_TODOS.search(plain):
             if recall_ok:
-                args = {"query": task, "limit": 20, "from_asker": True, "types": ["todo"]}
+                # To-dos are said with these words more than with the question's.
+                query = f"{task} remind need have to do"
+                args = {"query": query, "limit": 20, "from_asker": True, "types": ["todo"]}
                 calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
             else:
                 answers.append(
                     (task, "You haven't asked me to remember a to-do, as far as I know.")
                 )
             continue
-        if _ABOUT_ME.search(task) or _MY_NAME.search(task):
+        if _ABOUT_ME.search(plain) or _MY_NAME.search(plain):
             if recall_ok:
                 args = {"query": task, "limit": 20, "from_asker": True, "types": _SAVABLE}
                 calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
-            elif _MY_NAME.search(task) and (name := _known_name(speaker, pool)):
+            elif _MY_NAME.search(plain) and (name := _known_name(speaker, pool)):
                 answers.append((task, f"You go by {name} here; you haven't told me another name."))
             else:
                 answers.append((task, "You haven't told me about yourself yet, as far as I know."))

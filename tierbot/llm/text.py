@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'_\-]*")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n+")
+# Letters and digits of any script ("café", "暗証番号"), with inner apostrophes and hyphens.
+_WORD = re.compile(r"[^\W_][\w'\-]*")
+# A stop, "!" or "?" that ends a word ("The prefix is ! and…" is no sentence end).
+_SENTENCE_END = re.compile(r"((?<=\S[.!?])[^\S\n]+(?=\S)|\s*\n\s*)")
+# A piece ending like this does not end a sentence: "Dr. Patel", "St. Mary St.", "9 a.m."
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:dr|mr|mrs|ms|mx|st|prof|jr|sr|vs|etc|e\.g|i\.e|mt|no|approx|ave|rd|inc|ltd|"
+    r"dept|fig|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)|(?<!\w)[^\W\d_])\.$",
+    re.I,
+)
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before
@@ -35,7 +44,10 @@ def _stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens."""
+    """Lower-cased word tokens, accents folded ("Café" and "cafe" are one word)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
+        text = "".join(ch for ch in text if not unicodedata.combining(ch))
     return [w.lower().strip("'-_") for w in _WORD.findall(text)]
 
 
@@ -45,24 +57,59 @@ def stems(text: str) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences (and lines); empty pieces dropped."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
+    """Split ``text`` into sentences (and lines); empty pieces dropped.  A period after
+    an abbreviation or an initial ends no sentence; a lower-case start may begin one."""
+    out: list[str] = []
+    glue = False
+    parts = _SENTENCE_END.split(text)  # text, separator, text, separator, ...
+    for i in range(0, len(parts), 2):
+        piece = parts[i].strip()
+        if piece:
+            if glue and out:
+                out[-1] = f"{out[-1]} {piece}"
+            else:
+                out.append(piece)
+        separator = parts[i + 1] if i + 1 < len(parts) else "\n"
+        # A line break ends a sentence whatever came before it.
+        glue = bool(out) and "\n" not in separator and bool(_ABBREVIATION.search(out[-1]))
+    return out
 
 
 #: Of a request's content words, the share a text must hold to be what it names.
 NAMES_SHARE = 0.6
 
 
+# "Dana: …": the author a memory's content starts with.
+_AUTHOR = re.compile(r"^[^:\n]{1,60}:\s+")
+# "my locker code is 4411" -> "my locker code"; "my locker code" alone is a topic.
+_THING = re.compile(
+    r"^\s*(?:that\s+|about\s+|what i (?:said|told you) about\s+)?"
+    r"((?:my|our|your|his|her|their|the|(?:[^\W\d][\w.]*\s)?[^\W\d][\w.]*'s)\s+"
+    r"[^\W\d][\w' .-]{0,40}?)"
+    r"(?:\s+(?:is|are|was|were|'s)\b|\s*[.!]?\s*$)",
+    re.I,
+)
+# Digits written apart ("4,411", "44 11", "555-0101") are one number.
+_DIGIT_GAP = re.compile(r"(?<=\d)[,\s.-](?=\d)")
+
+
 def names(request: str, text: str) -> bool:
-    """Whether ``text`` is what ``request`` ("forget that my locker code is 4411") names:
-    it holds at least :data:`NAMES_SHARE` of the request's stemmed content words, and
-    every number or code the request gives ("my locker code is 5522" shares the words
-    but is another value)."""
-    wanted = set(stems(request))
-    have = set(stems(text))
-    if any(ch.isdigit() for ch in "".join(wanted - have)):
+    """Whether ``text`` is what ``request`` ("forget that my locker code is 4411") names.
+
+    When both say what thing they are about ("my locker code"), the things must be
+    the same ("my sister's locker code" and "my gym code" are not); otherwise the text
+    must hold at least :data:`NAMES_SHARE` of the request's stemmed content words.
+    Either way it must hold every number the request gives ("my locker code is 5522" is
+    another value), however the digits are grouped."""
+    text = _AUTHOR.sub("", text, count=1)
+    wanted = set(stems(_DIGIT_GAP.sub("", request)))
+    have = set(stems(_DIGIT_GAP.sub("", text)))
+    if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):
         return False
-    return bool(wanted) and len(wanted & have) >= NAMES_SHARE * len(wanted)
+    asked, told = _THING.match(request), _THING.match(text)
+    if asked and told:
+        return set(stems(asked[1])) == set(stems(told[1]))
+    return len(wanted & have) >= NAMES_SHARE * len(wanted)
 
 
 class Overlap:

@@ -7,7 +7,6 @@ save cites that message; a forget touches only that person's memories and messag
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -23,18 +22,8 @@ from memory_graph import (
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
 from tierbot.llm.extraction import is_question
-from tierbot.llm.text import names, stems
+from tierbot.llm.text import names, stems, without_author
 from tierbot.messages import Message
-
-# "Dana: what is my locker code?": a memory's or message's author, before what was said.
-_SPEAKER = re.compile(r"^[^:\n]{1,60}:\s+")
-
-
-def _told(content: str) -> str:
-    """What a memory or message says, without its author's name: a question asked is
-    not something told, and is not forgotten with it."""
-    return _SPEAKER.sub("", content, count=1)
-
 
 if TYPE_CHECKING:
     from channels.memory import EpisodeIndexer
@@ -114,7 +103,8 @@ class ChannelMemoryAccess:
             for h in hits
             if names(query, h.content)
             and (
-                (h.author_id == source.author_id and not is_question(_told(h.content)))
+                # A question asked is not something told: it is not forgotten with it.
+                (h.author_id == source.author_id and not is_question(without_author(h.content)))
                 # The bot's replies in this channel that repeat it ("Noted: your …").
                 or (h.author_id == BOT_AUTHOR and h.type == "episode" and h.channel == channel)
             )

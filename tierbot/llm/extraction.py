@@ -37,6 +37,7 @@ __all__ = [
     "is_chitchat",
     "is_question",
     "read_request",
+    "says_something",
     "split_greeting",
     "to_second_person",
 ]
@@ -124,10 +125,16 @@ _DONT_KEEP = re.compile(
 # A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
 _HAS_VERB = re.compile(
     r"\b(is|are|was|were|am|be|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|'ll|"
-    r"[a-z]{3,}ed|[a-z]{3,}s|like|love|hate|prefer|live|work|need|want|go|get|got|take|"
-    r"took|meet|met|moved|turns|costs)\b",
+    r"[a-z]{3,}ed|(like|love|hate|prefer|live|work|need|want|go|get|take|meet|turn|cost|"
+    r"open|close|start|end|own|use|run)s?|goes|got|took|met)\b",
     re.I,
 )
+
+
+def says_something(text: str) -> bool:
+    """Whether ``text`` holds a verb: "your locker code is 4411" is a statement, "your
+    locker code" a topic."""
+    return _HAS_VERB.search(text) is not None
 
 
 def _straight(text: str) -> str:
@@ -556,7 +563,7 @@ def is_question(text: str) -> bool:
 def _polite_question(text: str, plain: str) -> bool:
     """ "Can you remember my seat number?": asked, with nothing to save in it."""
     rest = re.sub(r"^\S+\s+(?:that\s+)?", "", plain)
-    return text.rstrip().endswith("?") and not _HAS_VERB.search(rest)
+    return text.rstrip().endswith("?") and not says_something(rest)
 
 
 def _plain(text: str) -> str:

@@ -31,6 +31,7 @@ from tierbot.llm.extraction import (
     classify,
     is_question,
     read_request,
+    says_something,
     split_greeting,
     to_second_person,
 )
@@ -67,12 +68,6 @@ _NOT_NAMES = frozenset(
     "a an the not so very just from in at on a here back going happy sorry fine good "
     "tired from done".split()
 )
-# A verb: "your locker code is 4411" is a statement, "your locker code" a topic.
-_CLAUSE = re.compile(
-    r"\b(is|are|was|were|am|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|[a-z]{3,}ed|"
-    r"like|love|hate|prefer|live|work|need|want)\b",
-    re.I,
-)
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
@@ -84,9 +79,8 @@ _TODO_LEAD = re.compile(
     r"note to self:?)\s+",
     re.I,
 )
-# "My locker code is …": a thing of the speaker's and its value.
-_SUBJECT = re.compile(r"^\s*((?:my|our)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
-_YOUR_SUBJECT = re.compile(r"^\s*((?:your|our)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
+# "My locker code is …" (or, said back, "your locker code is …"): a thing and its value.
+_SUBJECT = re.compile(r"^\s*((?:my|our|your)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
 _THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
@@ -369,8 +363,8 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             if body.get("forgotten"):
                 # The reply is kept and indexed like any other: it names what was
                 # forgotten ("your locker code"), not the value that was ("4411").
-                topic = _YOUR_SUBJECT.match(what)
-                if topic is not None or not _CLAUSE.search(what):
+                topic = _SUBJECT.match(what)
+                if topic is not None or not says_something(what):
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"

@@ -81,6 +81,13 @@ NAMES_SHARE = 0.6
 
 # "Dana: …": the author a memory's content starts with.
 _AUTHOR = re.compile(r"^[^:\n]{1,60}:\s+")
+
+
+def without_author(content: str) -> str:
+    """What a memory or message says, without the "Dana: " its content starts with."""
+    return _AUTHOR.sub("", content, count=1)
+
+
 # "my locker code is 4411" -> "my locker code"; "my locker code" alone is a topic.
 _THING = re.compile(
     r"^\s*(?:that\s+|about\s+|what i (?:said|told you) about\s+)?"
@@ -101,7 +108,7 @@ def names(request: str, text: str) -> bool:
     must hold at least :data:`NAMES_SHARE` of the request's stemmed content words.
     Either way it must hold every number the request gives ("my locker code is 5522" is
     another value), however the digits are grouped."""
-    text = _AUTHOR.sub("", text, count=1)
+    text = without_author(text)
     wanted = set(stems(_DIGIT_GAP.sub("", request)))
     have = set(stems(_DIGIT_GAP.sub("", text)))
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):

@@ -248,7 +248,12 @@ class Turns:
                 error=f"{type(exc).__name__}: {exc}",
             )
             kind = type(exc).__name__
-            return json.dumps({"error": f"the memory store failed ({kind}); nothing was changed"})
+            if call.name == "memory_forget":
+                # A forget removes its matches one by one: some may be gone already.
+                outcome = "part of it may be forgotten, the rest is not: ask again"
+            else:
+                outcome = "nothing was changed"
+            return json.dumps({"error": f"the memory store failed ({kind}); {outcome}"})
 
     async def _archive_spent_memory_traffic(self, reply: Message) -> None:
         """Move the memory-tool exchanges of earlier turns out of the live context.

@@ -349,3 +349,37 @@ async def test_two_reminders_are_two_to_dos_and_one_can_go(
         await _say(rt, "Forget the plumber.", "r2")
         said = await _say(rt, "what's on my to-do list?", "r3")
         assert said == "Your to-dos: buy milk.", said
+
+
+async def test_a_forget_the_store_fails_half_way_is_not_reported_done(
+    make_config: Callable[..., Config],
+) -> None:
+    """The memory store fails after the first of several removals a forget makes (the
+    memory, the message it came from, the bot's echo): the reply says it could not
+    forget, never "Done", and does not claim nothing changed; the request is stored, and
+    asking again finishes the job."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "Remember that my locker code is 4411.", "k1")
+        await rt.memory.indexer.flush()
+        real_forget = graph.forget
+        calls = 0
+
+        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
+            nonlocal calls
+            calls += 1
+            if calls == 2:
+                raise OSError("disk I/O error")
+            return await real_forget(memory_id, channel=channel)
+
+        graph.forget = failing_forget  # type: ignore[method-assign]
+        said = await _say(rt, "forget my locker code", "k2")
+        assert said.startswith("I could not forget that: the memory store failed (OSError)")
+        assert "Done" not in said and "nothing was changed" not in said, said
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["k1", "k2"]
+        graph.forget = real_forget  # type: ignore[method-assign]
+        said = await _say(rt, "forget my locker code", "k3")
+        assert said == "Done: I forgot what you told me about your locker code.", said
+        assert await _memories(rt) == []

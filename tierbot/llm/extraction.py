@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tierbot.llm.text import sentences, stems, words
+from tierbot.llm.text import sentences, stems, unshout, words
 from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 
 __all__ = [
@@ -736,8 +736,9 @@ _LOWER_FIRST = frozenset(
 
 def to_second_person(text: str) -> str:
     """``text`` said back to its speaker: "my locker code is 4411" → "your locker code is
-    4411" (first person singular only; "we" stays "we")."""
-    out = text.strip()
+    4411" (first person singular only; "we" stays "we").  Text in capitals is said back
+    in lower case, its codes ("MY SEAT IS 14C") kept."""
+    out = unshout(text.strip())
     for pattern, repl in _SECOND_PERSON:
         out = re.sub(pattern, repl, out, flags=re.I)
     if out and out[0].isupper() and not re.match(r"^[A-Z][a-z]*[A-Z]|^[A-Z]{2}", out):

@@ -83,6 +83,15 @@ NAMES_SHARE = 0.6
 _AUTHOR = re.compile(r"^[^:\n]{1,60}:\s+")
 
 
+def unshout(text: str) -> str:
+    """``text`` in lower case when it is all capitals ("REMEMBER THAT MY PIN IS 7788"),
+    except words with digits ("14C") and "I"; other text as it is."""
+    letters = [c for c in text if c.isalpha()]
+    if len(letters) < 4 or any(c.islower() for c in letters):
+        return text
+    return re.sub(r"\b[^\W\d_]+\b", lambda m: m[0] if m[0] == "I" else m[0].lower(), text)
+
+
 def without_author(content: str) -> str:
     """What a memory or message says, without the "Dana: " its content starts with."""
     return _AUTHOR.sub("", content, count=1)

@@ -23,13 +23,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import structlog
+
 from channels import ChannelSnapshot
+from channels.memory import plural
 from tierbot.messages import InboundMessage, Message, Role
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
+
+log = structlog.get_logger("tierbot.commands")
 
 __all__ = [
     "COMMANDS",
@@ -68,23 +73,28 @@ Handler = Callable[[Invocation], Awaitable[str]]
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """A command: its name, its lines in /help, whether admins alone may run it."""
+    """A command: its name, its lines in /help, whether admins alone may run it, and
+    which arguments make the line talk instead ("/forget that my PIN is 1234")."""
 
     name: str
     help: str
     handler: Handler
     admin: bool = False
+    talk: Callable[[str], bool] | None = None
 
 
 #: Every command by name, in the order /help lists them.
 REGISTRY: dict[str, Command] = {}
 
 
-def command(name: str, help: str, *, admin: bool = False) -> Callable[[Handler], Handler]:
-    """Register the decorated handler as ``name``; ``help`` is its text in /help."""
+def command(
+    name: str, help: str, *, admin: bool = False, talk: Callable[[str], bool] | None = None
+) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as ``name``; ``help`` is its text in /help; ``talk``
+    tells the arguments that make the line conversation, not the command."""
 
     def register(handler: Handler) -> Handler:
-        REGISTRY[name] = Command(name, help, handler, admin)
+        REGISTRY[name] = Command(name, help, handler, admin, talk)
         return handler
 
     return register
@@ -94,7 +104,10 @@ def command_name(text: str) -> str | None:
     """The known command ``text`` invokes (lower-cased), or None when it is conversation."""
     words = text.strip().split(maxsplit=1)
     name = words[0].lower() if words else ""
-    return name if name in COMMANDS else None
+    cmd = REGISTRY.get(name)
+    if cmd is None or (cmd.talk is not None and cmd.talk(words[1] if len(words) > 1 else "")):
+        return None
+    return name
 
 
 def usage_bar(usage: float, thresholds: dict[str, float], width: int = 40) -> str:
@@ -243,19 +256,29 @@ async def _compact(inv: Invocation) -> str:
     return result
 
 
+def _forget_in_words(arg: str) -> bool:
+    """ "/forget that my PIN is 1234" is a request in words, which anybody may make of
+    their own memories: it goes to the bot as a message.  A memory id is one word, and
+    "--author USER" starts with a dash."""
+    words = arg.split()
+    return len(words) > 1 and not words[0].startswith("-")
+
+
 @command(
     "/forget",
-    "  /forget ID       forget one memory (admins)\n"
+    "  /forget ID       forget one memory and what repeats it here (admins)\n"
     "  /forget --author USER   forget USER's messages and what came from them, in this\n"
     "                   workspace (admins)",
     admin=True,
+    talk=_forget_in_words,
 )
 async def _forget(inv: Invocation) -> str:
     memory = inv.runtime.memory
     if memory is None:
         return MEMORY_DISABLED
     rt = inv.runtime
-    text, touched = await memory.forget_command(inv.arg, channel=inv.channel)
+    outcome = await memory.forget_command(inv.arg, channel=inv.channel)
+    text, touched = outcome.text, outcome.messages
     author = memory.forgotten_author(inv.arg)
     if (touched or author) and not rt.config.memory.keep_messages_on_forget:
         deleted = await rt.store.delete_messages(touched) if touched else 0
@@ -267,7 +290,41 @@ async def _forget(inv: Invocation) -> str:
         # Channels holding those messages reload their context from the store.
         await rt.registry.evict_idle(0.0)
         text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
+    elif outcome.said:
+        try:
+            aside = await _set_aside(inv, outcome.said, {inv.channel, outcome.channel})
+        except Exception as exc:
+            log.warning("command.forget_set_aside_failed", channel=inv.channel, error=repr(exc))
+            text += (
+                " The messages that said it could not be taken out of the conversation"
+                f" ({type(exc).__name__}: {exc}): I may still repeat them until they are"
+                " summarized."
+            )
+        else:
+            if aside:
+                text += (
+                    f" {plural(aside, 'message', 'messages')} that said it left the"
+                    " conversation (archived: /history --all shows them)."
+                )
     return text
+
+
+async def _set_aside(inv: Invocation, said: str, channels: set[str]) -> int:
+    """Take the live messages that repeat a forgotten memory out of the context of the
+    channels that hold it (this one, and the memory's own if its actor runs here), and
+    out of recall."""
+    rt = inv.runtime
+    memory = rt.memory
+    assert memory is not None  # the caller forgot a memory
+    n = 0
+    for key in sorted(channels):
+        actor = rt.registry.actors.get(key)
+        if actor is None or actor.done:
+            continue  # not loaded: the forgotten memory's sources are out of recall already
+        pids: list[str] = await actor.call(lambda a: a.set_aside_repeating(said))
+        await memory.forget_messages(key, pids)
+        n += len(pids)
+    return n
 
 
 @command("/help", "  /help            this text")

@@ -252,6 +252,11 @@ class ChannelActor:
         """Start a background compaction now (the ``/compact`` command)."""
         return await self.compaction.force()
 
+    async def set_aside_repeating(self, said: str) -> list[str]:
+        """Archive the live messages that repeat a forgotten memory (see
+        ``Turns.set_aside_repeating``); their platform ids."""
+        return await self.turns.set_aside_repeating(said)
+
     # -- lifecycle -------------------------------------------------------------------
 
     def launch(self, on_failed: Callable[[ChannelActor], None] | None = None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,6 +37,10 @@ class MemoryAccess(Protocol):
     ) -> str:
         """Run memory_recall; ``exclude`` names platform ids the channel already has live,
         ``asker_id`` the person being answered (for ``from_asker``)."""
+        ...
+
+    async def forgotten_messages(self, channel: str, messages: Sequence[Message]) -> set[str]:
+        """The platform ids of ``messages`` that people asked to be forgotten."""
         ...
 
     async def save_from_chat(

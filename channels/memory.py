@@ -15,7 +15,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import structlog
@@ -24,14 +24,26 @@ from channels.history import BOT_AUTHOR
 from channels.memory_access import ChannelMemoryAccess
 from memory_graph import MemoryDraft, MemoryGraph, memory_tools, run_memory_tool, save_draft
 from memory_graph.backends import open_graph
+from memory_graph.episodes import episode_id
 from tierbot.config import Config
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
-from tierbot.llm.text import sentences, stems
+from tierbot.llm.text import names, sentences, stems, without_author
 from tierbot.messages import Message, Role
 from workers import infer_sources, minable
 
 log = structlog.get_logger("tierbot.memory")
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetOutcome:
+    """What ``/forget`` did: the reply, the (channel, platform id) messages it touched,
+    and, for one memory, what it said and the channel it was saved in."""
+
+    text: str
+    messages: tuple[tuple[str, str], ...] = ()
+    said: str = ""
+    channel: str = ""
 
 
 def _save_spec_with_sources() -> ToolSpec:
@@ -537,28 +549,56 @@ class MemoryService:
         """Whether a channel's messages are within what ``channel`` can see (and forget)."""
         return lambda other: self.graph.visible(channel, other)
 
-    async def forget_command(
-        self, arg: str, *, channel: str
-    ) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """``/forget ID`` or ``/forget --author USER``; returns the reply and the
-        (channel, platform id) messages the forgetting touched."""
+    async def forget_command(self, arg: str, *, channel: str) -> ForgetOutcome:
+        """``/forget ID`` or ``/forget --author USER``: the reply, the (channel, platform
+        id) messages the forgetting touched, and what a forgotten memory said."""
         parts = arg.split()
         if len(parts) == 2 and parts[0] == "--author":
             # Only what this channel can see, like /forget ID: another workspace and the
             # user's DMs are the operator's (`tierbot memory forget --author`).
             report = await self.graph.forget_author(parts[1], channel=channel)
-            memories = _count(report.memories_deleted, "memory", "memories")
-            indexed = _count(report.episodes_deleted, "indexed message", "indexed messages")
+            memories = plural(report.memories_deleted, "memory", "memories")
+            indexed = plural(report.episodes_deleted, "indexed message", "indexed messages")
             text = (
                 f"Forgot {memories} and {indexed} that came from what {parts[1]} said here "
                 "(what this channel can see; other workspaces and DMs are untouched)."
             )
-            return text, report.messages
+            return ForgetOutcome(text, report.messages)
         if len(parts) == 1 and not parts[0].startswith("-"):
-            # Only what this channel can see: a forget never reaches another workspace.
-            ok = await self.graph.forget(parts[0], channel=channel)
-            return (f"Forgot memory {parts[0]}." if ok else f"No memory with id {parts[0]}."), ()
-        return "Usage: /forget MEMORY_ID  or  /forget --author USER_ID", ()
+            return await self._forget_one(parts[0], channel=channel)
+        return ForgetOutcome("Usage: /forget MEMORY_ID  or  /forget --author USER_ID")
+
+    async def forget_messages(self, channel: str, platform_ids: Sequence[str]) -> None:
+        """Take messages out of recall for good (their episodes go; they are never
+        indexed again)."""
+        await self.graph.forget_messages(channel, platform_ids)
+
+    async def _forget_one(self, memory_id: str, *, channel: str) -> ForgetOutcome:
+        """One memory, and the messages it came from that say it: a memory forgotten while
+        the message that told it is still found by recall is not forgotten."""
+        node = await self.graph.get(memory_id)
+        # Only what this channel can see: a forget never reaches another workspace.
+        if node is None or not await self.graph.forget(memory_id, channel=channel):
+            return ForgetOutcome(f"No memory with id {memory_id}.")
+        if node["type"] == "episode":
+            return ForgetOutcome(
+                f"Forgot memory {memory_id}.", ((node["channel"], node["platform_id"]),)
+            )
+        said = without_author(node["content"])
+        sources = []
+        for pid in node["sources"]:
+            # A compaction's memory may cite a whole stretch of talk: only the messages
+            # that say what it says go with it.
+            told = await self.graph.get(episode_id(node["channel"], pid))
+            if told is not None and names(said, told["content"]):
+                sources.append(pid)
+        await self.graph.forget_messages(node["channel"], sources)
+        return ForgetOutcome(
+            f"Forgot memory {memory_id}.",
+            tuple((node["channel"], pid) for pid in sources),
+            said=said,
+            channel=node["channel"],
+        )
 
     async def _maintain(self) -> None:
         while True:
@@ -578,6 +618,6 @@ class MemoryService:
         await self.graph.aclose()
 
 
-def _count(n: int, one: str, many: str) -> str:
+def plural(n: int, one: str, many: str) -> str:
     """ "1 memory", "2 memories"."""
     return f"{n} {one if n == 1 else many}"

@@ -7,7 +7,7 @@ save cites that message; a forget touches only that person's memories and messag
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from channels.history import BOT_AUTHOR
@@ -117,6 +117,13 @@ class ChannelMemoryAccess:
                 await self.graph.forget_messages(h.channel, h.source_message_ids)
         await self.graph.forget_messages(channel, [source.platform_id])
         return json.dumps({"forgotten": forgotten}, ensure_ascii=False)
+
+    async def forgotten_messages(self, channel: str, messages: Sequence[Message]) -> set[str]:
+        """The platform ids of ``messages`` that were forgotten (by id, or with their
+        author): a search of the conversation's log leaves them out."""
+        return await self.graph.forgotten_messages(
+            channel, [(m.platform_id, m.author_id, m.ts) for m in messages]
+        )
 
     def index_wake(self) -> None:
         self.indexer.wake()

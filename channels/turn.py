@@ -28,7 +28,7 @@ from tierbot.config import RespondMode
 from tierbot.errors import ContextOverflowError, LLMError, ToolError
 from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
 from tierbot.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
-from tierbot.llm.text import Overlap
+from tierbot.llm.text import Overlap, names
 from tierbot.messages import Message, Outbound, Role
 from workers.supervisor import TaskOutcome
 
@@ -295,6 +295,43 @@ class Turns:
             return
         self.history.ctx.replace(ids, None)
 
+    async def set_aside_repeating(self, said: str) -> list[str]:
+        """Move the live exchanges that repeat ``said`` (a forgotten memory) out of the
+        live context; return the platform ids of the messages that said it.
+
+        ``/forget ID`` removes a memory, but the message it came from, the bot's "Noted:
+        ..." and an answer that quoted it would still be in front of the model until a
+        compaction.  Their whole exchanges (what people said since the bot's previous
+        reply, the tool traffic, the replies) are archived in the store: kept, as
+        compacted messages are, and shown by ``/history --all``, never deleted.  An
+        answer taken away with its question keeps the turn from asking it again.  A
+        message repeats the memory when it names the same thing with every number the
+        memory gives (:func:`tierbot.llm.text.names`); a question about it does not.
+        An exchange stays when an in-flight compaction covers it (its summary takes it)
+        or when it started a branch or worker that is still running.
+        """
+        busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
+        running = self.delegation.running
+        gone: list[Message] = []
+        said_it: list[str] = []
+        for exchange in _exchanges(self.history.ctx.items):
+            repeats = [
+                m for m in exchange if m.role in (Role.USER, Role.ASSISTANT) and names(said, m.text)
+            ]
+            delegates = running and any(
+                self.delegation.handles(str(c.get("name")))
+                for m in exchange
+                for c in m.meta.get("calls", [])
+            )
+            if repeats and not delegates and not any(m.id in busy for m in exchange):
+                gone += exchange
+                said_it += [m.platform_id for m in repeats]
+        if gone:
+            ids = [m.id for m in gone]
+            await self.deps.store.swap(self.key, ids, None)
+            self.history.ctx.replace(ids, None)
+        return said_it
+
     def _turn_users(self) -> list[Message]:
         """The people's messages this turn answers: those since the bot's last reply, else
         the newest one."""
@@ -377,3 +414,22 @@ class _Askers:
         scores = self._overlap.scores(words)
         # Later wins ties: the newest message is the one most likely being answered.
         return turn[max(range(len(turn)), key=lambda i: (scores[i], i))]
+
+
+def _exchanges(items: Sequence[Message]) -> list[list[Message]]:
+    """The live messages as exchanges: people's messages, then the bot's tool traffic and
+    replies, up to the next person's message after a reply (a summary stands alone)."""
+    out: list[list[Message]] = []
+    for m in items:
+        if (
+            not out
+            or m.role not in _EXCHANGE_ROLES
+            or out[-1][-1].role not in _EXCHANGE_ROLES
+            or (m.role is Role.USER and any(x.role is Role.ASSISTANT for x in out[-1]))
+        ):
+            out.append([])
+        out[-1].append(m)
+    return out
+
+
+_EXCHANGE_ROLES = (Role.USER, Role.ASSISTANT, Role.TOOL_CALL, Role.TOOL_RESULT)

@@ -789,6 +789,13 @@ class MemoryGraph:
             self, author_id=author_id, platform_ids=platform_ids, channel=channel
         )
 
+    async def forgotten_messages(
+        self, channel: str, messages: Sequence[tuple[str, str, float]]
+    ) -> set[str]:
+        """Which of these (platform id, author id, ts) messages were forgotten as seen from
+        ``channel``: by id, or with their author."""
+        return await tombstones.forgotten_messages(self, channel, messages)
+
     async def maintenance(self, now: float | None = None) -> MaintenanceReport:
         """Decay, prune and associate; safe to run any number of times."""
         return await maintenance.run(self, time.time() if now is None else now)

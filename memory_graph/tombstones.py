@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .graph import MemoryGraph
 
-__all__ = ["Tombstones", "delete_nodes", "is_forgotten", "scoped_key", "tombstoned"]
+__all__ = [
+    "Tombstones",
+    "delete_nodes",
+    "forgotten_messages",
+    "is_forgotten",
+    "scoped_key",
+    "tombstoned",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +75,23 @@ async def is_forgotten(
     if channel is None:
         return bool(stones.authors)
     return stones.author_forgotten_at(g, author_id, channel) is not None
+
+
+async def forgotten_messages(
+    g: MemoryGraph, channel: str, messages: Sequence[tuple[str, str, float]]
+) -> set[str]:
+    """The platform ids, among (platform id, author id, ts), of the messages forgotten as
+    seen from ``channel``: the message itself, or its author after it was said."""
+    stones = await tombstoned(g, {a for _, a, _ in messages if a}, [p for p, _, _ in messages])
+    out = set()
+    for pid, author, ts in messages:
+        if pid in stones.pids:
+            out.add(pid)
+        elif author and stones.authors:
+            at = stones.author_forgotten_at(g, author, channel)
+            if at is not None and ts <= at:
+                out.add(pid)
+    return out
 
 
 async def delete_nodes(g: MemoryGraph, rowids: list[int], ids: list[str]) -> None:

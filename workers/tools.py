@@ -36,7 +36,7 @@ import structlog
 from tierbot.errors import ToolError
 from tierbot.llm.base import ChatMessage, ToolCall, ToolSpec
 from tierbot.llm.text import Overlap
-from tierbot.messages import Role
+from tierbot.messages import Message, Role
 from tierbot.storage import MessageStore
 from tierbot.tokens import TokenCounter
 from workers.compaction import MemoryWriter
@@ -54,6 +54,10 @@ class Recaller(Protocol):
     def recall_tool(self) -> ToolSpec: ...
 
     async def recall_from_tool(self, arguments: dict[str, Any], *, channel: str) -> str: ...
+
+    async def forgotten_messages(self, channel: str, messages: Sequence[Message]) -> set[str]:
+        """The platform ids of ``messages`` that people asked to be forgotten."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +302,13 @@ def _time_tool() -> Tool:
     return Tool(spec, current_time, timeout=1.0)
 
 
-def _search_tool(store: MessageStore, channel: str, scan_limit: int = 20_000) -> Tool:
+#: Which of some messages were forgotten (platform ids): :meth:`Recaller.forgotten_messages`.
+Forgotten = Callable[[str, Sequence[Message]], Awaitable[set[str]]]
+
+
+def _search_tool(
+    store: MessageStore, channel: str, forgotten: Forgotten | None = None, scan_limit: int = 20_000
+) -> Tool:
     async def conversation_search(query: str, limit: int = 5) -> list[dict[str, Any]]:
         if not isinstance(query, str) or not query.strip():
             raise ToolError("query: must be a non-empty string", tool="conversation_search")
@@ -313,9 +323,15 @@ def _search_tool(store: MessageStore, channel: str, scan_limit: int = 20_000) ->
         def rank() -> list[tuple[float, int]]:
             scores = Overlap([m.text for m in pool]).scores(query)
             # Later messages win ties: the most recent word on a topic.
-            return sorted(((s, i) for i, s in enumerate(scores) if s > 0), reverse=True)[:limit]
+            return sorted(((s, i) for i, s in enumerate(scores) if s > 0), reverse=True)
 
         ranked = await asyncio.to_thread(rank) if pool else []
+        if forgotten is not None and ranked:
+            # What someone asked to be forgotten stays in the log (the archive keeps
+            # everything) but is no longer found.
+            gone = await forgotten(channel, [pool[i] for _, i in ranked])
+            ranked = [(s, i) for s, i in ranked if pool[i].platform_id not in gone]
+        ranked = ranked[:limit]
         return [
             {
                 "content": pool[i].text,
@@ -379,7 +395,9 @@ def builtin_tools(
     given) and, when ``general``, calculate and current_time."""
     tools = memory_tools_for(channel, recall, writer)
     if store is not None:
-        tools.append(_search_tool(store, channel))
+        tools.append(
+            _search_tool(store, channel, recall.forgotten_messages if recall is not None else None)
+        )
     if general:
         tools += [_calculate_tool(), _time_tool()]
     return ToolRegistry(tools)

@@ -15,6 +15,7 @@ import time
 from typing import IO
 
 from bot.adapters.base import Capabilities, Dispatcher, Outbound
+from bot.commands import COMMANDS
 from tierbot.config import ConsoleAdapterConfig
 from tierbot.messages import InboundMessage
 
@@ -116,7 +117,7 @@ class ConsoleAdapter:
                 self._print(answer)
                 self._prompt()
                 continue
-            if _COMMAND_LIKE.match(text):
+            if _COMMAND_LIKE.match(text) and text.split()[0].lower() not in COMMANDS:
                 # Not a command ("/r/python is great" is talk): said, and sent as talk.
                 self._print(
                     f"({text.split()[0]} is not a command, so it goes to the bot as a message;"

@@ -16,7 +16,9 @@ from functools import lru_cache
 
 import Stemmer
 
-TEXT_VERSION = "terms-v2"
+from tierbot.llm.text import split_unspaced
+
+TEXT_VERSION = "terms-v3"
 
 _STOP = frozenset(
     """a about above after again against all am an and any are aren't as at be because been
@@ -52,14 +54,15 @@ def _stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lowercased words of ``text`` minus stop words, possessives cut ("mel's" -> "mel")."""
+    """Lowercased words of ``text`` minus stop words, possessives cut ("mel's" -> "mel");
+    text of scripts without spaces as character pairs (:func:`split_unspaced`)."""
     out = []
     for w in _WORD.findall(text.lower()):
         if w in _STOP:
             continue
         w = w.split("'", 1)[0]
         if w and w not in _STOP:
-            out.append(w)
+            out += split_unspaced(w)
     return out
 
 

@@ -249,3 +249,20 @@ async def test_nearest_finds_memories_never_episodes_within_the_filter(graph: Me
     assert none == []
     labels, _sims = await graph.nearest(qv, 5, CH)
     assert labels.tolist()[0] == mine and len(labels) == 2, "what the channel's scope may see"
+
+
+async def test_text_of_scripts_without_spaces_is_found_by_part_of_a_run(
+    graph: MemoryGraph,
+) -> None:
+    """A few characters of a Japanese or Chinese run find the message on every backend
+    (the index holds character pairs, see ``split_unspaced``)."""
+    await graph.add_episodes(
+        [
+            said("j1", "私のロッカー番号は4411です。"),
+            said("j2", "明日は大阪に出張します。"),
+            said("j3", "我的自行车是绿色的。"),
+        ]
+    )
+    for query, pid in (("ロッカー番号", "j1"), ("大阪", "j2"), ("自行车", "j3")):
+        hits = await graph.recall(query, channel=CH, limit=1)
+        assert [h.source_message_ids for h in hits] == [(pid,)], (query, hits)

@@ -138,8 +138,14 @@ def says_something(text: str) -> bool:
 
 
 def _straight(text: str) -> str:
-    """Chat text with typographic apostrophes made plain ("Don’t" is "Don't")."""
-    return text.replace("\u2019", "'").replace("\u2018", "'")
+    """Chat text with typographic apostrophes made plain ("Don’t" is "Don't"), and the
+    question and exclamation marks of other scripts ("番号は？", "؟") as "?" and "!"."""
+    return text.translate(_PLAIN_MARKS)
+
+
+_PLAIN_MARKS = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\uff1f": "?", "\u061f": "?", "\uff01": "!"}
+)
 
 
 _WH = re.compile(r"^(what|when|where|who|whom|whose|how|which|why|if|whether)\b", re.I)

@@ -43,12 +43,51 @@ def _stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
+# Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, Han, and
+# half-width katakana.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\uff66-\uff9f]+"
+)
+
+
+_ACCENT = re.compile("[\u0300-\u036f]")
+
+
+def split_unspaced(word: str) -> list[str]:
+    """``word`` as search tokens: a run of a script written without spaces becomes its
+    overlapping character pairs ("ロッカー番号" gives ロッ ッカ カー ー番 番号), as search
+    engines' CJK analysers do, so a question finds a sentence that shares part of the run;
+    anything else stays whole."""
+    if word.isascii() or not _UNSPACED.search(word):
+        return [word]
+    out: list[str] = []
+    pos = 0
+    for m in _UNSPACED.finditer(word):
+        if m.start() > pos:
+            out.append(word[pos : m.start()])
+        run = m[0]
+        out += [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+        pos = m.end()
+    if pos < len(word):
+        out.append(word[pos:])
+    return out
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens, accents folded ("Café" and "cafe" are one word)."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
-        text = "".join(ch for ch in text if not unicodedata.combining(ch))
-    return [w.lower().strip("'-_") for w in _WORD.findall(text)]
+    """Lower-cased word tokens, accents folded ("Café" and "cafe" are one word); text of
+    scripts without spaces as character pairs (:func:`split_unspaced`)."""
+    if text.isascii():
+        return [w.lower().strip("'-_") for w in _WORD.findall(text)]
+    # Accents off ("é" is "e"); other marks, such as kana's voicing marks, are kept.
+    text = unicodedata.normalize("NFKD", text.replace("\u2019", "'"))
+    text = unicodedata.normalize("NFC", _ACCENT.sub("", text))
+    return [
+        piece
+        for w in _WORD.findall(text)
+        for piece in split_unspaced(w.lower().strip("'-_"))
+        if piece
+    ]
 
 
 def stems(text: str) -> list[str]:

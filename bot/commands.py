@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from channels import ChannelSnapshot
-from channels.memory import plural
+from channels.memory import ForgetOutcome, plural
 from tierbot.messages import InboundMessage, Message, Role
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
@@ -292,7 +292,7 @@ async def _forget(inv: Invocation) -> str:
         text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
     elif outcome.said:
         try:
-            aside = await _set_aside(inv, outcome.said, {inv.channel, outcome.channel})
+            aside = await _set_aside(inv, outcome, {inv.channel, outcome.channel})
         except Exception as exc:
             log.warning("command.forget_set_aside_failed", channel=inv.channel, error=repr(exc))
             text += (
@@ -309,7 +309,7 @@ async def _forget(inv: Invocation) -> str:
     return text
 
 
-async def _set_aside(inv: Invocation, said: str, channels: set[str]) -> int:
+async def _set_aside(inv: Invocation, forgot: ForgetOutcome, channels: set[str]) -> int:
     """Take the live messages that repeat a forgotten memory out of the context of the
     channels that hold it (this one, and the memory's own if its actor runs here), and
     out of recall."""
@@ -321,7 +321,9 @@ async def _set_aside(inv: Invocation, said: str, channels: set[str]) -> int:
         actor = rt.registry.actors.get(key)
         if actor is None or actor.done:
             continue  # not loaded: the forgotten memory's sources are out of recall already
-        pids: list[str] = await actor.call(lambda a: a.set_aside_repeating(said))
+        pids: list[str] = await actor.call(
+            lambda a: a.set_aside_repeating(forgot.said, forgot.author_id)
+        )
         await memory.forget_messages(key, pids)
         n += len(pids)
     return n

@@ -252,10 +252,10 @@ class ChannelActor:
         """Start a background compaction now (the ``/compact`` command)."""
         return await self.compaction.force()
 
-    async def set_aside_repeating(self, said: str) -> list[str]:
-        """Archive the live messages that repeat a forgotten memory (see
-        ``Turns.set_aside_repeating``); their platform ids."""
-        return await self.turns.set_aside_repeating(said)
+    async def set_aside_repeating(self, said: str, author_id: str) -> list[str]:
+        """Archive the live exchanges that repeat a forgotten memory of ``author_id``'s
+        (see ``Turns.set_aside_repeating``); the platform ids of the messages that said it."""
+        return await self.turns.set_aside_repeating(said, author_id)
 
     # -- lifecycle -------------------------------------------------------------------
 

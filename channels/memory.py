@@ -38,12 +38,13 @@ log = structlog.get_logger("tierbot.memory")
 @dataclass(frozen=True, slots=True)
 class ForgetOutcome:
     """What ``/forget`` did: the reply, the (channel, platform id) messages it touched,
-    and, for one memory, what it said and the channel it was saved in."""
+    and, for one memory, what it said, the channel it was saved in and whose it was."""
 
     text: str
     messages: tuple[tuple[str, str], ...] = ()
     said: str = ""
     channel: str = ""
+    author_id: str = ""
 
 
 def _save_spec_with_sources() -> ToolSpec:
@@ -598,6 +599,7 @@ class MemoryService:
             tuple((node["channel"], pid) for pid in sources),
             said=said,
             channel=node["channel"],
+            author_id=node["author_id"] or "",
         )
 
     async def _maintain(self) -> None:

@@ -295,9 +295,10 @@ class Turns:
             return
         self.history.ctx.replace(ids, None)
 
-    async def set_aside_repeating(self, said: str) -> list[str]:
-        """Move the live exchanges that repeat ``said`` (a forgotten memory) out of the
-        live context; return the platform ids of the messages that said it.
+    async def set_aside_repeating(self, said: str, author_id: str) -> list[str]:
+        """Move the live exchanges where ``author_id`` or the bot repeats ``said`` (a
+        forgotten memory of ``author_id``'s) out of the live context; return the platform
+        ids of the messages that said it.
 
         ``/forget ID`` removes a memory, but the message it came from, the bot's "Noted:
         ..." and an answer that quoted it would still be in front of the model until a
@@ -306,15 +307,18 @@ class Turns:
         compacted messages are, and shown by ``/history --all``, never deleted.  An
         answer taken away with its question keeps the turn from asking it again.  A
         message repeats the memory when it names the same thing with every number the
-        memory gives (:func:`tierbot.llm.text.names`); a question about it does not.
-        An exchange stays when an in-flight compaction covers it (its summary takes it)
-        or when it started a branch or worker that is still running.
+        memory gives (:func:`tierbot.llm.text.names`); a question about it does not.  An
+        exchange where someone else spoke stays (theirs is not forgotten, as with a forget
+        asked in words), and so does one an in-flight compaction covers (its summary takes
+        it) or one that started a branch or worker still running.
         """
         busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
         running = self.delegation.running
         gone: list[Message] = []
         said_it: list[str] = []
         for exchange in _exchanges(self.history.ctx.items):
+            if any(m.role is Role.USER and m.author_id != author_id for m in exchange):
+                continue  # someone else spoke in it: theirs is not forgotten
             repeats = [
                 m for m in exchange if m.role in (Role.USER, Role.ASSISTANT) and names(said, m.text)
             ]

@@ -83,6 +83,29 @@ async def test_forget_by_id_stops_the_bot_using_what_the_memory_said(
         assert "green" in await _told(rt, "What color is my bike?", "a5")
 
 
+async def test_forget_by_id_leaves_what_someone_else_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """Ann's memory is forgotten; Bob's message saying the same of his own locker, and the
+    bot's reply to him, stay in the conversation, and so does his memory."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _told(rt, "Remember that my locker code is 4411.", "a1")
+        await _told(rt, "Remember that my locker code is 4411 too.", "b1", author="bob")
+        await rt.memory.indexer.flush()
+        mine = [
+            n async for n in rt.memory.graph.export() if n["kind"] == "node" and n["type"] == "fact"
+        ]
+        [ann] = [n["id"] for n in mine if n["author_id"] == "ann"]
+        [bob] = [n["id"] for n in mine if n["author_id"] == "bob"]
+        reply = await rt.command(inbound(CH, f"/forget {ann}"), is_admin=True)
+        assert "2 messages that said it left the conversation" in reply, reply
+        live = await _live(rt)
+        assert "Remember that my locker code is 4411." not in live
+        assert "Remember that my locker code is 4411 too." in live
+        assert await rt.memory.graph.get(bob) is not None
+
+
 async def test_forgotten_messages_are_not_found_by_a_search_of_the_conversation(
     make_config: Callable[..., Config],
 ) -> None:

@@ -137,6 +137,51 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("knackered this morning, my legs are gone", None),
         ("My rate is 0.12 euros per word.", "fact"),  # a number after "is" is no date
         ("ooh, see you tomorrow", None),
+        # How someone wants to be treated, said as a request or as a kind of person.
+        ("pls don't roster me on Sundays, I'd much prefer Saturdays", "preference"),
+        ("no anchovies for me thanks, I'm a plain cheese guy", "preference"),
+        ("I'm not a night person so early slots suit everyone", "preference"),
+        ("I'm kosher, so the deli platter works for me", "preference"),
+        ("Table 4 always asks for oat milk in the flat white", "preference"),
+        ("Honestly sick of the hold music on that line", "preference"),
+        # Identities without "I'm a …": pronouns, a tenure, a role, a name and a role.
+        ("Ruth, they/them, I mostly do the night feeds", "identity"),
+        ("been repairing clocks 30 years now", "identity"),
+        ("I'm shift supervisor on the loading bay", "identity"),
+        ("Anders — lighting technician for the tour", "identity"),
+        ("My brother Kaito teaches judo in Kobe", "identity"),
+        ("my son is in the garden", "fact"),  # no name with a capital: not who he is
+        ("new lad here, started on the tills today", "identity"),
+        # Requests to someone named, or with "pls" after whom they address.
+        ("Noor can you send the invoice before Friday?", "todo"),
+        ("Volunteers pls bring gloves and a flask on Sat", "todo"),
+        ("pls somebody empty the dishwasher", "todo"),
+        ("got soaked on the way in, the bus never came", None),
+        # Plans: wanting without a subject, hoping without one, a horizon of a year.
+        ("wanna learn to drive a forklift at some point", "goal"),
+        ("really hoping we finish the mural before spring", "goal"),
+        ("trying to get my skipper's ticket sometime next year", "goal"),
+        # Decisions announced: "X agreed:", "Right, we'll …", a change from a day on.
+        ("Residents agreed: bins go out on Thursdays now", "decision"),
+        ("Right, we'll take the coast road Saturday then", "decision"),
+        ("ok we'll stop serving food after 9 from Monday", "decision"),
+        # Events: something done on a day, a weekday with its date.
+        ("The inspector visited us Tuesday, all fine", "event"),
+        ("quiz night Thursday the 9th!!", "event"),
+        ("Deliveries are updated on the first Monday of each month", "fact"),
+        # Where things are kept, passwords glued to words, values "same as last year".
+        ("spare till rolls are in the cupboard behind the counter", "fact"),
+        ("guest wifi password is harbour2024", "fact"),
+        ("the alarm code is 4-4-1-9, same as last year", "fact"),
+        ("the lost property box is in the office", "fact"),
+        # Of the moment: praise, "X it is", a count-down, a laugh, a place that is busy.
+        ("Brilliant turnout at the fete today 🎉", None),
+        ("8:15 it is, cheers", None),
+        ("two hours to go, come on 💪", None),
+        ("haha the guy at table 6 just proposed", None),
+        ("Foyer is rammed, the matinee crowd is in", None),
+        ("legs are done for today", None),
+        ("ok, leaving in 5, see you on the other side 🚤", None),
     ],
 )
 def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:

@@ -168,6 +168,8 @@ _AWAY = _Folded(
     r"\b(brb|afk|be right back|back in \d{1,2}|back soon|stepping (away|out)|(coffee|lunch|"
     r"smoke|tea|bio) break|grabbing (a )?(coffee|lunch|food|tea)|heading (out|off|home)|"
     r"logging off|signing off|gotta (go|run)|off to (bed|lunch)|"
+    r"see (you|ya|yous|y'all)( all)? (on the other side|later|soon|in a bit|shortly)|"
+    r"(done|finished|wrecked|dead|knackered|shattered|cooked) for (today|tonight|the day)|"
     r"(going|off|heading|gone|went) (to|for) (lunch|dinner|breakfast|brunch|bed|sleep|a nap|"
     r"a walk|a smoke|the (gym|loo|toilet|bathroom|shop|store|kitchen)|get (a )?(coffee|"
     r"food|lunch|snack|drink|tea)))\b",
@@ -179,10 +181,19 @@ _PASSING = _Folded(
     r"(tired|sleepy|hungry|bored|busy|sick|exhausted|stressed|excited|happy|sad|cold|hot|"
     r"late|back|here|online|around|confused|lost|done|fine|good|ok|okay|great|hilarious|"
     r"funny|awesome|amazing|wild|crazy|nice|rough|brutal|annoying|weird|raining|sunny|"
-    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,50}[.!]*$|"
+    r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,50}[^\w]*$|"
     # Said without a subject: "freezing this morning, my fingers are numb".
     r"^\s*(so |really )?(freezing|boiling|exhausted|knackered|starving|shattered|soaked|"
-    r"drenched|wiped out)\b[\s\w,']{0,50}[.!]*$",
+    r"drenched|wiped out)\b[\s\w,']{0,50}[^\w]*$|"
+    # Praise of the moment: "Great energy at rehearsal tonight", "good shift everyone".
+    r"^(great|good|amazing|brilliant|lovely|fab|fantastic|awesome|solid) (energy|job|work|"
+    r"session|rehearsal|show|game|effort|run|shift|practice|class|day|night|turnout)\b|"
+    # How busy a place is right now: "Lobby is packed", "the bar's dead tonight".
+    r"^(the )?[\w-]+( [\w-]+)? (is|are|'s) (so |really |absolutely |totally )?(packed|rammed|"
+    r"heaving|mobbed|dead|quiet|chaos|manic|mental|slammed)\b|"
+    # "5:30 it is, thanks", "Tuesday it is": agreeing to what someone proposed.
+    r"^[\w:.]+( \w+)? it is\b[^\w]*((thanks?|cheers|then)\b)?[^\w]*$|"
+    r"\d+ (hours?|hrs|mins?|minutes) to go\b",
 )
 
 # Cheering someone on: warm, and nothing to recall later.
@@ -195,7 +206,7 @@ _ENCOURAGING = _Folded(
     r"check (it|this|that|'em|them) out|here'?s a (pic|photo|picture)|"
     r"(means|meant) (a lot|the world|so much|a ton)|proud of you|go for it|you can do it|"
     r"good luck|fingers crossed|break a leg|sending (hugs|love|good vibes|strength)|"
-    r"chase (your|our|my) dreams?|follow (your|our) dreams?)\b",
+    r"chase (your|our|my) dreams?|follow (your|our) dreams?)\b|\bcome on\b[^\w]*$",
 )
 _I = r"(?:i|i'm|i am|i've|i have|i'd|i'll|we|we're|we've|we'll)"
 
@@ -209,7 +220,9 @@ _NOT_ROLES = frozenset(
     "character weather water letter paper dinner winter summer power order answer border "
     "center centre computer chapter river flower finger cancer danger hunger anger fever "
     "silver copper tower shower butter burger liver poster folder cluster filter layer "
-    "wonder murder thunder whisper temper trigger sticker spider".split()
+    "wonder murder thunder whisper temper trigger sticker spider clearer closer slower "
+    "quicker louder smarter safer stronger weaker warmer colder cooler hotter darker lighter "
+    "harder tougher calmer fitter keener bolder braver wiser later sooner".split()
 )
 # Role nouns the suffixes below miss.
 _ROLE_WORDS = (
@@ -286,9 +299,37 @@ class _IdentityShape:
         re.I,
     )
 
+    # "I'm team leader on B shift", "I'm head chef at …": a role noun without an article.
+    _BARE_ROLE = re.compile(
+        r"\b(?:i'?m|i am)\s+(?:[\w-]+\s+)?(?P<role>[\w-]+)\s+(?:on|at|for|of|in)\s", re.I
+    )
+    # "Kofi — PhD student at Durham", "Ines, pastry chef": a name, then what they are.
+    _NAME_ROLE = re.compile(
+        r"^(?:[A-Z][a-z]+\s*(?:[—–-]|,)\s*|[\w\s]{0,30}:\s*[A-Z][a-z]+\s*[—–,-]\s*)"
+        r"(?:an? |the )?(?:[\w-]+\s+){0,2}?(?P<role>[\w-]+)(?=\s+(?:at|on|in|for|of|here|"
+        r"with)\b|\s*[,.!;]|\s*$)"
+    )
+
+    # "My wife is Sofia": a relative named with a capital ("my son is in hospital" is not).
+    _FAMILY_NAME = re.compile(
+        r"\b[Mm]y (?:wife|husband|partner|boyfriend|girlfriend|fianc[ée]+|son|daughter|kids?|"
+        r"mom|mum|dad|mother|father|brother|sister|dog|cat) (?:is|are) (?!I\b)[A-Z]\w*"
+    )
+
     def search(self, text: str) -> bool:
         if self._NAME.search(text) or self._HERE.match(text) or self._DOER.search(text):
             return True
+        if self._FAMILY_NAME.search(text):
+            return True
+        for m in (self._BARE_ROLE.search(text), self._NAME_ROLE.match(text)):
+            role = m["role"].lower().strip("-") if m else ""
+            if (
+                role
+                and role not in _NOT_ROLES
+                and not role.endswith("ier")
+                and _ROLE_NOUN.match(role)
+            ):
+                return True
         if (m := self._TENURE.search(text)) and _ROLE_NOUN.match(m["role"].lower()):
             return True
         for m in _ROLE_PHRASE.finditer(text.lower()):
@@ -322,6 +363,14 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"alternate|keep|start|switch)\b[\w\s,'-]{0,60}\b(every|weekly|monthly|each|"
             r"on (mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays))\b|"
             r"that'?s the (rule|plan|deal|policy)\b|the plan is|final (answer|call|decision)|"
+            # "Committee agreed: …", "Decided: …".
+            r"^([\w-]+ ){0,2}(agreed|decided|voted|confirmed)\s*:\s*|"
+            # "Ok sorted, we'll split the delivery 50/50", "Right, we'll fish the bank Tuesday".
+            r"^(ok|okay|right|alright|sorted|fine|deal)\b[\s,.!:;-]+((sorted|then|so)\b"
+            r"[\s,.!:;-]+)?(we'?ll|we will|we'?re going to)\b|"
+            r"(we'?ll|we will|we'?re|we are|i'?ll|i will) (stop|start|no longer|only)\b"
+            r"[\w\s,'-]{0,40}\bfrom (now|today|tomorrow|next \w+|monday|tuesday|wednesday|"
+            r"thursday|friday|saturday|sunday|the \d)|"
             r"from now on|going forward|starting (today|now|next \w+)|it'?s official|"
             r"is the new (default|standard|policy|rule)|(we|i) ended up (going with|choosing|"
             r"picking)|no more \w+ (on|after|before)|(will|shall) be (held|moved) (on|to)|"
@@ -344,11 +393,22 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"choose|pick|take|play|sit|eat|drink|drive|fly|use|go for|wear)\b|"
             r"\bmy (absolute |all-time |all time )?favou?rite\b|\bmy go-to\b|"
             r"\b(i'?m|i am) (a (big|huge|massive|die-?hard) )?(fan of|not a fan of)\b|"
-            r"\b(i'?m|i am) (a )?(vegetarian|vegan|pescatarian|teetotal|night owl|"
-            r"morning person|dog person|cat person)\b|"
+            r"\b(i'?m|i am) (a |now |strictly |mostly )?(vegetarian|vegan|pescatarian|"
+            r"teetotal|halal|kosher|gluten[- ]free|dairy[- ]free|plant[- ]based|keto|paleo|"
+            r"night owl|morning person|dog person|cat person)\b|"
             r"\bplease (always|never|don'?t ever|stop)\b|^(not|never) (a )?(fan of|keen on|"
             r"into|big on)\b|\b(i'?m|i am) (not |really |quite |very |so )?(keen on|big on)\b|"
-            r"\bsuits me\b|^(can'?t|cannot) stand\b|"
+            r"\bsuits me\b|\b(can'?t|cannot) stand\b|\b(sick|fed up) (of|with)\b|"
+            # "No florals for me", "I'm a tea girl", "I'm not a morning person".
+            r"^(no|not) [\w\s-]{1,25} for me\b|\b(i'?m|i am) (not )?(a|an) ([\w-]+ ){0,2}?"
+            r"(girl|guy|gal|person|type|fan|lover|nerd|snob|addict)\b|"
+            # How someone wants to be treated: "please don't book me before 11".
+            r"\b(don'?t|do not|never) (put|book|schedule|roster|rota|give|assign|pair|send|"
+            r"seat|stick) me\b|(^|[,;]\s*|\band\s+)(i )?(much |really |far |definitely )"
+            r"prefer\b|"
+            # Someone else's: "Mr Okafor always wants feather-free pillows".
+            r"\b(always|never|usually) (wants|asks for|orders|prefers|likes|has|takes|"
+            r"drinks|eats)\b|"
             r"^(love|hate|adore|prefer|enjoy|loving)\s+\S+\s+\S+\s+\S+|"
             r"\b(i|we)('d| would) (much |really |far |honestly )rather\b|"
             r"\b(please )?(don'?t|do not|never) (text|call|ring|ping|email|message|phone|tag|dm|"
@@ -363,13 +423,17 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             rf"\b{_I} (really |still |eventually |finally |also )?(want|plan|hope|intend|aim|"
             r"wish|mean|like|hoping|planning|aiming|trying|determined|am hoping|'m hoping|"
             r"am planning|'m planning|am aiming|'m aiming|am trying|'m trying) to\b|"
+            r"\b(i|we) (really |still |so )?wanna\b|^(really |still |so )?(wanna|want to)\b|"
+            r"^(really |still |so |just )?hoping (we|i|to|that|for)\b|"
             r"\b(i|we)('d| would) (really |so |just )?(love|like) (for )?((us|them|him|her|"
             r"everyone|the \w+) )?to\b|\b(i|we) (really |still )?want (us|them|him|her|"
             r"everyone|the \w+) to\b|^(really |still |also |so )?(hoping|planning|aiming|"
             r"looking|working|dying|itching) to\b|^(it )?(would|'d) (be )?(love|like|great|"
             r"nice|amazing|good|cool|awesome|brilliant) (for us )?to\b|"
             r"\bto \w+\b[\w\s,']{0,50}\b(someday|some day|one day|eventually|at some point|"
-            r"one of these (days|years)|in the long run|long term|in the future)\b|"
+            r"one of these (days|years)|in the long run|long term|in the future|"
+            r"some ?time (this|next) (year|season|summer|spring|autumn|winter)|"
+            r"before i retire|in (a few|the next few|five|ten) years)\b|"
             r"^(long|longer)[- ]term\b|\bthe (dream|goal|plan|hope|aim|idea|ambition) is "
             r"(to|that)\b|\b(i'?m|i am|we'?re|we are) (really |still )?hoping (we|i|to|that)\b|"
             r"^(working|saving|training|studying) (up )?(towards?|for)\b|"
@@ -395,15 +459,19 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"sent|fixed|reviewed|merged|signed|paid|renewed|submitted|booked|shipped)\b|"
             r"\b(someone|somebody|anyone|everyone|you|you all|y'all|we all|they)\b"
             r" (still |really |also )?((has|have|need|needs|got) to|must|should)\b|"
-            r"^\s*(have|need|got|gotta|must)( to)?\b|^need (someone|somebody|a volunteer|"
+            r"^\s*((have|need|got) to|gotta|must|need)\b|^need (someone|somebody|a volunteer|"
             r"volunteers|help|a hand) (to|with)\b|\b(don'?t|do not) forget (it'?s|that|the|"
             r"your)\b|"
             r"\b(don'?t|do not) forget to\b|\bremember to\b|\bremind (me|us|\w+) to\b|"
             r"\bto-?do\b|\bdeadline\b|\bdue (on|by|date|tomorrow|today|next)\b|"
             r"\bbefore (the )?(deadline|end of (the )?(day|week|month|sprint))\b|"
             r"\b(by|before) (eod|eow|monday|tuesday|wednesday|thursday|friday|"
-            r"saturday|sunday|tomorrow|tonight|noon|next week|end of)\b|"
-            r"^\s*(please |pls |someone |somebody )?(send|book|renew|review|fix|merge|"
+            r"saturday|sunday|mon|tues?|wed|thu|thurs|fri|sat|sun|tomorrow|tonight|noon|"
+            r"next week|end of)\b|"
+            r"^\s*((\w+ ){0,2}(please|pls|plz) (someone |somebody |everyone |all )?|"
+            r"someone |somebody )?(send|book|renew|review|clear (out|up|away|the|your|our|all)|"
+            r"empty|refill|top up|swap|"
+            r"fix|merge|"
             r"submit|file|pay|call(?! me\b)|email|ping|update|order|buy|pick up|schedule|prepare|"
             r"finish|ship|write|check|sign|cancel|reply|follow up|clean|water|feed|bring|do|"
             r"remind|take|get|grab|print|read|register|sign up|return|collect|drop off|"
@@ -425,7 +493,18 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"i go by|for a living|"
             r"my (day )?(job|role|title|position) (is|here is|at)|"
             r"^(grew up in|born and raised|originally from|based in|born in)|"
-            r"^(the )?new (\w+ )?(intern|hire|member|starter|recruit|volunteer|joiner)\b|"
+            r"^(the )?new (\w+ )?(intern|hire|member|starter|recruit|volunteer|joiner|guy|"
+            r"girl|lad|person|face)\b|"
+            # Pronouns: "Zoë, she/her", "they/them".
+            r"\b(she|he|they|xe|ze)/(her|him|them|they|she|he|xem|hir)\b|"
+            # A tenure said without "I": "been tattooing 6 yrs", "been here since 2016".
+            r"(^|[,;]\s*)been (here |there |\w+ing )(for )?([\w\s]{1,15})?(\d+|a few|"
+            r"many|several|two|three|four|five|six|seven|eight|nine|ten) (years?|yrs|decades?)\b|"
+            r"(^|[,;]\s*)been (here|there|with (us|them|the \w+)) since (19|20)\d\d\b|"
+            # Family: "my daughter Lian does long-arm quilting in Leeds".
+            r"\bmy (wife|husband|partner|son|daughter|kids?|mom|mum|dad|mother|father|brother|"
+            r"sister|twin|grandson|granddaughter|nephew|niece|aunt|uncle|cousin)( [A-Z]\w+)? "
+            r"(works|lives|teaches|studies|runs|plays|does|is (a|an|studying|training))\b|"
             r"i('ve| have)( got)? (asthma|diabetes|epilepsy|arthritis|adhd|migraines|"
             r"c(o)?eliac|tinnitus|dyslexia|autism|lupus|hay fever|allergies|"
             r"an? (\w+ )?allergy|an? (bad|dodgy|weak|bad|broken) (back|knee|hip|shoulder|"
@@ -456,7 +535,8 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"daughters?|brothers?|sisters?|siblings?|dogs?|cats?|pets?|grandkids|"
             r"grandchildren|husband|wife|partner|boyfriend|girlfriend)\b|"
             r"my (wife|husband|partner|boyfriend|girlfriend|fianc[ée]+|son|daughter|kids?|"
-            r"mom|mum|dad|mother|father|brother|sister|dog|cat)('s name)? (is|are) [A-Z]\w*|"
+            r"mom|mum|dad|mother|father|brother|sister|dog|cat)('s name is|'s names are| is "
+            r"called| are called| is named) \w+|"
             r"(i'?m|i am) (married|engaged) to)\b",
         ),
     ),
@@ -465,7 +545,8 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
         "event",
         0.5,
         _Folded(
-            r"\b(yesterday|last (week|month|year|night|weekend|summer|winter|spring|fall|"
+            r"\b(yesterday|(?<!same as )(?<!as of )last (week|month|year|night|weekend|summer|"
+            r"winter|spring|fall|"
             r"autumn|time|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|"
             r"february|march|april|may|june|july|august|september|october|november|"
             r"december)|"
@@ -487,16 +568,22 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"lands|landed)\b|(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
             r"[a-z]* \d{1,2}\b|in (january|february|march|april|may|june|july|august|september|"
             r"october|november|december)|\d{4}-\d\d-\d\d|\d{1,2}/\d{1,2}(/\d{2,4})?\b|"
-            r"(started|finished|completed|launched|shipped|released|won|lost|broke|"
+            r"(started|finished|completed|launched|shipped|released|won|broke|"
+            r"lost(?! property| and found| luggage)|"
             r"adopted|bought|sold|ran|climbed|hiked|flew|drove|signed up|hired|opened|"
-            r"reopened|arrived|returned|celebrated))\b",
+            r"reopened|arrived|returned|celebrated)|"
+            # "boarded us Thursday off Peterhead": something done on a day.
+            r"[a-z]{3,}ed\b[\w\s,']{0,30}\b(?<!every )(?<!each )(?<!first )(?<!last )"
+            r"(on )?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?!s)|"
+            # "Friday the 13th", "Sat 4th".
+            r"(mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)[a-z]* (the )?\d{1,2}(st|nd|rd|th)\b)\b",
         ),
     ),
 )
 
 # A durable, specific statement: numbers, codes, names, places, or "X is Y" about a thing.
 _SPECIFIC = re.compile(
-    r"\b(\d[\d.,:/-]*|\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+|[A-Z]{2,}[-_]?\d*|"
+    r"\b(\d[\d.,:/-]*|\d+[A-Za-z]{1,3}|[A-Za-z]+\d+\w*|[A-Z]{2,}[-_]?\d*|"
     r"[a-z]+[-_.][a-z0-9_.-]+|#\d+|v\d+(\.\d+)*)\b|"
     r"\b(?<!^)[A-Z][a-z]+\b|https?://\S+"
 )
@@ -506,7 +593,7 @@ _PREDICATION = _Folded(
 )
 # Numbers and codes: "4411", "BA117", "14C", "v2-rc", "#512".
 _IDENTIFIER = re.compile(
-    r"\b(\d[\d.,:/-]*|\d+[A-Za-z]{1,3}|[A-Za-z]{1,3}\d+|[A-Z]{2,}[-_]?\d+|"
+    r"\b(\d[\d.,:/-]*|\d+[A-Za-z]{1,3}|[A-Za-z]+\d+\w*|[A-Z]{2,}[-_]?\d+|"
     r"[a-z]+[-_][a-z0-9_-]+|#\d+)\b"
 )
 
@@ -520,12 +607,21 @@ _DECLARATIVE = re.compile(
     r"starts?|expires?|came out|was built|means|goes|keeps?|belongs?|owns?|includes?|"
     r"stays?|answers?|accepts?|serves?|sells?|delivers?|go out)\b"
 )
+# "The spore test results are in the red folder": where something is kept.
+_KEPT_AT = _Folded(
+    r"^(?!(i|i'm|we|we're|you|you're|he|she|they|it|it's|that|this|there)\b)[a-z][\w\s'-]{2,40}"
+    r"\b(is|are) (kept |stored |filed |hung |hanging |locked )?(in|on|under|behind|inside|"
+    r"next to|beside|above|below|on top of|at the back of) (the|a|our|my|your|his|her|their)\b"
+)
+# "lol the guy in 308 just asked…": an anecdote told laughing.
+_LAUGH_START = _Folded(r"^\W*(lol|lmao|rofl|haha+|hehe+|omg)\b")
 # "…was amazing", "…is so long": an opinion of the moment, not a fact to keep.
 _EVALUATIVE = _Folded(
     r"\b(is|are|was|were|looks?|seems?|feels?)\s+(so |really |pretty |very |kinda |a bit |"
     r"quite |super |totally |just )*(fine|good|great|ok|okay|nice|fun|boring|bad|awful|"
     r"terrible|cool|awesome|amazing|long|short|hard|easy|funny|weird|slow|fast|lovely|"
-    r"beautiful|ugly|crazy|wild|insane|brutal|rough|perfect|broken|down|up|back|late|early)"
+    r"beautiful|ugly|crazy|wild|insane|brutal|rough|perfect|broken|down|up|back|late|early|"
+    r"packed|heaving|rammed|quiet|dead|mental|chaos|chaotic|manic|empty|here)"
     r"\b[\s\w]{0,12}[.!]*$",
 )
 
@@ -534,7 +630,7 @@ _EVALUATIVE = _Folded(
 # worth a reply, not a fact to recall.  Only the fallback to ``fact`` checks it.
 _OPINION = _Folded(
     # "so it stays" joins two clauses; "so good" is an opinion.
-    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there)\b)|such|really|too|awesome|"
+    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there)\b)|such|really|too(?=\s+\w)|awesome|"
     r"amazing|great|cool|lucky|glad|happy|proud|inspiring|"
     r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|best|worst|"
     r"lovely|wonderful|fantastic|stoked|excited|thrilled|means a lot|appreciate|thankful|"
@@ -592,6 +688,11 @@ _GROUP_REQUEST = _Folded(
 )
 # "Lovely rehearsal tonight, thank you all" / "yum, see you tomorrow": a word or two of
 # warmth around thanks or a goodbye.
+# "Tariq, can you call the guy about the refund before Monday?": a job for someone named.
+_NAMED_REQUEST = re.compile(
+    r"^[A-Z][a-z]+,? (?:can|could|would|will) you (?:please |pls )?(?!(?:tell|remind|remember|"
+    r"believe|imagine|guess|see|hear|think|explain|recommend|help me)\b)[a-z]+\b"
+)
 _THANKS_TAIL = _Folded(
     r"^[^\d]{0,40}\b(thanks?|thank you)( (all|everyone|so much|guys|folks|"
     r"team))?[\s!.]*$"
@@ -627,20 +728,26 @@ def is_chitchat(sentence: str) -> bool:
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing."""
     s = split_greeting(_straight(sentence))[1].strip()
-    if _GROUP_REQUEST.match(s):
+    if _GROUP_REQUEST.match(s) or _NAMED_REQUEST.match(s):
         return "todo", 0.75
     if s.endswith("?") and not _QUESTION_START.match(s):
         # "I'm deaf in my left ear, so could I sit on the right?": the statement before
         # the question still holds.
-        s = re.split(r",\s*(?:so|but|and|because|could|can|would|is|are|do|any)\b", s)[0]
+        s = re.split(
+            r",\s*(?:so|but|and|because|could|can|would|is|are|do|any)\b|"
+            r"\s+so (?=if|could|can|would|will|is|are|do|any)\b",
+            s,
+        )[0]
     if not s or is_question(s) or is_chitchat(s):
         return None, 0.0
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
             return kind, importance
-    if len(words(s)) < 3 or _OPINION.search(s):
+    if len(words(s)) < 3 or _OPINION.search(s) or _LAUGH_START.match(s):
         return None, 0.0
     s = _VOCATIVE.sub(" ", s)
+    if _KEPT_AT.search(s):
+        return "fact", 0.6
     if len(stems(s)) >= 2 and _SPECIFIC.search(s) and _PREDICATION.search(s):
         return "fact", 0.6
     if _IDENTIFIER.search(s) and len(stems(s)) >= 2:

@@ -290,6 +290,22 @@ async def _forget(inv: Invocation) -> str:
         # Channels holding those messages reload their context from the store.
         await rt.registry.evict_idle(0.0)
         text += f" Deleted {deleted} of their messages (keep_messages_on_forget = false)."
+    elif author:
+        try:
+            aside = await _set_aside_author(inv, author)
+        except Exception as exc:
+            log.warning("command.forget_set_aside_failed", channel=inv.channel, error=repr(exc))
+            text += (
+                f" Their messages could not be taken out of the conversation"
+                f" ({type(exc).__name__}: {exc}): I may still repeat them until they are"
+                " summarized."
+            )
+        else:
+            if aside:
+                text += (
+                    f" {plural(aside, 'message', 'messages')} of theirs left the"
+                    " conversation (archived: /history --all shows them)."
+                )
     elif outcome.said:
         try:
             aside = await _set_aside(inv, outcome, {inv.channel, outcome.channel})
@@ -307,6 +323,20 @@ async def _forget(inv: Invocation) -> str:
                     " conversation (archived: /history --all shows them)."
                 )
     return text
+
+
+async def _set_aside_author(inv: Invocation, author: str) -> int:
+    """Take what a forgotten author said out of the live context of the channels loaded
+    here that this one can see (their messages stay archived)."""
+    rt = inv.runtime
+    memory = rt.memory
+    assert memory is not None  # the caller forgot an author
+    seen = memory.visible_from(inv.channel)
+    n = 0
+    for key, actor in sorted(rt.registry.actors.items()):
+        if seen(key) and not actor.done:
+            n += await actor.call(lambda a: a.set_aside_author(author))
+    return n
 
 
 async def _set_aside(inv: Invocation, forgot: ForgetOutcome, channels: set[str]) -> int:

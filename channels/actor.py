@@ -257,6 +257,11 @@ class ChannelActor:
         (see ``Turns.set_aside_repeating``); the platform ids of the messages that said it."""
         return await self.turns.set_aside_repeating(said, author_id)
 
+    async def set_aside_author(self, author_id: str) -> int:
+        """Archive what a forgotten author said from the live context (see
+        ``Turns.set_aside_author``); how many of their messages left."""
+        return await self.turns.set_aside_author(author_id)
+
     # -- lifecycle -------------------------------------------------------------------
 
     def launch(self, on_failed: Callable[[ChannelActor], None] | None = None) -> None:

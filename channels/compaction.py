@@ -37,7 +37,7 @@ from tierbot.messages import Message, Outbound, Role, SetAside, State
 from tierbot.retry import Backoff
 from tierbot.store import ChannelState, CompactionRecord
 from tierbot.vocab import CompactionKind, Outcome
-from workers import CompactionJob, CompactionOutcome
+from workers import CompactionJob, CompactionOutcome, minable
 
 __all__ = ["ChannelCompaction", "PassResult", "Recheck", "WorkerDone"]
 
@@ -268,6 +268,7 @@ class ChannelCompaction:
                 rescued = tuple(m.id for m in messages)
                 if not messages:  # every set-aside message left was forgotten
                     return _Ran(None, (), missing)
+            messages = await self._unforgotten(messages)
             job = CompactionJob(
                 channel=self.key,
                 kind=plan.kind.value,
@@ -283,6 +284,29 @@ class ChannelCompaction:
             self._post(WorkerDone(plan, ran.outcome, error, ran.rescued, ran.missing))
 
         self.deps.pool.submit(self.key, run, done, urgency=plan.usage)
+
+    async def _unforgotten(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """``messages`` without those someone asked to be forgotten (by id, or with their
+        author): a summary must not say again what was forgotten.  They are archived with
+        the rest of the pass, unread.  When nothing else is left, a note says so (a
+        summary of nothing would fail the pass and bring it back)."""
+        memory = self.deps.memory
+        if memory is None or not messages:
+            return messages
+        gone = await memory.forgotten_messages(self.key, messages)
+        if not gone:
+            return messages
+        kept = tuple(m for m in messages if m.platform_id not in gone)
+        if any(minable(m) for m in kept):
+            return kept
+        note = messages[0].with_(
+            role=Role.USER,
+            text="(what was said here was forgotten at its author's request)",
+            author_id="",
+            author_name="",
+            meta={},
+        )
+        return (*kept, note)
 
     async def _rescue_chunk(
         self, marker: Message, busy: set[int]

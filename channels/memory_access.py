@@ -98,20 +98,25 @@ class ChannelMemoryAccess:
         forgotten).  Nobody else's."""
         query = forget_query(arguments)
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
-        chosen = [
+        named = [h for h in hits if names(query, h.content)]
+        # A question asked is not something told: it is not forgotten with it.
+        theirs = [
             h
-            for h in hits
-            if names(query, h.content)
-            and (
-                # A question asked is not something told: it is not forgotten with it.
-                (h.author_id == source.author_id and not is_question(without_author(h.content)))
-                # The bot's replies in this channel that repeat it ("Noted: your …").
-                or (h.author_id == BOT_AUTHOR and h.type == "episode" and h.channel == channel)
-            )
+            for h in named
+            if h.author_id == source.author_id and not is_question(without_author(h.content))
         ]
+        # The bot's replies in this channel that repeat it ("Noted: your …") go too; they
+        # are never recall results, so they count for nothing in the reply: a forget that
+        # found nothing of the asker's says so, not "Done".
+        echoes = [
+            h
+            for h in named
+            if h.author_id == BOT_AUTHOR and h.type == "episode" and h.channel == channel
+        ]
+        chosen = theirs + echoes
         forgotten = []
         for h in chosen:
-            if await self.graph.forget(h.id, channel=channel):
+            if await self.graph.forget(h.id, channel=channel) and h.author_id != BOT_AUTHOR:
                 forgotten.append({"id": h.id, "type": h.type, "content": h.content})
             if h.type != "episode":  # the messages it came from say the same
                 await self.graph.forget_messages(h.channel, h.source_message_ids)

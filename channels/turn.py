@@ -28,7 +28,7 @@ from tierbot.config import RespondMode
 from tierbot.errors import ContextOverflowError, LLMError, ToolError
 from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
 from tierbot.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
-from tierbot.llm.text import Overlap, names
+from tierbot.llm.text import Overlap, names, sentences, without_author
 from tierbot.messages import Message, Outbound, Role
 from workers.supervisor import TaskOutcome
 
@@ -236,7 +236,9 @@ class Turns:
                 return json.dumps({"error": "there is no message of anyone's to save from"})
             if call.name == "memory_save":
                 return await memory.save_from_chat(call.arguments, channel=self.key, source=asker)
-            return await memory.forget_from_chat(call.arguments, channel=self.key, source=asker)
+            result = await memory.forget_from_chat(call.arguments, channel=self.key, source=asker)
+            await self._set_aside_forgotten(result, asker)
+            return result
         except ToolError as exc:
             return json.dumps({"error": str(exc)})
         except Exception as exc:
@@ -295,28 +297,42 @@ class Turns:
             return
         self.history.ctx.replace(ids, None)
 
-    async def set_aside_repeating(self, said: str, author_id: str) -> list[str]:
-        """Move the live exchanges where ``author_id`` or the bot repeats ``said`` (a
-        forgotten memory of ``author_id``'s) out of the live context; return the platform
-        ids of the messages that said it.
+    async def set_aside_repeating(
+        self, said: str, author_id: str, *, spare_newest: bool = False
+    ) -> list[str]:
+        """Take what repeats ``said`` (a forgotten memory of ``author_id``'s) out of the
+        live context; return the platform ids of the messages that said it.
 
-        ``/forget ID`` removes a memory, but the message it came from, the bot's "Noted:
-        ..." and an answer that quoted it would still be in front of the model until a
-        compaction.  Their whole exchanges (what people said since the bot's previous
-        reply, the tool traffic, the replies) are archived in the store: kept, as
-        compacted messages are, and shown by ``/history --all``, never deleted.  An
-        answer taken away with its question keeps the turn from asking it again.  A
-        message repeats the memory when it names the same thing with every number the
+        A forget removes a memory, but the message it came from, the bot's "Noted: ..."
+        and an answer that quoted it would still be in front of the model, and a summary
+        written before the forget still says it.  So:
+
+        - the exchanges that repeat it (what people said since the bot's previous reply,
+          the tool traffic, the replies) are archived in the store: kept, as compacted
+          messages are, and shown by ``/history --all``, never deleted.  An answer goes
+          with its question, so no question is left unanswered;
+        - the sentences of live summaries that repeat it are cut from them.
+
+        Something repeats the memory when it names the same thing with every number the
         memory gives (:func:`tierbot.llm.text.names`); a question about it does not.  An
         exchange where someone else spoke stays (theirs is not forgotten, as with a forget
         asked in words), and so does one an in-flight compaction covers (its summary takes
-        it) or one that started a branch or worker still running.
+        it), one that started a branch or worker still running, and, with
+        ``spare_newest``, the exchange being answered (a forget asked in words).
         """
         busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
         running = self.delegation.running
+        exchanges = _exchanges(self.history.ctx.items)
+        if spare_newest and exchanges:
+            exchanges.pop()
         gone: list[Message] = []
         said_it: list[str] = []
-        for exchange in _exchanges(self.history.ctx.items):
+        cut: list[Message] = []
+        for exchange in exchanges:
+            if exchange[0].role is Role.SUMMARY:
+                if exchange[0].id not in busy and (fewer := _without(exchange[0], said)):
+                    cut.append(fewer)
+                continue
             if any(m.role is Role.USER and m.author_id != author_id for m in exchange):
                 continue  # someone else spoke in it: theirs is not forgotten
             repeats = [
@@ -330,11 +346,71 @@ class Turns:
             if repeats and not delegates and not any(m.id in busy for m in exchange):
                 gone += exchange
                 said_it += [m.platform_id for m in repeats]
+        if gone or cut:
+            cut = [m.with_(tokens=self.deps.counter.count_message(m.text)) for m in cut]
+            ids = [m.id for m in gone]
+            await self.deps.store.swap(self.key, ids, None, updates=cut)
+            for m in cut:
+                self.history.ctx.update(m)
+            self.history.ctx.replace(ids, None)
+        return said_it
+
+    async def set_aside_author(self, author_id: str) -> int:
+        """Take what ``author_id`` said out of the live context after their messages were
+        forgotten (``/forget --author``): their exchanges with the bot whole, and their
+        own messages from exchanges where others spoke, and others' exchanges whose answer
+        quoted them.  Archived, not deleted; the same exchanges stay as in
+        :meth:`set_aside_repeating`.  Returns how many of their messages left."""
+        busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
+        running = self.delegation.running
+        said = [
+            m.text
+            for m in self.history.ctx.items
+            if m.role is Role.USER and m.author_id == author_id
+        ]
+        gone: list[Message] = []
+        n = 0
+        for exchange in _exchanges(self.history.ctx.items):
+            people = [m for m in exchange if m.role is Role.USER]
+            theirs = [m for m in people if m.author_id == author_id]
+            # The bot's answer to someone else that quoted them goes with its question.
+            quoted = any(
+                m.role is Role.ASSISTANT and any(names(t, m.text) for t in said) for m in exchange
+            )
+            delegates = running and any(
+                self.delegation.handles(str(c.get("name")))
+                for m in exchange
+                for c in m.meta.get("calls", [])
+            )
+            if not (theirs or quoted) or delegates or any(m.id in busy for m in exchange):
+                continue
+            gone += exchange if quoted or len(theirs) == len(people) else theirs
+            n += len(theirs)
         if gone:
             ids = [m.id for m in gone]
             await self.deps.store.swap(self.key, ids, None)
             self.history.ctx.replace(ids, None)
-        return said_it
+        return n
+
+    async def _set_aside_forgotten(self, result: str, asker: Message) -> None:
+        """After a forget asked in words: what it forgot of the asker's leaves the live
+        context too (see :meth:`set_aside_repeating`).  A store that refuses leaves it
+        in view, with a warning: the forget itself stands."""
+        try:
+            forgotten = json.loads(result).get("forgotten") or []
+        except (ValueError, AttributeError):
+            return
+        for item in forgotten:
+            if not isinstance(item, dict) or item.get("type") == "episode":
+                continue  # the messages themselves: their memories name what they said
+            said = without_author(str(item.get("content", "")))
+            try:
+                await self.set_aside_repeating(said, asker.author_id, spare_newest=True)
+            except Exception as exc:
+                self.log.warning(
+                    "channel.forgotten_kept_live", error=f"{type(exc).__name__}: {exc}"
+                )
+                return
 
     def _turn_users(self) -> list[Message]:
         """The people's messages this turn answers: those since the bot's last reply, else
@@ -437,3 +513,15 @@ def _exchanges(items: Sequence[Message]) -> list[list[Message]]:
 
 
 _EXCHANGE_ROLES = (Role.USER, Role.ASSISTANT, Role.TOOL_CALL, Role.TOOL_RESULT)
+
+
+def _without(summary: Message, said: str) -> Message | None:
+    """``summary`` without its sentences that repeat ``said``; None if none does."""
+    kept, cut = [], False
+    for line in summary.text.split("\n"):
+        parts = sentences(line)
+        keep = [p for p in parts if not names(said, p)]
+        cut = cut or len(keep) < len(parts)
+        if keep or not parts:
+            kept.append(" ".join(keep))
+    return summary.with_(text="\n".join(kept)) if cut else None

@@ -22,6 +22,8 @@ from workers.tools import builtin_tools
 
 CH = "chat:1"
 MEMORY = {"memory": {"enabled": True}}
+#: Summaries short enough to be smaller than what they replace.
+SHORT_SUMMARIES = {**MEMORY, "defaults": {"compaction": {"max_summary_tokens": 120}}}
 
 
 async def _told(rt: Runtime, text: str, pid: str, author: str = "ann") -> str:
@@ -197,3 +199,145 @@ async def test_shouted_requests_are_said_back_in_lower_case(
         assert [m.text async for m in rt.store.export(CH) if m.role is Role.USER] == [
             "REMEMBER THAT MY SEAT IS 14C."
         ]
+
+
+async def _summaries(rt: Runtime) -> list[str]:
+    """The live summaries' texts."""
+    actor = await rt.registry.actor(CH)
+    return [m.text for m in actor.ctx.items if m.role is Role.SUMMARY]
+
+
+def _filler(i: int) -> str:
+    """A long line of chat (a summary of a few short lines is no smaller than they are),
+    without numbers: an extractive summary favours the lines that hold them."""
+    word = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")[i]
+    return (
+        f"A {word} random thought about the allotment: the runner beans along the north"
+        " fence took much longer than expected this year, the slugs had the lettuces twice,"
+        " and the water butt by the shed leaked again after the frost, so the repair list"
+        " keeps growing while the weekends keep shrinking."
+    )
+
+
+async def _compact(rt: Runtime) -> None:
+    """A /compact pass, landed."""
+    await rt.command(inbound(CH, "/compact"), is_admin=True)
+    await rt.drain()
+    assert await _summaries(rt), "the pass wrote no summary"
+
+
+async def test_a_value_forgotten_in_words_stays_forgotten_after_a_compaction(
+    make_config: Callable[..., Config],
+) -> None:
+    """Kim replaces her code and forgets the old one; a compaction afterwards does not
+    bring the old one back (the summary leaves forgotten messages out), for her or for
+    anyone else, and the new one is still answered."""
+    async with Runtime.open(make_config(SHORT_SUMMARIES), llm=OfflineProvider()) as rt:
+        await _told(rt, "Remember that my gym locker code is 7731.", "k1", author="kim")
+        await _told(rt, "Actually my gym locker code is now 9902.", "k2", author="kim")
+        done = await _told(rt, "Forget that my gym locker code is 7731.", "k3", author="kim")
+        assert done == "Done: I forgot what you told me about your gym locker code."
+        for i in range(8):
+            await _told(rt, _filler(i), f"g{i}", author="kim")
+        await _compact(rt)
+        assert not [s for s in await _summaries(rt) if "7731" in s]
+        answer = await _told(rt, "What is my gym locker code?", "k4", author="kim")
+        assert "9902" in answer and "7731" not in answer, answer
+        other = await _told(rt, "What is my gym locker code?", "l1", author="lee")
+        assert "7731" not in other, other
+
+
+async def test_forget_by_id_cuts_it_from_a_summary_written_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """A fact already summarized: "/forget ID" cuts its sentence from the live summary,
+    so it is not answered from there; the summary's other sentences stay."""
+    async with Runtime.open(make_config(SHORT_SUMMARIES), llm=OfflineProvider()) as rt:
+        await _told(rt, "My son Leo plays football every Saturday at 10.", "d1", author="dana")
+        await _told(rt, "Our boiler service is booked for 2026-03-02.", "d2", author="dana")
+        for i in range(8):
+            await _told(rt, _filler(i), f"h{i}", author="dana")
+        await _compact(rt)
+        [summary] = await _summaries(rt)
+        assert "Saturday at 10" in summary, summary
+        memory_id = await _fact_id(rt, "Saturday at 10")
+        reply = await rt.command(inbound(CH, f"/forget {memory_id}"), is_admin=True)
+        assert reply.startswith(f"Forgot memory {memory_id}."), reply
+        [after] = await _summaries(rt)
+        assert "Saturday at 10" not in after, after
+        # Its other sentences stay.
+        assert after == "\n".join(
+            line for line in summary.split("\n") if "Saturday at 10" not in line
+        )
+        answer = await _told(rt, "When does Leo play football?", "d9", author="dana")
+        assert "Saturday at 10" not in answer, answer
+
+
+async def test_forget_in_other_words_still_finds_what_was_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Forget that my brother Tom moved to Berlin" forgets "My brother Tom moved to
+    Berlin in 2021" (no "is" to name a thing by: the words decide)."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _told(rt, "My brother Tom moved to Berlin in 2021.", "s1", author="sam")
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        done = await _told(rt, "Forget that my brother Tom moved to Berlin.", "s2", author="sam")
+        assert done.startswith("Done: I forgot"), done
+        answer = await _told(rt, "Where does Tom live?", "s3", author="sam")
+        assert "Berlin" not in answer, answer
+
+
+async def test_forgetting_someone_elses_fact_is_not_reported_done(
+    make_config: Callable[..., Config],
+) -> None:
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _told(rt, "Remember that my gym locker code is 9902.", "a1", author="sam")
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        reply = await _told(rt, "Forget that my gym locker code is 9902.", "b1", author="lee")
+        assert reply.startswith("I had nothing of yours about that to forget"), reply
+        assert "9902" in await _told(rt, "What is my gym locker code?", "a2", author="sam")
+
+
+async def test_forget_author_takes_their_messages_out_of_the_conversation(
+    make_config: Callable[..., Config],
+) -> None:
+    """After "/forget --author lee" the bot no longer quotes what Lee said, while it is
+    still archived; Sam's messages stay in view."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _told(rt, "We adopted a cat named Miso in 2024.", "l1", author="lee")
+        await _told(rt, "Our dog is called Biscuit.", "s1", author="sam")
+        assert "Miso" in await _told(rt, "Which cat was adopted?", "s2", author="sam")
+        reply = await rt.command(inbound(CH, "/forget --author lee"), is_admin=True)
+        assert "1 message of theirs left the conversation" in reply, reply
+        live = await _live(rt)
+        assert not [t for t in live if "Miso" in t], live
+        assert "Our dog is called Biscuit." in live
+        assert "Miso" not in await _told(rt, "Which cat was adopted?", "s3", author="sam")
+        kept = [m.text async for m in rt.store.export(CH) if m.author_id == "lee"]
+        assert kept == ["We adopted a cat named Miso in 2024."]
+
+
+async def test_a_forget_in_words_whose_messages_cannot_be_set_aside_still_forgets(
+    make_config: Callable[..., Config], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store refuses to archive the exchanges that repeated what was forgotten: the
+    memory is forgotten all the same and the reply says so; the bot still does not answer
+    with it (the request in view tells it what was forgotten)."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _told(rt, "Remember that my locker code is 4411.", "a1")
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        real_swap = rt.store.swap
+
+        async def refuse(channel: str, covered: object, replacement: object, **kw: object):
+            if replacement is None and not kw.get("record"):
+                raise OSError("disk I/O error")
+            return await real_swap(channel, covered, replacement, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(rt.store, "swap", refuse)
+        done = await _told(rt, "Forget that my locker code is 4411.", "a2")
+        assert done == "Done: I forgot what you told me about your locker code.", done
+        assert [t for t in await _live(rt) if "4411" in t]  # left in view
+        assert "4411" not in await _told(rt, "What is my locker code?", "a3")

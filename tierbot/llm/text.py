@@ -141,7 +141,7 @@ _THING = re.compile(
     r"^\s*(?:that\s+|about\s+|what i (?:said|told you) about\s+)?"
     r"((?:my|our|your|his|her|their|the|(?:[^\W\d][\w.]*\s)?[^\W\d][\w.]*'s)\s+"
     r"[^\W\d][\w' .-]{0,40}?)"
-    r"(?:\s+(?:is|are|was|were|'s)\b|\s*[.!]?\s*$)",
+    r"(?:(?P<copula>\s+(?:is|are|was|were|'s)\b)|\s*[.!]?\s*$)",
     re.I,
 )
 # Digits written apart ("4,411", "44 11", "555-0101") are one number.
@@ -162,7 +162,9 @@ def names(request: str, text: str) -> bool:
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):
         return False
     asked, told = _THING.match(request), _THING.match(text)
-    if asked and told:
+    # A thing is what comes before "is": two sentences without one ("my brother moved to
+    # Berlin") name no thing to compare, only words.
+    if asked and told and (asked["copula"] or told["copula"]):
         return set(stems(asked[1])) == set(stems(told[1]))
     return len(wanted & have) >= NAMES_SHARE * len(wanted)
 

@@ -384,3 +384,62 @@ async def test_a_forget_the_store_fails_half_way_is_not_reported_done(
         assert await _memories(rt) == []
         left = [n["content"] for n in await _nodes(rt) if "4411" in str(n["content"])]
         assert left == [], left
+
+
+async def test_a_question_typed_without_its_apostrophe_or_mark_is_answered(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats my door code" asks: it is answered with the code, and never saved as a fact
+    ("Noted: whats your door code") nor quoted as the answer to a later question."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My door code is 5521.", "w1")
+        said = await _say(rt, "whats my door code", "w2")
+        assert "5521" in said and not said.startswith("Noted"), said
+        again = await _say(rt, "what's my door code?", "w3")
+        assert "«My door code is 5521.»" in again, again
+        assert [m["content"] for m in await _memories(rt)] == ["ann: My door code is 5521."]
+
+
+async def test_remember_that_said_after_the_fact_saves_it_typos_and_all(
+    make_config: Callable[..., Config],
+) -> None:
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "i'm alergic to penicilin, pls remeber that", "t1")
+        assert said == "Noted: you're alergic to penicilin.", said
+        (memory,) = await _memories(rt)
+        assert memory["type"] == "identity"
+        assert "penicilin" in await _say(rt, "what am i alergic to?", "t2")
+
+
+async def test_how_are_you_is_small_talk_not_a_search(make_config: Callable[..., Config]) -> None:
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "hey how are you doing today?", "h1")
+        assert said.startswith("I'm well, thanks for asking!"), said
+        assert not [o for o in rt.outbox.sent if "look further back" in o.text]
+
+
+async def test_a_nationality_or_a_mood_is_not_a_name(make_config: Callable[..., Config]) -> None:
+    """ "I'm British" and "I'm Exhausted" give nobody a name, nor does a question quoting
+    someone's "I'm Jo"; the name given ("I'm Kim") stays."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Hi, I'm Kim.", "n1", author="kim")
+        await _say(rt, "I'm British, by the way.", "n2", author="kim")
+        await _say(rt, "Honestly I'm Exhausted.", "n3", author="kim")
+        await _say(rt, "who said Hello, I'm Jo?", "n4", author="kim")
+        assert (await _say(rt, "hi", "n5", author="kim")).startswith("Hi, Kim!")
+        said = await _say(rt, "What's my name?", "n6", author="kim")
+        assert said.startswith("Your name is Kim: ") and "I'm Kim" in said, said
+
+
+async def test_what_do_you_know_about_me_says_when_there_is_more(
+    make_config: Callable[..., Config],
+) -> None:
+    """Twelve things told: the answer lists nine and says three more are known, rather
+    than stopping at a few without a word."""
+    facts = [f"My locker number {i} is in corridor {chr(65 + i)}." for i in range(12)]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, fact in enumerate(facts):
+            await _say(rt, fact, f"f{i}")
+        said = await _say(rt, "What do you know about me?", "q1")
+        assert said.count("corridor") == 9, said
+        assert said.endswith("and 3 more things (ask me about any of them)."), said

@@ -70,6 +70,8 @@ class _Folded:
 
 _QUESTION_START = _Folded(
     r"^(what|when|where|who|whom|whose|why|how|which|does|did|is|are|was|were|"
+    # Typed without the apostrophe: "whats my door code".
+    r"whats|wheres|whos|hows|whens|whys|wats|wat|wut|"
     r"can(?!'?t\b|not\b)|could(?!n'?t\b)|"
     r"will|should|(have|has|had)(?! (to|a|an|the|my|our|some|no|two|three|\d+)\b)|tell me|"
     r"recall|any ?one|anybody|"
@@ -95,7 +97,9 @@ _GREETING = re.compile(
 _REMEMBER = re.compile(
     r"^\s*(?:please\s+|pls\s+|hey\s+\w+,?\s+)?(?P<verb>remember|"
     r"note(?: for (?:the log|later|the record|everyone)| to self)?|make a note|take a note|"
-    r"keep in mind|don'?t forget|do not forget|never forget|remind me|save|memorize|memorise)"
+    r"keep in mind|don'?t forget|do not forget|never forget|remind me|save|memorize|memorise|"
+    # Typed in a hurry: "pls remeber that…".
+    r"remeber|rember|remmber|remembr|rmember|rememebr)"
     r"(?:\s+(?:that|this|the fact that))?\s*[:,-]?\s+(?P<rest>\S.*)$",
     re.I | re.S,
 )
@@ -528,7 +532,7 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"marketer|recruiter|contractor|freelancer|veteran|native|retiree|"
             r"newcomer|beginner|on the \w+ team|in charge))|"
             r"(i'?m|i am) (a |an )?(left-handed|right-handed|colou?r-?blind|deaf|"
-            r"diabetic|asthmatic|dyslexic|autistic|allergic to|married|single|"
+            r"diabetic|asthmatic|dyslexic|autistic|al+er+gic to|married|single|"
             r"divorced|engaged|widowed|retired|pregnant|twins?)\b|"
             r"i('ve got| have got| have) (a|an|\d+|two|three|four|five|one|twin) (\w+ )?(kids?|"
             r"children|sons?|toddlers?|babies|baby|teenagers?|twins|"
@@ -790,12 +794,28 @@ class Request:
     todo: bool = False
 
 
+# "I'm allergic to penicillin, please remember that": the request after what to keep.
+_REMEMBER_AFTER = re.compile(
+    r"^(?P<what>.*?\w.*?)[\s,;.!-]+(?:(?:so\s+)?(?:please|pls|plz)\s+|and\s+)?"
+    r"(?:remember|remeber|rember|note|save|keep in mind|memori[sz]e|don'?t forget)\s+"
+    r"(?:that|this|it)\s*[.!]*\s*$",
+    re.I | re.S,
+)
+
+
 def read_request(text: str) -> Request | None:
     """The explicit memory request ``text`` makes ("Remember that my locker code is
-    4411.", "Remind me: …", "Forget that …"), or None."""
+    4411.", "Remind me: …", "Forget that …", "…, please remember that"), or None."""
     t = split_greeting(_straight(text.strip()))[1]
     if _DONT_KEEP.match(t):
         return Request("skip", t)
+    if (
+        (m := _REMEMBER_AFTER.match(t)) is not None
+        and len(words(m["what"])) >= 3
+        and says_something(m["what"])
+        and not is_question(m["what"])
+    ):
+        return Request("remember", m["what"].strip())
     plain = _plain(t)
     if plain != t:
         if _ASKING.match(plain) or _polite_question(t, plain):

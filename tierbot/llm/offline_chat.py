@@ -43,6 +43,17 @@ __all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
 UNKNOWN = "I don't know yet: nothing I can see or remember covers that."
+#: "How are you?": small talk, not a question to look up.
+SMALL_TALK_REPLY = (
+    "I'm well, thanks for asking! Tell me something to remember, or ask me about this conversation."
+)
+_SMALL_TALK = re.compile(
+    r"^\W*(?:how\s+(?:are|r)\s+(?:you|u|ya)(?:\s+(?:doing|going|keeping|today|this \w+)){0,2}|"
+    r"how(?:'s|\s+is)\s+(?:it\s+going|life|your\s+day|everything)|how\s+have\s+you\s+been|"
+    r"how(?:'re|\s+are)\s+things|what'?s\s+up|wh?at'?s\s+new|sup|you\s+ok(?:ay)?)"
+    r"\W*(?:\w+\W*)?$",
+    re.I,
+)
 _MEMORY_TOOLS = ("memory_save", "memory_forget")
 # Memory types, in the order "what do you know about me" tells them.
 _SAVABLE = ["identity", "preference", "goal", "todo", "decision", "event", "fact"]
@@ -66,7 +77,27 @@ _NAME_SAID = re.compile(
 )
 _NOT_NAMES = frozenset(
     "a an the not so very just from in at on a here back going happy sorry fine good "
-    "tired from done".split()
+    "tired from done exhausted knackered sleepy hungry bored busy sick stressed excited "
+    "starving shattered ready sure glad okay ok new late early home away off out there "
+    "also still really honestly actually afraid aware allergic married single retired".split()
+)
+# "I'm British" says where someone is from, not what to call them.
+_NATIONALITIES = frozenset(
+    "american african albanian algerian argentine argentinian asian australian austrian "
+    "bangladeshi belgian bolivian bosnian brazilian british bulgarian cambodian cameroonian "
+    "canadian chilean chinese colombian congolese croatian cuban cypriot czech danish "
+    "dominican dutch ecuadorian egyptian emirati english eritrean estonian ethiopian "
+    "european filipino finnish french georgian german ghanaian greek guatemalan haitian "
+    "hispanic honduran hungarian icelandic indian indonesian iranian iraqi irish israeli "
+    "italian ivorian jamaican japanese jordanian kazakh kenyan korean kurdish kuwaiti "
+    "latino latina latvian lebanese libyan lithuanian luxembourgish macedonian malaysian "
+    "maltese mexican moldovan mongolian montenegrin moroccan nepali nepalese nicaraguan "
+    "nigerian norwegian pakistani palestinian panamanian paraguayan persian peruvian "
+    "polish portuguese qatari romanian russian rwandan salvadoran saudi scottish senegalese "
+    "serbian singaporean slovak slovenian somali spanish sudanese swedish swiss syrian "
+    "taiwanese tanzanian thai tunisian turkish ugandan ukrainian uruguayan uzbek "
+    "venezuelan vietnamese welsh yemeni zambian zimbabwean kiwi aussie brit yankee "
+    "jewish muslim catholic hindu buddhist sikh".split()
 )
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
@@ -255,16 +286,17 @@ def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:
     """The name ``speaker`` gave ("I'm Dana"), newest first; else their display name
     unless it is a placeholder like the console's "you"."""
     for e in reversed(pool):
-        if e.author and e.author != speaker:
-            continue
+        if (e.author and e.author != speaker) or is_question(e.text):
+            continue  # "who said 'I'm Jo'?" gives nobody a name
         if m := _NAME_SAID.search(e.text):
-            if m[1].lower() not in _NOT_NAMES and m[1][0].isupper():
+            word = m[1].lower()
+            if word not in _NOT_NAMES and word not in _NATIONALITIES and m[1][0].isupper():
                 return m[1]
     return "" if speaker.lower() in ("", "you", "user", "me") else speaker
 
 
 def _about(
-    speaker: str, pool: Sequence[Evidence], limit: int = 6, kinds: Sequence[str] = _SAVABLE
+    speaker: str, pool: Sequence[Evidence], limit: int = 10, kinds: Sequence[str] = _SAVABLE
 ) -> list[str]:
     """What ``speaker`` told about themselves and kept, said back to them: who they are
     and what they like before their plans and the facts they mentioned, newest first.
@@ -291,7 +323,12 @@ def _about(
             seen.update([key, topic] if topic else [key])
             said = _TODO_LEAD.sub("", sent) if kind == "todo" else sent
             found.append((_SAVABLE.index(kind), age, to_second_person(said)))
-    return [text for _, _, text in sorted(found)[:limit]]
+    told = [text for _, _, text in sorted(found)]
+    if len(told) > limit:
+        # Said, not silently cut: the rest can be asked for by name.
+        more = len(told) - limit + 1
+        return [*told[: limit - 1], f"and {more} more things (ask me about any of them)"]
+    return told
 
 
 def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
@@ -439,6 +476,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if task in done:
             answers.append((task, done.pop(task)))
             continue
+        if _SMALL_TALK.match(split_greeting(plain)[1]):
+            answers.append((task, SMALL_TALK_REPLY))
+            continue
         pool = candidates(messages[:at], results)
         tried = {
             c.name
@@ -502,7 +542,12 @@ def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> s
     None when it is another question, or nothing in ``pool`` answers it."""
     if _MY_NAME.search(question):
         name = _known_name(speaker, pool)
-        said = [e for e in pool if e.author == speaker and _NAME_SAID.search(e.text)]
+        # The message that gave the name, not any "I'm thinking…".
+        said = [
+            e
+            for e in pool
+            if e.author == speaker and any(m[1] == name for m in _NAME_SAID.finditer(e.text))
+        ]
         if name and said:
             return f"Your name is {name}: {said[-1].quoted()}"
         return None

@@ -443,3 +443,26 @@ async def test_what_do_you_know_about_me_says_when_there_is_more(
         said = await _say(rt, "What do you know about me?", "q1")
         assert said.count("corridor") == 9, said
         assert said.endswith("and 3 more things (ask me about any of them)."), said
+
+
+RAMBLE = (
+    "So here is the thing, I have been thinking a lot about my career lately and whether I"
+    " should move on from the agency before the end of the year, because my manager Janet"
+    " keeps promising a promotion that never arrives, and the commute is eating two hours a"
+    " day, and with Mia starting school the mornings are going to get even more hectic, so I"
+    " am weighing up a remote role against staying put and hoping things change"
+)
+
+
+async def test_a_long_ramble_does_not_answer_what_a_plain_message_answers(
+    make_config: Callable[..., Config],
+) -> None:
+    """A paragraph mentioning "Mia starting school" in passing, said after "Mia starts
+    school on September 3rd": the plain message answers; and the reply to the paragraph
+    says back only its first words, marked as cut."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My daughter Mia starts school on September 3rd.", "r1")
+        noted = await _say(rt, RAMBLE, "r2")
+        assert "(…)" in noted and "hoping things change" not in noted, noted
+        said = await _say(rt, "When does Mia start school?", "r3")
+        assert "September 3rd" in said, said

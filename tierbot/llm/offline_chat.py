@@ -260,13 +260,16 @@ def _forget_of(m: ChatMessage) -> Request | None:
 
 def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, float]:
     """The evidence that best answers ``question`` (questions are never answers); later
-    evidence wins ties: it is the most recent thing said about the topic."""
+    evidence wins ties: it is the most recent thing said about the topic, unless it is a
+    long ramble and the other a message of ordinary length (a paragraph that mentions
+    "Mia starting school" in passing holds the question's words as well as "Mia starts
+    school on September 3rd" does)."""
     pool = [e for e in pool if not is_question(e.text)]
     if not pool:
         return None, 0.0
     overlap = Overlap([e.text for e in pool])
     scores = overlap.scores(question)
-    i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), k))
+    i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), -_rambling(pool[k].text), k))
     found, score = pool[i], scores[i]
     # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
     # sentence that answers, when it holds every word of the question the message does.
@@ -280,6 +283,19 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
         if overlap.score(question, part) >= score - 1e-9:
             found = replace(found, text=part)
     return found, score
+
+
+def _short(said: str, most: int = 30) -> str:
+    """What was saved, as the reply says it back: a long text by its first words and an
+    ellipsis, so the reply shows it was cut (the memory holds it all)."""
+    words = said.split()
+    return said if len(words) <= most else " ".join(words[: most - 5]).rstrip(",;:") + " (…)"
+
+
+def _rambling(text: str) -> int:
+    """0 for a message of ordinary length, 1 for a long one, 2 for a paragraph."""
+    n = len(text.split())
+    return 0 if n <= 40 else 1 if n <= 80 else 2
 
 
 def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:
@@ -415,9 +431,9 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             said = _LEAD.sub("", _split_speaker(str(call.arguments.get("content", "")))[1])
             kind = str(call.arguments.get("memory_type", ""))
             if kind == "todo":
-                todo.append(to_second_person(_TODO_LEAD.sub("", said)))
+                todo.append(_short(to_second_person(_TODO_LEAD.sub("", said))))
             else:
-                saved.append(to_second_person(said))
+                saved.append(_short(to_second_person(said)))
         else:
             why = body.get("skipped") or body.get("error") or "the memory store did not say"
             notes.append(f"I could not save that: {why}.")

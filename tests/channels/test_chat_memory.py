@@ -466,3 +466,20 @@ async def test_a_long_ramble_does_not_answer_what_a_plain_message_answers(
         assert "(…)" in noted and "hoping things change" not in noted, noted
         said = await _say(rt, "When does Mia start school?", "r3")
         assert "September 3rd" in said, said
+
+
+async def test_a_to_do_done_is_crossed_off_not_added(make_config: Callable[..., Config]) -> None:
+    """ "I watered the plants, please cross it off my to-do list" removes the to-do (said
+    in the past tense, irregular verbs too) instead of noting a new one; a to-do that was
+    never asked for is said not to be there."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Remind me to water the plants.", "d1")
+        await _say(rt, "Remind me to buy milk.", "d2")
+        said = await _say(rt, "I watered the plants, please cross it off my to-do list.", "d3")
+        assert said == "Done: I crossed it off your to-dos (water the plants).", said
+        assert await _say(rt, "What's on my to-do list?", "d4") == "Your to-dos: buy milk."
+        said = await _say(rt, "I bought the milk, you can take it off my list.", "d5")
+        assert said == "Done: I crossed it off your to-dos (buy milk).", said
+        said = await _say(rt, "tick the dentist off my list", "d6")
+        assert said == "I had no to-do of yours like that to cross off (the dentist).", said
+        assert [m for m in await _memories(rt) if m["type"] == "todo"] == []

@@ -792,6 +792,31 @@ class Request:
     reminder: bool = False
     #: "Remember to…", "Don't forget to…": something to do.
     todo: bool = False
+    #: A forget that ticks a to-do off: "I watered the plants, cross it off my list".
+    done: bool = False
+
+
+_LIST = r"(?:\s+(?:my|the|our|your)\s+(?:to-?do\s+|shopping\s+)?list)?"
+# "I watered the plants, please cross it off my to-do list"; "tick the milk off the
+# list"; "mark the invoice as done": a to-do done.
+_DONE_TODO = (
+    re.compile(
+        r"^(?P<what>.*?\w.*?)[\s,;.!-]+(?:(?:so|please|pls|plz|you can|can you|and)\s+)*"
+        rf"(?:cross|tick|take|strike|scratch|knock)\s+(?:it|that|this|them)\s+off{_LIST}"
+        r"\s*[.!]*$",
+        re.I | re.S,
+    ),
+    re.compile(
+        r"^(?:(?:please|pls|plz|you can)\s+)?(?:cross|tick|take|strike|scratch|knock)\s+"
+        rf"(?P<what>.+?)\s+off{_LIST}\s*[.!]*$",
+        re.I | re.S,
+    ),
+    re.compile(
+        r"^(?:(?:please|pls|plz)\s+)?mark\s+(?P<what>.+?)\s+(?:as\s+)?(?:done|complete|"
+        r"completed|finished)\s*[.!]*$",
+        re.I | re.S,
+    ),
+)
 
 
 # "I'm allergic to penicillin, please remember that": the request after what to keep.
@@ -809,6 +834,9 @@ def read_request(text: str) -> Request | None:
     t = split_greeting(_straight(text.strip()))[1]
     if _DONT_KEEP.match(t):
         return Request("skip", t)
+    for done in _DONE_TODO:
+        if (m := done.match(t)) is not None and words(m["what"]):
+            return Request("forget", m["what"].strip(), done=True)
     if (
         (m := _REMEMBER_AFTER.match(t)) is not None
         and len(words(m["what"])) >= 3

@@ -355,7 +355,8 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
     if request is not None and request.kind == "forget":
         if "memory_forget" not in tools:
             return []
-        return [ToolCall(f"forget-{at}", "memory_forget", {"query": request.what})]
+        prefix = "done" if request.done else "forget"
+        return [ToolCall(f"{prefix}-{at}", "memory_forget", {"query": request.what})]
     if request is not None and request.kind == "skip":
         return []
     if "memory_save" not in tools or is_question(m.content):
@@ -413,7 +414,16 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
         body = body if isinstance(body, dict) else {}
         if call.name == "memory_forget":
             what = to_second_person(str(call.arguments.get("query", "")))
-            if body.get("forgotten"):
+            ticked = [
+                to_second_person(_TODO_LEAD.sub("", _split_speaker(str(f.get("content")))[1]))
+                for f in body.get("forgotten") or []
+                if isinstance(f, dict) and f.get("type") == "todo"
+            ]
+            if call.id.startswith("done-") and ticked:
+                notes.append(f"Done: I crossed it off your to-dos ({_join(ticked)}).")
+            elif call.id.startswith("done-") and not body.get("forgotten"):
+                notes.append(f"I had no to-do of yours like that to cross off ({what}).")
+            elif body.get("forgotten"):
                 # The reply is kept and indexed like any other: it names what was
                 # forgotten ("your locker code"), not the value that was ("4411").
                 topic = _SUBJECT.match(what)

@@ -40,7 +40,25 @@ _stemmer = Stemmer.Stemmer("english")
 # ~250 bytes; the few thousand most recent words take nearly every hit (Zipf).
 @lru_cache(maxsize=8192)
 def _stem(word: str) -> str:
-    return str(_stemmer.stemWord(word))
+    return str(_stemmer.stemWord(_PRESENT.get(word, word)))
+
+
+# Irregular past forms as their verb: "I bought the milk" is about "buy milk".
+_PRESENT = dict(
+    pair.split(":")
+    for pair in (
+        "bought:buy brought:bring paid:pay sent:send took:take taken:take made:make "
+        "got:get gotten:get wrote:write written:write rang:ring gave:give given:give "
+        "went:go gone:go met:meet sold:sell told:tell found:find kept:keep "
+        "fed:feed built:build drove:drive driven:drive ate:eat eaten:eat drank:drink "
+        "swam:swim ran:run won:win lost:lose spent:spend caught:catch taught:teach "
+        "thought:think chose:choose chosen:choose flew:fly flown:fly sang:sing sung:sing "
+        "began:begin begun:begin wore:wear worn:wear threw:throw thrown:throw grew:grow "
+        "grown:grow knew:know known:know seen:see spoke:speak spoken:speak "
+        "broke:break broken:break fallen:fall held:hold "
+        "stood:stand understood:understand forgot:forget forgotten:forget lent:lend"
+    ).split()
+)
 
 
 # Scripts written without spaces between words: Thai, Lao, Myanmar, Khmer, kana, Han, and

@@ -2,13 +2,15 @@
 
 ``/quit`` and ``/exit`` (or the end of input) end the chat.  In a terminal, a reply that
 arrives while the prompt waits for input clears the prompt line, prints, and draws the
-prompt again: a late answer never ends up glued to ``you> ``.
+prompt again: a late answer never ends up glued to ``you> ``.  Lines pasted in one go
+are one message (a shopping list is not five messages).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import select
 import sys
 import threading
 import time
@@ -24,6 +26,20 @@ QUIT = frozenset({"/quit", "/exit"})
 #: A line that looks like a command: "/" and a word alone ("/stauts", not "/etc/hosts");
 #: "/remember …" is a memory request the bot reads as such.
 _COMMAND_LIKE = re.compile(r"^/(?!(?:remember|note|save)\b)[A-Za-z][\w-]*(?:\s|$)", re.I)
+
+
+#: Lines that reach the terminal within this long of each other were pasted together.
+PASTE_SECONDS = 0.03
+
+
+def _more_typed(stream: IO[str]) -> bool:
+    """Whether another line is already waiting on the terminal (a paste), within
+    :data:`PASTE_SECONDS`; a person typing takes far longer between Enters."""
+    try:
+        ready, _, _ = select.select([stream.fileno()], [], [], PASTE_SECONDS)
+    except (OSError, ValueError):
+        return False
+    return bool(ready)
 
 
 class _NoProgress:
@@ -73,8 +89,15 @@ class ConsoleAdapter:
         lines: asyncio.Queue[str | None] = asyncio.Queue()
 
         def reader() -> None:
+            pasted: list[str] = []
             for line in self._in:
-                loop.call_soon_threadsafe(lines.put_nowait, line.rstrip("\n"))
+                pasted.append(line.rstrip("\n"))
+                if self._interactive and _more_typed(self._in):
+                    continue  # lines pasted in one go are one message, as in a chat app
+                loop.call_soon_threadsafe(lines.put_nowait, "\n".join(pasted))
+                pasted = []
+            if pasted:
+                loop.call_soon_threadsafe(lines.put_nowait, "\n".join(pasted))
             loop.call_soon_threadsafe(lines.put_nowait, None)
 
         threading.Thread(target=reader, name="console-stdin", daemon=True).start()

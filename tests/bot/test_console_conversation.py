@@ -227,3 +227,17 @@ def test_a_thirty_turn_offline_conversation_remembers_forgets_and_answers(
     assert f"{PROMPT}tierbot>" not in _ANSI.sub("", t.screen)
     assert t.close() == 0
     assert "Bye." in t.tail()
+
+
+def test_lines_pasted_in_one_go_are_one_message(terminal: Terminal) -> None:
+    """A list pasted into the terminal is one message with its line breaks, answered
+    once; lines typed one by one stay separate messages."""
+    t = terminal
+    start = len(t.screen)
+    os.write(t.master, b"Shopping list for Saturday:\neggs\nflour\n2 lemons\n")
+    t.wait_for(r"tierbot> .*?" + re.escape(PROMPT), start)
+    t.say("My bike is green.")
+    history = t.say("/history")
+    assert "dana: Shopping list for Saturday:\neggs\nflour\n2 lemons\n" in history, history
+    assert history.count("dana: ") == 2, history
+    assert t.close() == 0

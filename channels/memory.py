@@ -567,7 +567,10 @@ class MemoryService:
             return ForgetOutcome(text, report.messages)
         if len(parts) == 1 and not parts[0].startswith("-"):
             return await self._forget_one(parts[0], channel=channel)
-        return ForgetOutcome("Usage: /forget MEMORY_ID  or  /forget --author USER_ID")
+        return ForgetOutcome(
+            "Usage: /forget MEMORY_ID  or  /forget --author USER_ID  (to forget something"
+            ' you said, tell me: "forget that my PIN is 1234")'
+        )
 
     async def forget_messages(self, channel: str, platform_ids: Sequence[str]) -> None:
         """Take messages out of recall for good (their episodes go; they are never
@@ -580,7 +583,10 @@ class MemoryService:
         node = await self.graph.get(memory_id)
         # Only what this channel can see: a forget never reaches another workspace.
         if node is None or not await self.graph.forget(memory_id, channel=channel):
-            return ForgetOutcome(f"No memory with id {memory_id}.")
+            return ForgetOutcome(
+                f"No memory with id {memory_id}. (/memory QUERY shows the ids; to forget"
+                ' something you said, tell me: "forget that my PIN is 1234")'
+            )
         if node["type"] == "episode":
             return ForgetOutcome(
                 f"Forgot memory {memory_id}.", ((node["channel"], node["platform_id"]),)

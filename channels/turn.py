@@ -320,8 +320,7 @@ class Turns:
         it), one that started a branch or worker still running, and, with
         ``spare_newest``, the exchange being answered (a forget asked in words).
         """
-        busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
-        running = self.delegation.running
+        movable = self._movable()
         exchanges = _exchanges(self.history.ctx.items)
         if spare_newest and exchanges:
             exchanges.pop()
@@ -330,7 +329,7 @@ class Turns:
         cut: list[Message] = []
         for exchange in exchanges:
             if exchange[0].role is Role.SUMMARY:
-                if exchange[0].id not in busy and (fewer := _without(exchange[0], said)):
+                if movable(exchange) and (fewer := _without(exchange[0], said)):
                     cut.append(fewer)
                 continue
             if any(m.role is Role.USER and m.author_id != author_id for m in exchange):
@@ -338,21 +337,10 @@ class Turns:
             repeats = [
                 m for m in exchange if m.role in (Role.USER, Role.ASSISTANT) and names(said, m.text)
             ]
-            delegates = running and any(
-                self.delegation.handles(str(c.get("name")))
-                for m in exchange
-                for c in m.meta.get("calls", [])
-            )
-            if repeats and not delegates and not any(m.id in busy for m in exchange):
+            if repeats and movable(exchange):
                 gone += exchange
                 said_it += [m.platform_id for m in repeats]
-        if gone or cut:
-            cut = [m.with_(tokens=self.deps.counter.count_message(m.text)) for m in cut]
-            ids = [m.id for m in gone]
-            await self.deps.store.swap(self.key, ids, None, updates=cut)
-            for m in cut:
-                self.history.ctx.update(m)
-            self.history.ctx.replace(ids, None)
+        await self._archive(gone, cut)
         return said_it
 
     async def set_aside_author(self, author_id: str) -> int:
@@ -361,8 +349,7 @@ class Turns:
         own messages from exchanges where others spoke, and others' exchanges whose answer
         quoted them.  Archived, not deleted; the same exchanges stay as in
         :meth:`set_aside_repeating`.  Returns how many of their messages left."""
-        busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
-        running = self.delegation.running
+        movable = self._movable()
         said = [
             m.text
             for m in self.history.ctx.items
@@ -377,20 +364,41 @@ class Turns:
             quoted = any(
                 m.role is Role.ASSISTANT and any(names(t, m.text) for t in said) for m in exchange
             )
-            delegates = running and any(
+            if (theirs or quoted) and movable(exchange):
+                gone += exchange if quoted or len(theirs) == len(people) else theirs
+                n += len(theirs)
+        await self._archive(gone, [])
+        return n
+
+    def _movable(self) -> Callable[[Sequence[Message]], bool]:
+        """Whether an exchange may leave the live context now: not while a compaction in
+        flight covers it (its summary takes it), nor while a branch or worker it started
+        runs (its result comes back to it)."""
+        busy = in_flight_ids(p.covered for p in self.compaction.compactor.ranges)
+        running = self.delegation.running
+
+        def movable(exchange: Sequence[Message]) -> bool:
+            if any(m.id in busy for m in exchange):
+                return False
+            return not running or not any(
                 self.delegation.handles(str(c.get("name")))
                 for m in exchange
                 for c in m.meta.get("calls", [])
             )
-            if not (theirs or quoted) or delegates or any(m.id in busy for m in exchange):
-                continue
-            gone += exchange if quoted or len(theirs) == len(people) else theirs
-            n += len(theirs)
-        if gone:
-            ids = [m.id for m in gone]
-            await self.deps.store.swap(self.key, ids, None)
-            self.history.ctx.replace(ids, None)
-        return n
+
+        return movable
+
+    async def _archive(self, gone: Sequence[Message], cut: Sequence[Message]) -> None:
+        """Archive ``gone`` out of the live context and rewrite the summaries in ``cut``
+        (recounted), in one transaction."""
+        if not gone and not cut:
+            return
+        updates = [m.with_(tokens=self.deps.counter.count_message(m.text)) for m in cut]
+        ids = [m.id for m in gone]
+        await self.deps.store.swap(self.key, ids, None, updates=updates)
+        for m in updates:
+            self.history.ctx.update(m)
+        self.history.ctx.replace(ids, None)
 
     async def _set_aside_forgotten(self, result: str, asker: Message) -> None:
         """After a forget asked in words: what it forgot of the asker's leaves the live
@@ -401,8 +409,8 @@ class Turns:
         except (ValueError, AttributeError):
             return
         for item in forgotten:
-            if not isinstance(item, dict) or item.get("type") == "episode":
-                continue  # the messages themselves: their memories name what they said
+            if not isinstance(item, dict):
+                continue
             said = without_author(str(item.get("content", "")))
             try:
                 await self.set_aside_repeating(said, asker.author_id, spare_newest=True)

@@ -9,6 +9,7 @@ are one message (a shopping list is not five messages).
 from __future__ import annotations
 
 import asyncio
+import errno
 import re
 import select
 import sys
@@ -90,12 +91,21 @@ class ConsoleAdapter:
 
         def reader() -> None:
             pasted: list[str] = []
-            for line in self._in:
-                pasted.append(line.rstrip("\n"))
-                if self._interactive and _more_typed(self._in):
-                    continue  # lines pasted in one go are one message, as in a chat app
-                loop.call_soon_threadsafe(lines.put_nowait, "\n".join(pasted))
-                pasted = []
+            try:
+                for line in self._in:
+                    pasted.append(line.rstrip("\n"))
+                    if self._interactive and _more_typed(self._in):
+                        continue  # lines pasted in one go are one message, as in a chat app
+                    loop.call_soon_threadsafe(lines.put_nowait, "\n".join(pasted))
+                    pasted = []
+            except OSError as exc:
+                # EIO: the terminal was closed (a window shut, an ssh session dropped).
+                # That ends the chat like Ctrl-D; anything else is a failure.  Either
+                # way the chat ends and the process exits, never holding the store.
+                if exc.errno != errno.EIO:
+                    self.failure = exc
+            except Exception as exc:  # a decoding error: the chat cannot go on
+                self.failure = exc
             if pasted:
                 loop.call_soon_threadsafe(lines.put_nowait, "\n".join(pasted))
             loop.call_soon_threadsafe(lines.put_nowait, None)

@@ -13,6 +13,7 @@ import pty
 import re
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -44,6 +45,7 @@ class Terminal:
         )
         os.close(slave)
         self.master = master
+        self.db = config.parent / "bot.db"
         self.screen = ""  # everything shown, raw (escape sequences included)
         self.seen = 0  # where the last answer read ended
 
@@ -241,3 +243,19 @@ def test_lines_pasted_in_one_go_are_one_message(terminal: Terminal) -> None:
     assert "dana: Shopping list for Saturday:\neggs\nflour\n2 lemons\n" in history, history
     assert history.count("dana: ") == 2, history
     assert t.close() == 0
+
+
+def test_closing_the_terminal_ends_the_chat_and_frees_the_store(terminal: Terminal) -> None:
+    """The window is closed (the terminal hangs up) after a message: the process exits
+    within seconds instead of living on with the store locked, and what was said is
+    stored."""
+    t = terminal
+    t.say("My cat is called Biscuit.")
+    os.write(t.master, b"Remember that my bike lock is 2468.\n")
+    os.close(t.master)
+    code = t.proc.wait(30)
+    t._err.close()
+    assert code == 0, code
+    store = sqlite3.connect(t.db)
+    said = [r[0] for r in store.execute("SELECT text FROM messages WHERE role = 'user'")]
+    assert said[:1] == ["My cat is called Biscuit."], said

@@ -483,3 +483,39 @@ async def test_a_to_do_done_is_crossed_off_not_added(make_config: Callable[..., 
         said = await _say(rt, "tick the dentist off my list", "d6")
         assert said == "I had no to-do of yours like that to cross off (the dentist).", said
         assert [m for m in await _memories(rt) if m["type"] == "todo"] == []
+
+
+async def test_forgetting_an_old_value_by_its_words_keeps_the_new_one(
+    make_config: Callable[..., Config],
+) -> None:
+    """Two values that share their numbers ("on Tuesday at 3pm", "on Thursday at 3pm"):
+    forgetting the old one keeps the corrected one, and it is the answer."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My dentist appointment is on Tuesday at 3pm.", "v1")
+        await _say(rt, "Actually my dentist appointment is on Thursday at 3pm.", "v2")
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        done = await _say(rt, "Forget that my dentist appointment is on Tuesday at 3pm.", "v3")
+        assert done.startswith("Done: I forgot"), done
+        said = await _say(rt, "When is my dentist appointment?", "v4")
+        assert "Thursday" in said and "Tuesday" not in said, said
+        kept = [m["content"] for m in await _memories(rt)]
+        assert kept == ["ann: Actually my dentist appointment is on Thursday at 3pm."], kept
+
+
+async def test_my_questions_are_answered_by_what_the_asker_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """Sam and Alex each have a favourite colour: "my" means the asker's; Sam forgetting
+    Alex's value forgets nothing of Sam's; asking about Alex by name gets Alex's."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My favourite colour is green.", "c1", author="sam")
+        await _say(rt, "My favourite colour is purple.", "c2", author="alex")
+        assert "green" in await _say(rt, "What is my favourite colour?", "c3", author="sam")
+        assert "purple" in await _say(rt, "What is my favourite colour?", "c4", author="alex")
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "Forget that my favourite colour is purple.", "c5", author="sam")
+        assert said.startswith("I had nothing of yours about that to forget"), said
+        assert "green" in await _say(rt, "What is my favourite colour?", "c6", author="sam")
+        assert "purple" in await _say(rt, "What is alex's favourite colour?", "c7", author="sam")

@@ -43,6 +43,8 @@ __all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
 UNKNOWN = "I don't know yet: nothing I can see or remember covers that."
+#: A question about the asker's own things.
+_MINE = re.compile(r"\b(my|mine|myself)\b", re.I)
 #: "How are you?": small talk, not a question to look up.
 SMALL_TALK_REPLY = (
     "I'm well, thanks for asking! Tell me something to remember, or ask me about this conversation."
@@ -539,7 +541,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             else:
                 answers.append((task, "You haven't told me about yourself yet, as far as I know."))
             continue
-        found, score = best(task, pool)
+        # "What is my favourite colour?" is answered by what the asker said, not by
+        # someone else's "My favourite colour is purple".
+        mine = _MINE.search(plain) and speaker
+        found, score = best(task, [e for e in pool if e.author in (speaker, "")] if mine else pool)
         if score < 0.34 and "branch" in tools and "branch" not in tried:
             calls.append(ToolCall(f"branch-{at}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:

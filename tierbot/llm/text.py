@@ -173,13 +173,20 @@ def names(request: str, text: str) -> bool:
     the same ("my sister's locker code" and "my gym code" are not); otherwise the text
     must hold at least :data:`NAMES_SHARE` of the request's stemmed content words.
     Either way it must hold every number the request gives ("my locker code is 5522" is
-    another value), however the digits are grouped."""
+    another value), however the digits are grouped, and most words of the value a
+    request states ("… is on Thursday" is not "… is on Tuesday")."""
     text = without_author(text)
     wanted = set(stems(_DIGIT_GAP.sub("", request)))
     have = set(stems(_DIGIT_GAP.sub("", text)))
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):
         return False
     asked, told = _THING.match(request), _THING.match(text)
+    if asked and asked["copula"]:
+        # "my dentist appointment is on Tuesday at 3pm": the value told must be there
+        # too, its words as well as its numbers ("on Thursday at 3pm" is another value).
+        value = set(stems(_DIGIT_GAP.sub("", request[asked.end() :])))
+        if value and len(value & have) < NAMES_SHARE * len(value):
+            return False
     # A thing is what comes before "is": two sentences without one ("my brother moved to
     # Berlin") name no thing to compare, only words.
     if asked and told and (asked["copula"] or told["copula"]):

@@ -442,7 +442,11 @@ async def test_what_do_you_know_about_me_says_when_there_is_more(
             await _say(rt, fact, f"f{i}")
         said = await _say(rt, "What do you know about me?", "q1")
         assert said.count("corridor") == 9, said
-        assert said.endswith("and 3 more things (ask me about any of them)."), said
+        assert said.endswith(
+            "and 3 more things (ask me about any of them, or what else I know about you)."
+        ), said
+        everything = await _say(rt, "What else do you know about me?", "q2")
+        assert everything.count("corridor") == 12, everything
 
 
 RAMBLE = (
@@ -480,6 +484,12 @@ async def test_a_to_do_done_is_crossed_off_not_added(make_config: Callable[..., 
         assert await _say(rt, "What's on my to-do list?", "d4") == "Your to-dos: buy milk."
         said = await _say(rt, "I bought the milk, you can take it off my list.", "d5")
         assert said == "Done: I crossed it off your to-dos (buy milk).", said
+        await _say(rt, "Remind me to buy stamps.", "d7")
+        await _say(rt, "Remind me to book flights.", "d8")
+        said = await _say(rt, "Done with the stamps, tick it off.", "d9")
+        assert said == "Done: I crossed it off your to-dos (buy stamps).", said
+        said = await _say(rt, "Remove book flights from my to-do list.", "d10")
+        assert said == "Done: I crossed it off your to-dos (book flights).", said
         said = await _say(rt, "tick the dentist off my list", "d6")
         assert said == "I had no to-do of yours like that to cross off (the dentist).", said
         assert [m for m in await _memories(rt) if m["type"] == "todo"] == []

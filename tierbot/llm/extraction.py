@@ -816,6 +816,15 @@ _DONE_TODO = (
         r"completed|finished)\s*[.!]*$",
         re.I | re.S,
     ),
+    re.compile(
+        r"^(?:(?:please|pls|plz|can you|could you)\s+)?(?:remove|delete|drop|clear)\s+"
+        r"(?P<what>.+?)\s+(?:from|off)\s+(?:my|the|our)\s+(?:to-?do\s+)?list\b[\s.!?]*$",
+        re.I | re.S,
+    ),
+)
+# "Done with the stamps, tick it off": what was done, without the words saying so.
+_DONE_LEAD = re.compile(
+    r"^(?:i'?m\s+|i am\s+|i\s+)?(?:done with|finished(?: with)?|completed|did)\s+", re.I
 )
 
 
@@ -836,7 +845,7 @@ def read_request(text: str) -> Request | None:
         return Request("skip", t)
     for done in _DONE_TODO:
         if (m := done.match(t)) is not None and words(m["what"]):
-            return Request("forget", m["what"].strip(), done=True)
+            return Request("forget", _DONE_LEAD.sub("", m["what"].strip()), done=True)
     if (
         (m := _REMEMBER_AFTER.match(t)) is not None
         and len(words(m["what"])) >= 3

@@ -63,10 +63,13 @@ _SAVABLE = ["identity", "preference", "goal", "todo", "decision", "event", "fact
 _SAVES_PER_MESSAGE = 3
 
 _ABOUT_ME = re.compile(
-    r"\b(what do you (know|remember) (about|of) me|what have i told you|"
-    r"tell me (about|what you know about) (me|myself)|what do you know about myself)\b",
+    r"\b(what (else )?do you (know|remember) (about|of) me|what have i told you|"
+    r"tell me (about|what you know about) (me|myself)|what do you know about myself|"
+    r"(tell me |list )?(everything|all|what else) (do )?you (know|remember) (about|of) me)\b",
     re.I,
 )
+#: "What else…", "everything you know…": the whole list, not the first few.
+_EVERYTHING = re.compile(r"\b(else|everything|all)\b", re.I)
 _MY_TODOS = re.compile(
     r"\b(my (to-?dos?|todos?|reminders|tasks)\b|(to-?do|todo|task) list|what (do|should|must) i "
     r"(still )?(need|have) to do|what('s| is) on my (list|plate)|what (should|do|did) you "
@@ -345,7 +348,10 @@ def _about(
     if len(told) > limit:
         # Said, not silently cut: the rest can be asked for by name.
         more = len(told) - limit + 1
-        return [*told[: limit - 1], f"and {more} more things (ask me about any of them)"]
+        return [
+            *told[: limit - 1],
+            f"and {more} more things (ask me about any of them, or what else I know about you)",
+        ]
     return told
 
 
@@ -588,7 +594,7 @@ def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> s
             return "Your to-dos: " + "; ".join(todos) + "."
         return None
     if _ABOUT_ME.search(question):
-        facts = _about(speaker, pool)
+        facts = _about(speaker, pool, limit=40 if _EVERYTHING.search(question) else 10)
         if facts:
             return "Here is what you told me: " + "; ".join(facts) + "."
     return None

@@ -529,3 +529,16 @@ async def test_my_questions_are_answered_by_what_the_asker_said(
         assert said.startswith("I had nothing of yours about that to forget"), said
         assert "green" in await _say(rt, "What is my favourite colour?", "c6", author="sam")
         assert "purple" in await _say(rt, "What is alex's favourite colour?", "c7", author="sam")
+
+
+async def test_compacting_a_short_chat_frees_room(make_config: Callable[..., Config]) -> None:
+    """A newcomer's /compact after twenty short lines: the offline summary is smaller than
+    what it replaces (it was as long as the cap allowed, and the pass freed nothing)."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i in range(20):
+            await _say(rt, f"Short note {i}: the {i}th crate of apples went to stall {i}.", f"s{i}")
+        said = await rt.command(inbound(CH, "/compact"), is_admin=True)
+        assert said is not None and said.startswith("Compacting the oldest"), said
+        await rt.drain()
+        report = rt.outbox.sent[-1].text
+        assert report.startswith("/compact done"), report

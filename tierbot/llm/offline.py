@@ -185,7 +185,10 @@ class OfflineProvider:
     ) -> tuple[str, list[ToolCall]]:
         transcript = unquote(next((m.content for m in reversed(messages) if m.role == "user"), ""))
         entries = parse_transcript(transcript)
-        summary = extractive_summary(entries, max_tokens, self.counter)
+        # A summary as long as what it replaces frees nothing: a pass over short chat
+        # (a newcomer's /compact) was refused as a no-op when the cap alone bounded it.
+        budget = max(32, min(max_tokens, self.counter.count(transcript) // 2))
+        summary = extractive_summary(entries, budget, self.counter)
         answered = any(m.role == "tool" for m in messages)
         if "memory_save" not in tools or answered:
             return summary, []

@@ -62,7 +62,10 @@ def words(text: str) -> list[str]:
             continue
         w = w.split("'", 1)[0]
         if w and w not in _STOP:
-            out += split_unspaced(w)
+            if w.isascii():
+                out.append(w)
+            else:
+                out += split_unspaced(w)
     return out
 
 

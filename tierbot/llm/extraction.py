@@ -408,8 +408,7 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"(girl|guy|gal|person|type|fan|lover|nerd|snob|addict)\b|"
             # How someone wants to be treated: "please don't book me before 11".
             r"\b(don'?t|do not|never) (put|book|schedule|roster|rota|give|assign|pair|send|"
-            r"seat|stick) me\b|(^|[,;]\s*|\band\s+)(i )?(much |really |far |definitely )"
-            r"prefer\b|"
+            r"seat|stick) me\b|\b(much|far) prefer\b|"
             # Someone else's: "Mr Okafor always wants feather-free pillows".
             r"\b(always|never|usually) (wants|asks for|orders|prefers|likes|has|takes|"
             r"drinks|eats)\b|"

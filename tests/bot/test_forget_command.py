@@ -341,3 +341,32 @@ async def test_a_forget_in_words_whose_messages_cannot_be_set_aside_still_forget
         assert done == "Done: I forgot what you told me about your locker code.", done
         assert [t for t in await _live(rt) if "4411" in t]  # left in view
         assert "4411" not in await _told(rt, "What is my locker code?", "a3")
+
+
+async def test_a_memory_store_that_fails_before_a_summary_loses_nothing(
+    make_config: Callable[..., Config], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory store fails when a compaction asks what was forgotten: the pass fails
+    and says so, every message stays live (none is summarized unchecked or lost), and
+    the next pass, with the store back, lands."""
+    async with Runtime.open(make_config(SHORT_SUMMARIES), llm=OfflineProvider()) as rt:
+        for i in range(8):
+            await _told(rt, _filler(i), f"f{i}", author="kim")
+        assert rt.memory is not None
+        access = rt.memory.access()
+        real = access.forgotten_messages
+
+        async def failing(*args: object, **kwargs: object) -> set[str]:
+            raise OSError("disk I/O error")
+
+        monkeypatch.setattr(type(access), "forgotten_messages", failing)
+        live_before = await _live(rt)
+        await rt.command(inbound(CH, "/compact"), is_admin=True)
+        await rt.drain()
+        report = rt.outbox.sent[-1].text
+        assert report.startswith("/compact failed: disk I/O error."), report
+        assert "the messages stay live" in report, report
+        assert await _live(rt) == live_before
+        assert await _summaries(rt) == []
+        monkeypatch.setattr(type(access), "forgotten_messages", real.__func__)
+        await _compact(rt)

@@ -120,7 +120,10 @@ class ChannelMemoryAccess:
                 forgotten.append({"id": h.id, "type": h.type, "content": h.content})
             if h.type != "episode":  # the messages it came from say the same
                 await self.graph.forget_messages(h.channel, h.source_message_ids)
-        await self.graph.forget_messages(channel, [source.platform_id])
+        if names(query, source.text):
+            # The request repeats what it forgets ("Forget that my code is 4411"); a
+            # correction ("Sorry, I meant 4412") says what holds now, and stays.
+            await self.graph.forget_messages(channel, [source.platform_id])
         return json.dumps({"forgotten": forgotten}, ensure_ascii=False)
 
     async def forgotten_messages(self, channel: str, messages: Sequence[Message]) -> set[str]:

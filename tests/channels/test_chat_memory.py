@@ -542,3 +542,74 @@ async def test_compacting_a_short_chat_frees_room(make_config: Callable[..., Con
         await rt.drain()
         report = rt.outbox.sent[-1].text
         assert report.startswith("/compact done"), report
+
+
+async def test_a_short_correction_replaces_what_was_just_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Sorry, I meant Thursday, not Tuesday" and "no wait, it's 4412" correct the
+    sentence they follow: the corrected one is saved and answered, the old value is
+    forgotten and no longer answered, and the correction is not a memory of its own."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "My dentist appointment is on Tuesday at 3pm.", "d1")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "Sorry, I meant Thursday, not Tuesday", "d2")
+        assert said == "Corrected: your dentist appointment is on Thursday at 3pm.", said
+        await _say(rt, "Remember that my locker code is 4411.", "d3")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "no wait, it's 4412", "d4")
+        assert said == "Corrected: your locker code is 4412.", said
+        contents = sorted(str(m["content"]) for m in await _memories(rt))
+        assert contents == [
+            "ann: My dentist appointment is on Thursday at 3pm.",
+            "ann: my locker code is 4412.",
+        ], contents
+        said = await _say(rt, "When is my dentist appointment?", "d5")
+        assert "Thursday" in said and "Tuesday" not in said, said
+        said = await _say(rt, "What is my locker code?", "d6")
+        assert "4412" in said and "4411" not in said, said
+
+
+async def test_what_a_correction_cannot_place_is_said_and_nothing_changes(
+    make_config: Callable[..., Config],
+) -> None:
+    """A correction with nothing of its kind to correct says so and changes nothing;
+    one person's correction never touches another's words; "Thanks, not now" and
+    "No, not really" are no corrections."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "My locker code is 4411.", "n1", author="ann")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "sorry, I meant 4412", "n2", author="bob")
+        assert said.startswith("I can't tell what that corrects"), said
+        said = await _say(rt, "sorry, I meant Lisbon", "n3", author="ann")
+        assert said.startswith("I can't tell what that corrects"), said
+        assert await _say(rt, "Thanks, not now", "n4", author="ann") == "You're welcome."
+        assert await _say(rt, "No, not really", "n5", author="ann") == "OK, ann."
+        assert [m["content"] for m in await _memories(rt)] == ["ann: My locker code is 4411."]
+
+
+async def test_a_correction_whose_old_value_the_store_cannot_forget_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """The memory store fails to forget the old value: the reply says so (never that
+    the old value is gone), the corrected one is still saved, and asking again about
+    the code names the failure's outcome honestly."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "Remember that my locker code is 4411.", "f1")
+        await rt.memory.indexer.flush()
+        real_forget = graph.forget
+
+        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
+            raise OSError("disk I/O error")
+
+        graph.forget = failing_forget  # type: ignore[method-assign]
+        said = await _say(rt, "oops, 4412 not 4411", "f2")
+        graph.forget = real_forget  # type: ignore[method-assign]
+        assert said.startswith("I could not forget the old value: the memory store failed"), said
+        assert said.endswith("Corrected: your locker code is 4412."), said
+        contents = sorted(str(m["content"]) for m in await _memories(rt))
+        assert contents == ["ann: my locker code is 4411.", "ann: my locker code is 4412."]

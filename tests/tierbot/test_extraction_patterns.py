@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tierbot.llm import extraction
+from tierbot.llm.extraction import classify, corrected, read_correction
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
@@ -254,3 +255,59 @@ def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> No
         TranscriptEntry("m2", "ann", "My locker code is 4411."),
     ]
     assert [m.source_id for m in extraction.extract_memories(entries)] == ["m2"]
+
+
+@pytest.mark.parametrize(
+    ("line", "sentence", "expected"),
+    [
+        (
+            "Sorry, I meant Thursday, not Tuesday",
+            "My appointment is on Tuesday at 3pm",
+            "My appointment is on Thursday at 3pm",
+        ),
+        (
+            "no wait, it's 4412",
+            "My locker code is 4411, see you at 3pm",
+            "My locker code is 4412, see you at 3pm",
+        ),
+        (
+            "sorry, 4412",
+            "My locker code is 4411 and my PIN is 1234",
+            "My locker code is 4412 and my PIN is 1234",
+        ),
+        (
+            "make that 3:30pm",
+            "The meeting is at 3pm on Friday",
+            "The meeting is at 3:30pm on Friday",
+        ),
+        ("wait no, Lisbon", "My sister Ana lives in Porto", "My sister Ana lives in Lisbon"),
+        ("Braga, not Porto", "My sister Ana lives in Porto", "My sister Ana lives in Braga"),
+        ("oops, BA118", "My flight is BA117 on May 3", "My flight is BA118 on May 3"),
+        ("sorry, I meant Lisbon", "My locker code is 4411", None),
+    ],
+)
+def test_a_short_correction_replaces_the_value_of_its_kind(
+    line: str, sentence: str, expected: str | None
+) -> None:
+    fix = read_correction(line)
+    assert fix is not None
+    assert corrected(sentence, fix) == expected
+    # Alone, a correction is nothing to keep: the chat saves the sentence it corrects.
+    assert classify(line) == (None, 0.0)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Thanks, not now",
+        "It's Friday!",
+        "I meant red",
+        "No, not really",
+        "It's 5pm",
+        "Correction: the meeting is at 4pm",
+        "No worries, 5 is fine",
+        "sorry not sorry",
+    ],
+)
+def test_remarks_shaped_like_corrections_are_not(line: str) -> None:
+    assert read_correction(line) is None

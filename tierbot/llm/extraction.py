@@ -743,6 +743,10 @@ def classify(sentence: str) -> tuple[str | None, float]:
         )[0]
     if not s or is_question(s) or is_chitchat(s):
         return None, 0.0
+    if read_correction(s) is not None:
+        # "No wait, it's 4412" means nothing alone: the chat saves the sentence it
+        # corrects, corrected, when it is said.
+        return None, 0.0
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
             return kind, importance
@@ -878,6 +882,129 @@ def read_request(text: str) -> Request | None:
     if len(words(what)) < 2:
         return None
     return Request("remember", what, reminder=verb.startswith("remind"))
+
+
+# "Sorry, I meant Thursday, not Tuesday", "no wait, it's 4412", "oops, 4412 not 4411",
+# "not Tuesday, Thursday": a short correction of something the speaker just said.
+_FIX_LEAD = (
+    r"(?:(?:sorry|oops|whoops|no|nope|wait|hang on|actually|correction|my bad|typo|"
+    r"err+|erm|um+|uh+)\b[\s,.!:;-]*)"
+)
+_FIX_SAY = r"(?:i meant|i mean|meant|make (?:that|it)|(?:that |it )?should (?:be|have said))\b"
+_FIX_IS = r"(?:it'?s|it is|it was|that'?s|that is)\b"
+_FIX_SPAN = r"[^,!?;]{1,40}?"
+_CORRECTION = (
+    re.compile(
+        rf"^\W*(?P<lead>{_FIX_LEAD}+)?(?:(?P<say>{_FIX_SAY})|(?P<is>{_FIX_IS}))?[\s:]*"
+        rf"(?P<new>{_FIX_SPAN})(?:\s*,?\s*(?:not|instead of|rather than)\s+"
+        rf"(?P<old>{_FIX_SPAN}))?[\s.!]*$",
+        re.I,
+    ),
+    re.compile(
+        rf"^\W*(?P<lead>{_FIX_LEAD}+)?not\s+(?P<old>{_FIX_SPAN})\s*[,;-]\s*"
+        rf"(?:but\s+|(?P<is>{_FIX_IS})\s*)?(?P<new>{_FIX_SPAN})[\s.!]*$",
+        re.I,
+    ),
+)
+_WEEKDAY = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu|thurs|"
+    r"fri|sat|sun)"
+)
+_MONTH_NAME = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+)
+# What a correction's new value can stand for in the sentence it corrects, by shape.
+_SHAPES = (
+    ("day", re.compile(rf"\b{_WEEKDAY}\b", re.I)),
+    ("month", re.compile(rf"\b{_MONTH_NAME}\b", re.I)),
+    (
+        "time",
+        re.compile(r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b", re.I),
+    ),
+    ("number", re.compile(r"(?<![\w.])[#]?\d[\d.,:/-]*[A-Za-z]{0,3}\b|\b[A-Za-z]+\d[\w-]*\b")),
+    # Not a sentence's first word ("My locker code…").
+    ("name", re.compile(r"(?<=\S )(?!I\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?\b")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """A short correction: the value meant, the value it replaces ("" when unsaid) and
+    the shape the new value has ("day", "time", "number", "name"; "" for other words)."""
+
+    new: str
+    old: str
+    shape: str
+
+
+def value_shape(value: str) -> str:
+    """The shape of a short value: what a correction can replace it with."""
+    v = value.strip()
+    for shape, pattern in _SHAPES:
+        m = pattern.search(f"x {v}")
+        if m is not None and len(m.group(0).strip()) >= len(v) / 2:
+            return shape
+    return ""
+
+
+def read_correction(text: str) -> Correction | None:
+    """The correction ``text`` makes of something said just before ("Sorry, I meant
+    Thursday, not Tuesday"), or None.  A lone value needs a word saying it corrects
+    ("sorry", "no wait", "I meant"); plain words (not a day, time, number or name)
+    need one whatever else is said, so "Thanks, not now" corrects nothing."""
+    t = _straight(text.strip())
+    if "\n" in t or is_question(t) or len(t) > 120:
+        return None
+    for pattern in _CORRECTION:
+        m = pattern.match(t)
+        if m is None:
+            continue
+        new = m["new"].strip(" .!'\"")
+        old = (m["old"] or "").strip(" .!'\"")
+        if not new or len(words(new)) > 4 or len(words(old)) > 4 or new.lower() == old.lower():
+            return None
+        if not words(new) and not re.search(r"\d", new):
+            return None
+        marked = bool(m["lead"]) or bool(m.groupdict().get("say"))
+        shape = value_shape(new)
+        if old and value_shape(old) != shape:
+            return None
+        if not marked and not (old and shape):
+            return None
+        if not old and not shape:
+            return None
+        return Correction(new, old, shape)
+    return None
+
+
+def corrected(sentence: str, fix: Correction) -> str | None:
+    """``sentence`` with ``fix`` applied, or None when it holds nothing to replace: the
+    old value where it is said; else a value of the new one's shape, the one sharing
+    the longest start with it ("4412" replaces "4411", not the "1234" after it), the
+    last one of those."""
+    padded = f" {sentence}"
+    if fix.old:
+        found = list(re.finditer(rf"(?<!\w){re.escape(fix.old)}(?!\w)", padded, re.I))[:1]
+    else:
+        pattern = dict(_SHAPES).get(fix.shape)
+        same = [
+            m
+            for m in (pattern.finditer(padded) if pattern is not None else ())
+            if value_shape(m.group(0)) == fix.shape
+        ]
+        new = fix.new.lower()
+
+        def shared(m: re.Match[str]) -> int:
+            said = m.group(0).lower()
+            pairs = zip(said, new, strict=False)
+            return next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(said), len(new)))
+
+        found = sorted(same, key=lambda m: (shared(m), m.start()))[-1:]
+    if not found:
+        return None
+    at = found[0]
+    return (padded[: at.start()] + fix.new + padded[at.end() :])[1:]
 
 
 _SECOND_PERSON = (

@@ -6,6 +6,8 @@ One call answers everything since the bot's last reply:
   save a typed memory at once (``memory_save``); "Forget that…" removes the asker's
   matching memories (``memory_forget``); the reply says what was saved or forgotten,
   in the second person ("Noted: your locker code is 4411."), only once the tool said so;
+* **corrections** of what the speaker just said ("Sorry, I meant Thursday, not
+  Tuesday") forget the old value and save the corrected sentence;
 * **statements** that hold something durable (an identity, a preference, a decision…)
   are saved the same way; chit-chat is not, and gets a short true reply;
 * **greetings** are greeted, by the name the speaker gave if any, and the rest of the
@@ -27,9 +29,12 @@ from datetime import UTC, datetime
 
 from tierbot.llm.base import ChatMessage, ToolCall
 from tierbot.llm.extraction import (
+    Correction,
     Request,
     classify,
+    corrected,
     is_question,
+    read_correction,
     read_request,
     says_something,
     split_greeting,
@@ -355,9 +360,11 @@ def _about(
     return told
 
 
-def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
-    """The memory calls one person's message asks for: an explicit request, or its
-    durable statements."""
+def _plan_saves(
+    at: int, m: ChatMessage, tools: set[str], before: Sequence[ChatMessage]
+) -> list[ToolCall]:
+    """The memory calls one person's message asks for: an explicit request, a
+    correction of what they just said, or its durable statements."""
     speaker = m.name or "someone"
     request = read_request(m.content)
     if request is not None and request.kind == "forget":
@@ -374,6 +381,17 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
             ToolCall(f"save-{at}-{k}", "memory_save", args)
             for k, args in enumerate(_requested(request, speaker)[:_SAVES_PER_MESSAGE])
         ]
+    if (fix := read_correction(m.content)) is not None:
+        target = _corrects(fix, speaker, before)
+        if target is None or "memory_forget" not in tools:
+            return []
+        old, new = target
+        # The old value goes first, so the forget cannot take the new one with it.
+        save = {"content": f"{speaker}: {new}", "memory_type": classify(new)[0] or "fact"}
+        return [
+            ToolCall(f"fixold-{at}", "memory_forget", {"query": old}),
+            ToolCall(f"fix-{at}", "memory_save", {**save, "importance": 0.8}),
+        ]
     calls: list[ToolCall] = []
     for sent in sentences(split_greeting(m.content)[1]):
         kind, importance = classify(sent)
@@ -381,6 +399,41 @@ def _plan_saves(at: int, m: ChatMessage, tools: set[str]) -> list[ToolCall]:
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
     return calls
+
+
+#: How many of the speaker's latest messages a correction looks back over.
+_CORRECTS_BACK = 4
+
+
+def _corrects(
+    fix: Correction, speaker: str, before: Sequence[ChatMessage]
+) -> tuple[str, str] | None:
+    """(the sentence ``fix`` corrects, that sentence corrected): in the newest of the
+    speaker's last few messages that holds what it replaces.  A correction of a
+    correction corrects the sentence as the first one left it."""
+    seen = 0
+    for i in range(len(before) - 1, -1, -1):
+        m = before[i]
+        if m.role != "user" or (m.name or "someone") != speaker or is_quoted(m.content):
+            continue
+        seen += 1
+        if seen > _CORRECTS_BACK:
+            return None
+        if (earlier := read_correction(m.content)) is not None:
+            base = _corrects(earlier, speaker, before[:i])
+            if base is not None and (fixed := corrected(base[1], fix)) is not None:
+                return base[1], fixed
+            continue
+        request = read_request(m.content)
+        if request is not None and request.kind != "remember":
+            continue
+        text = request.what if request is not None else split_greeting(m.content)[1]
+        if is_question(text):
+            continue
+        for sent in reversed(sentences(text)):
+            if (fixed := corrected(sent, fix)) is not None:
+                return sent, fixed
+    return None
 
 
 def _requested(request: Request, speaker: str) -> list[dict[str, object]]:
@@ -420,6 +473,11 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             continue
         body = tool_json(r)
         body = body if isinstance(body, dict) else {}
+        if call.name == "memory_forget" and call.id.startswith("fixold-"):
+            # The value a correction replaces: the save that follows says what holds now.
+            if "error" in body:
+                notes.append(f"I could not forget the old value: {body['error']}.")
+            continue
         if call.name == "memory_forget":
             what = to_second_person(str(call.arguments.get("query", "")))
             ticked = [
@@ -448,7 +506,9 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
         if "id" in body:
             said = _LEAD.sub("", _split_speaker(str(call.arguments.get("content", "")))[1])
             kind = str(call.arguments.get("memory_type", ""))
-            if kind == "todo":
+            if call.id.startswith("fix-"):
+                notes.append(f"Corrected: {_short(to_second_person(said)).rstrip(' .!')}.")
+            elif kind == "todo":
                 todo.append(_short(to_second_person(_TODO_LEAD.sub("", said))))
             else:
                 saved.append(_short(to_second_person(said)))
@@ -487,7 +547,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
 
     # Saving and forgetting come first: what is answered next may depend on it.
     if not any(c.name in _MEMORY_TOOLS for c in asked.values()):
-        saves = [c for at, m in people for c in _plan_saves(at, m, tools)]
+        saves = [c for at, m in people for c in _plan_saves(at, m, tools, messages[:at])]
         if saves:
             return "", saves
     notes = _memory_notes(results, asked)
@@ -626,6 +686,11 @@ def _statement_reply(
         parts.append(
             "OK: I won't save that as a memory. The message itself stays in this "
             "conversation's history."
+        )
+    if not parts and read_correction(rest) is not None:
+        parts.append(
+            'I can\'t tell what that corrects: tell me the whole thing again ("my … is …") '
+            "and I'll note it."
         )
     if not parts:
         if _THANKS.match(rest):

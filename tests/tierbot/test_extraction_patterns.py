@@ -183,6 +183,14 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("Foyer is rammed, the matinee crowd is in", None),
         ("legs are done for today", None),
         ("ok, leaving in 5, see you on the other side 🚤", None),
+        # What someone plays, speaks or drives is theirs to keep; playing it safe is not.
+        ("I play the cello", "identity"),
+        ("I speak Portuguese and a bit of French", "identity"),
+        ("I sing in a choir", "identity"),
+        ("I drive a red Volvo", "fact"),
+        ("I play it safe", None),
+        ("I speak too fast", None),
+        ("I wear many hats lol", None),
     ],
 )
 def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:

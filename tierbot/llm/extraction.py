@@ -493,6 +493,13 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
         0.9,
         _Folded(
             r"\b(my name is|my name's|call me|people call me|my pronouns|pronouns (are|:)|"
+            # What someone plays, speaks, sings or wears: "I play the cello", "I speak
+            # Portuguese", "I sing in a choir", "I wear glasses".
+            r"i (also |still |mostly |mainly |usually )?(play|speak|sing|wear) (?!(it|that|"
+            r"this|them|him|her|you|too|so|very|really|well|badly|fast|slow|loud|to|for|"
+            r"with|on|at|up|out|around|about|home|back|like|along|games?|a (lot|bit|game|"
+            r"role|part)|many|the (game|fool|field|role|part|same|truth))\b)(the |a |an |some |"
+            r"with |in (a |an |the |our |my )?)?[\w-]{3,}|"
             r"i go by|for a living|"
             r"my (day )?(job|role|title|position) (is|here is|at)|"
             r"^(grew up in|born and raised|originally from|based in|born in)|"
@@ -591,7 +598,8 @@ _SPECIFIC = re.compile(
     r"\b(?<!^)[A-Z][a-z]+\b|https?://\S+"
 )
 _PREDICATION = _Folded(
-    r"\b(is|are|was|were|has|have|lives|runs|uses|costs|takes|holds|sits|means|"
+    r"\b(is|are|was|were|has|have|lives|runs|uses|costs|takes|holds|sits|means|drive|"
+    r"drives|ride|rides|"
     r"belongs|contains|requires|supports|opens|closes|starts|ends)\b",
 )
 # Numbers and codes: "4411", "BA117", "14C", "v2-rc", "#512".
@@ -906,6 +914,12 @@ _CORRECTION = (
         re.I,
     ),
 )
+# A word every correction has (a cheap test before the patterns above).
+_FIX_HINT = re.compile(
+    r"\b(?:sorry|oops|whoops|no|nope|wait|hang|actually|correction|bad|typo|err+|erm|um+|"
+    r"uh+|mean|meant|make|should|not|instead|rather)\b",
+    re.I,
+)
 _WEEKDAY = (
     r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|thu|thurs|"
     r"fri|sat|sun)"
@@ -953,13 +967,16 @@ def read_correction(text: str) -> Correction | None:
     Thursday, not Tuesday"), or None.  A lone value needs a word saying it corrects
     ("sorry", "no wait", "I meant"); plain words (not a day, time, number or name)
     need one whatever else is said, so "Thanks, not now" corrects nothing."""
-    t = _straight(text.strip())
-    if "\n" in t or is_question(t) or len(t) > 120:
+    t = text.strip()
+    if len(t) > 120 or "\n" in t or t.count(" ") > 14 or not _FIX_HINT.search(t):
         return None
+    t = _straight(t)
     for pattern in _CORRECTION:
         m = pattern.match(t)
         if m is None:
             continue
+        if is_question(t):
+            return None
         new = m["new"].strip(" .!'\"")
         old = (m["old"] or "").strip(" .!'\"")
         if not new or len(words(new)) > 4 or len(words(old)) > 4 or new.lower() == old.lower():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from pathlib import Path
@@ -745,6 +746,36 @@ class MemoryGraph:
             exclude=exclude,
             exclude_authors=exclude_authors,
         )
+
+    async def memories_of(
+        self,
+        author_id: str,
+        *,
+        channel: str,
+        limit: int = 20,
+        types: Sequence[str] | None = None,
+    ) -> list[RecallHit]:
+        """The memories in ``author_id``'s name that ``channel`` may see, newest first,
+        those a newer one replaced left out: the list "what do you know about me?"
+        asks for, which a search by the question's words cannot find (it names nothing).
+        Scores are 0: nothing was matched."""
+        rows = await self.storage.author_memories(author_id, types, max(limit * 4, 100))
+        hits = [
+            RecallHit(
+                id=row.id,
+                type=row.type,
+                content=row.content,
+                score=0.0,
+                channel=row.channel,
+                source_message_ids=tuple(json.loads(row.sources)),
+                created_at=row.created_at,
+                author_id=row.author_id,
+                author=self.display_names.get(row.author_id, ""),
+            )
+            for row in rows
+            if row.superseded_by is None and self.visible(channel, row.channel)
+        ]
+        return hits[:limit]
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         """One node as a JSON-able dict (with its edges), or None."""

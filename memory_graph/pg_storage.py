@@ -833,6 +833,21 @@ class PostgresMemoryStorage:
             sql += f" AND created_at >= ${len(args)}"
         return [NodeRow.of(list(r)) for r in await self._all(sql + " ORDER BY rowid", *args)]
 
+    async def author_memories(
+        self, author_id: str, types: Sequence[str] | None, limit: int
+    ) -> list[NodeRow]:
+        sql = (
+            f"SELECT {_rows.ROW_COLUMNS} FROM memory_nodes "
+            "WHERE author_id = $1 AND type <> 'episode'"
+        )
+        args: list[Any] = [author_id]
+        if types:
+            args.append(list(types))
+            sql += f" AND type = ANY(${len(args)}::text[])"
+        args.append(int(limit))
+        sql += f" ORDER BY created_at DESC, rowid DESC LIMIT ${len(args)}"
+        return [NodeRow.of(list(r)) for r in await self._all(sql, *args)]
+
     async def created_at(self, rowids: Collection[int]) -> dict[int, float]:
         rows = await self._all(
             "SELECT rowid, created_at FROM memory_nodes WHERE rowid = ANY($1::bigint[])",

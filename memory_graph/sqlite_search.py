@@ -233,6 +233,21 @@ class SQLiteSearch:
             extra.append(float(since))
         return [NodeRow.of(r) for r in await self._in(sql, rowids, extra)]
 
+    async def author_memories(
+        self, author_id: str, types: Sequence[str] | None, limit: int
+    ) -> list[NodeRow]:
+        sql = (
+            f"SELECT {_rows.ROW_COLUMNS} FROM memory_nodes "
+            "WHERE author_id = ? AND type != 'episode'"
+        )
+        params: list[Any] = [author_id]
+        if types:
+            sql += f" AND type IN ({schema.marks(len(types))})"
+            params += list(types)
+        params.append(int(limit))
+        rows = await self._all(sql + " ORDER BY created_at DESC, rowid DESC LIMIT ?", params)
+        return [NodeRow.of(r) for r in rows]
+
     async def created_at(self, rowids: Collection[int]) -> dict[int, float]:
         sql = "SELECT rowid, created_at FROM memory_nodes WHERE rowid IN ({})"
         return {int(r): float(ts) for r, ts in await self._in(sql, rowids)}

@@ -545,6 +545,13 @@ class MemoryStorage(Protocol):
         ``since``."""
         ...
 
+    async def author_memories(
+        self, author_id: str, types: Sequence[str] | None, limit: int
+    ) -> list[NodeRow]:
+        """Up to ``limit`` memories (not episodes) in ``author_id``'s name, of ``types``
+        (None: any), newest first."""
+        ...
+
     async def created_at(self, rowids: Collection[int]) -> dict[int, float]: ...
 
     async def embedding_matrix(

@@ -122,7 +122,10 @@ _CHAT_RECALL = _with(
     "(for 'what do you know about me').",
     from_asker={
         "type": "boolean",
-        "description": "Only memories and messages of the person you are answering.",
+        "description": (
+            "Only memories and messages of the person you are answering; when the query "
+            "matches fewer than the limit, their other memories fill the list, newest first."
+        ),
     },
 )
 _FORGET = ToolSpec(
@@ -130,7 +133,8 @@ _FORGET = ToolSpec(
     description=(
         "Forget what the person you are answering asks you to forget ('forget that...'): "
         "deletes their memories and indexed messages that match the query, and the "
-        "request itself. Only that person's own memories can be forgotten this way."
+        "request itself when it repeats them. Only that person's own memories can be "
+        "forgotten this way."
     ),
     parameters={
         "type": "object",
@@ -235,6 +239,12 @@ async def run_memory_tool(
         )
         if only_author:
             hits = [h for h in hits if h.author_id == only_author][:limit]
+        if only_author and len(hits) < limit:
+            # "What do you know about me?" names nothing a search can match: the rest of
+            # the list is the author's memories, newest first.
+            found = {h.id for h in hits}
+            more = await graph.memories_of(only_author, channel=channel, limit=limit, types=types)
+            hits += [h for h in more if h.id not in found][: limit - len(hits)]
         return json.dumps([h.to_json() for h in hits], ensure_ascii=False)
     raise ToolError(f"unknown tool {name!r}; expected memory_save or memory_recall", tool=name)
 

@@ -613,3 +613,60 @@ async def test_a_correction_whose_old_value_the_store_cannot_forget_says_so(
         assert said.endswith("Corrected: your locker code is 4412."), said
         contents = sorted(str(m["content"]) for m in await _memories(rt))
         assert contents == ["ann: my locker code is 4411.", "ann: my locker code is 4412."]
+
+
+async def test_what_do_you_know_about_me_lists_memories_no_longer_in_view(
+    make_config: Callable[..., Config],
+) -> None:
+    """The console's user is called "you", a word a search drops: once the facts left
+    the conversation in view (here: asked in another channel of the same server),
+    "what do you know about me?" still lists them, not "You haven't told me"."""
+    told = "discord:9:1"
+    asked = "discord:9:2"
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        for i, line in enumerate(
+            ["I live in Porto.", "I play the cello.", "My favourite band is Radiohead."]
+        ):
+            await rt.submit(inbound(told, line, pid=f"t{i}", author="you"))
+            await rt.drain()
+        await rt.submit(inbound(told, "lol nice", pid="o1", author="ann"))
+        await rt.drain()
+        await rt.memory.indexer.flush()
+        await rt.submit(inbound(asked, "what do you know about me?", pid="q1", author="you"))
+        await rt.drain()
+        said = rt.outbox.sent[-1].text
+        assert said.startswith("Here is what you told me:"), said
+        for fact in ("you live in Porto", "you play the cello", "Radiohead"):
+            assert fact in said, (fact, said)
+
+
+async def test_a_memory_store_that_fails_a_listing_is_not_taken_for_an_empty_one(
+    make_config: Callable[..., Config],
+) -> None:
+    """The store fails while listing what someone told: the answer says the lookup
+    failed and why, never "You haven't told me about yourself"; with the store back,
+    the same question lists the fact."""
+    told = "discord:9:1"
+    asked = "discord:9:2"
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await rt.submit(inbound(told, "I play the cello.", pid="t1", author="you"))
+        await rt.drain()
+        await rt.memory.indexer.flush()
+        real = graph.memories_of
+
+        async def failing(*args: object, **kwargs: object) -> list[object]:
+            raise OSError("disk I/O error")
+
+        graph.memories_of = failing  # type: ignore[method-assign]
+        await rt.submit(inbound(asked, "what do you know about me?", pid="q1", author="you"))
+        await rt.drain()
+        said = rt.outbox.sent[-1].text
+        assert said.startswith("I could not look further back: the memory store failed"), said
+        assert "haven't told me" not in said
+        graph.memories_of = real  # type: ignore[method-assign]
+        await rt.submit(inbound(asked, "what do you know about me?", pid="q2", author="you"))
+        await rt.drain()
+        assert "you play the cello" in rt.outbox.sent[-1].text

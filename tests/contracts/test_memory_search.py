@@ -266,3 +266,31 @@ async def test_text_of_scripts_without_spaces_is_found_by_part_of_a_run(
     for query, pid in (("ロッカー番号", "j1"), ("大阪", "j2"), ("自行车", "j3")):
         hits = await graph.recall(query, channel=CH, limit=1)
         assert [h.source_message_ids for h in hits] == [(pid,)], (query, hits)
+
+
+async def test_an_authors_memories_are_listed_newest_first_within_scope(
+    graph: MemoryGraph,
+) -> None:
+    """What "what do you know about me?" lists when its words match nothing: the
+    author's memories this channel may see, newest first, without episodes, without
+    what a newer memory replaced, without other people's or another workspace's."""
+    await graph.add_episodes([said("m1", "my locker code is 4411", author="you")])
+    first = await graph.save("you: I live in Porto", "identity", channel=CH, author_id="you")
+    await graph.save("you: I play the cello", "identity", channel=CH, author_id="you")
+    await graph.save("you: I prefer tea", "preference", channel=THREAD, author_id="you")
+    await graph.save("ann: I prefer coffee", "preference", channel=CH, author_id="ann")
+    await graph.save("you: I live in Oslo", "identity", channel=OTHER, author_id="you")
+    await graph.save(
+        "you: I moved to Lisbon", "identity", channel=CH, author_id="you", supersedes=first.id
+    )
+    listed = await graph.memories_of("you", channel=CH)
+    assert [h.content for h in listed] == [
+        "you: I moved to Lisbon",
+        "you: I prefer tea",
+        "you: I play the cello",
+    ]
+    assert [h.content for h in await graph.memories_of("you", channel=CH, limit=1)] == [
+        "you: I moved to Lisbon"
+    ]
+    typed = await graph.memories_of("you", channel=CH, types=["preference"])
+    assert [h.content for h in typed] == ["you: I prefer tea"]

@@ -581,6 +581,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         }
         speaker = q.name or ""
         recall_ok = "memory_recall" in tools and "memory_recall" not in tried
+        # A lookup that failed is not a lookup that found nothing: say which it was.
+        failed = _failure(results, f"recall-{at}")
+
         # What the asker told long ago is in memory, not in view: look there first.
         about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
         personal = None if about_me and recall_ok else _personal_answer(plain, speaker, pool)
@@ -595,7 +598,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
             else:
                 answers.append(
-                    (task, "You haven't asked me to remember a to-do, as far as I know.")
+                    (
+                        task,
+                        _nothing(
+                            failed, "You haven't asked me to remember a to-do, as far as I know."
+                        ),
+                    )
                 )
             continue
         if _ABOUT_ME.search(plain) or _MY_NAME.search(plain):
@@ -605,7 +613,14 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             elif _MY_NAME.search(plain) and (name := _known_name(speaker, pool)):
                 answers.append((task, f"You go by {name} here; you haven't told me another name."))
             else:
-                answers.append((task, "You haven't told me about yourself yet, as far as I know."))
+                answers.append(
+                    (
+                        task,
+                        _nothing(
+                            failed, "You haven't told me about yourself yet, as far as I know."
+                        ),
+                    )
+                )
             continue
         # "What is my favourite colour?" is answered by what the asker said, not by
         # someone else's "My favourite colour is purple".
@@ -618,7 +633,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         elif score < 0.34 and recall_ok:
             calls.append(ToolCall(f"recall-{at}", "memory_recall", {"query": task, "limit": 5}))
         elif found is None or score < 0.2:
-            answers.append((task, UNKNOWN))
+            answers.append((task, _nothing(failed, UNKNOWN)))
         else:
             answers.append((task, found.quoted()))
     if calls:
@@ -632,6 +647,19 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
         lines += [f"«{task}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:
+    """The error the tool call ``call_id`` came back with, if it failed."""
+    for m in results:
+        if m.tool_call_id == call_id and isinstance(body := tool_json(m), dict):
+            return str(body["error"]) if "error" in body else None
+    return None
+
+
+def _nothing(failed: str | None, answer: str) -> str:
+    """``answer`` (nothing was found), or why nothing could be looked up."""
+    return f"I could not look further back: {failed}." if failed else answer
 
 
 def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> str | None:

@@ -670,3 +670,32 @@ async def test_a_memory_store_that_fails_a_listing_is_not_taken_for_an_empty_one
         await rt.submit(inbound(asked, "what do you know about me?", pid="q2", author="you"))
         await rt.drain()
         assert "you play the cello" in rt.outbox.sent[-1].text
+
+
+async def test_deleting_or_unremembering_what_was_told_forgets_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Please delete the cabin wifi password" and "Don't remember my bike lock
+    combination" (said after it was told) forget what was told, and the answers stop
+    quoting it; "forget everything" says what to do instead and forgets nothing."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "The wifi password at the cabin is pinecone42.", "w1")
+        await _say(rt, "My bike lock combination is 3-7-1-9.", "w2")
+        await _say(rt, "My locker code is 4411.", "w3")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "please delete the cabin wifi password", "w4")
+        assert said == "Done: I forgot what you told me about the cabin wifi password.", said
+        assert "pinecone42" not in await _say(rt, "What's the cabin wifi password?", "w5")
+        said = await _say(rt, "Don't remember my bike lock combination", "w6")
+        assert said == (
+            "OK: I won't keep that, and I forgot what you had told me about your bike lock "
+            "combination."
+        ), said
+        assert "3-7-1-9" not in await _say(rt, "What's my bike lock combination?", "w7")
+        said = await _say(rt, "forget everything", "w8")
+        assert said.startswith("I can't forget everything at once from a message"), said
+        assert [m["content"] for m in await _memories(rt)] == ["ann: My locker code is 4411."]
+        said = await _say(rt, "Could you forget my locker code?", "w9")
+        assert said == "Done: I forgot what you told me about your locker code.", said
+        assert await _memories(rt) == []

@@ -319,3 +319,22 @@ def test_a_short_correction_replaces_the_value_of_its_kind(
 )
 def test_remarks_shaped_like_corrections_are_not(line: str) -> None:
     assert read_correction(line) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "what"),
+    [
+        ("please delete the cabin wifi password", "forget", "the cabin wifi password"),
+        ("remove my address from your memory", "forget", "my address"),
+        ("can you remove my phone number please?", "forget", "my phone number"),
+        ("Could you forget my locker code?", "forget", "my locker code"),
+        ("delete the staging bucket", None, None),
+        ("Can you remove the stain?", None, None),
+        ("Can you remember my seat number?", None, None),
+    ],
+)
+def test_deleting_what_was_told_is_a_forget_and_other_deleting_is_not(
+    line: str, kind: str | None, what: str | None
+) -> None:
+    request = extraction.read_request(line)
+    assert (request.kind if request else None, request.what if request else None) == (kind, what)

@@ -109,6 +109,27 @@ _FORGET = re.compile(
     r"about|the memory (?:of|about|that)))\s+(?P<rest>\S.*)$",
     re.I | re.S,
 )
+# "Please delete the cabin wifi password", "remove my address from your memory": what
+# someone told, to be forgotten ("delete the staging bucket" is a job, not this).
+_INFO = (
+    r"(?:password|passcode|passphrase|pin|code|combination|number|phone|address|e-?mail|"
+    r"birthday|birth ?date|details|info|information|data|login|username|key|card|iban|"
+    r"postcode|zip(?: code)?|location|secret)s?"
+)
+_DELETE = re.compile(
+    r"^\s*(?:please\s+|pls\s+)?(?:delete|erase|remove|wipe|scrub|purge|get rid of|clear)\s+"
+    rf"(?P<rest>(?:my|the|our)\b[^.?!\n]{{0,60}}?\b{_INFO}\b[^\n]*?|[^\n]*?(?=\s+from\s+"
+    r"(?:your|the)\s+(?:memory|memories)\b))(?:\s+from\s+(?:your|the)\s+(?:memory|memories))?"
+    r"(?:,?\s+(?:please|pls|thanks|thank you))?\s*[.!]*$",
+    re.I,
+)
+# "Forget everything", "forget all about me": more than one request should do at once.
+FORGET_ALL = re.compile(
+    r"^(?:everything|all|it all|all of it|all (?:that|this)|everything (?:about me|(?:that )?i"
+    r"(?:'ve| have)? (?:ever )?(?:told|said to|said) you|you know(?: about me)?|i said)|"
+    r"all about me|(?:about )?me)\W*$",
+    re.I,
+)
 # "Can you remember that…?", "Could you please note…": a request, asked politely.
 _POLITE = re.compile(
     r"^\s*(?:(?:can|could|would|will)\s+you\s+(?:please\s+|pls\s+|kindly\s+|also\s+)?|"
@@ -674,7 +695,10 @@ def is_question(text: str) -> bool:
 
 
 def _polite_question(text: str, plain: str) -> bool:
-    """ "Can you remember my seat number?": asked, with nothing to save in it."""
+    """ "Can you remember my seat number?": asked, with nothing to save in it ("Could
+    you forget my locker code?" asks for the forget)."""
+    if _FORGET.match(plain) or _DELETE.match(plain):
+        return False
     rest = re.sub(r"^\S+\s+(?:that\s+)?", "", plain)
     return text.rstrip().endswith("?") and not says_something(rest)
 
@@ -848,6 +872,18 @@ _REMEMBER_AFTER = re.compile(
 )
 
 
+def skipped_topic(text: str) -> str:
+    """What a "don't remember" request names ("my bike lock combination" of "Please
+    don't remember my bike lock combination"), or "" when it names nothing ("don't
+    save this")."""
+    m = _DONT_KEEP.match(_straight(text.strip()))
+    if m is None:
+        return ""
+    rest = re.sub(r"^\s*(?:that|this|it|the fact that)?\s*[:,-]?\s*", "", text[m.end() :])
+    rest = rest.strip().rstrip(".!")
+    return rest if words(rest) else ""
+
+
 def read_request(text: str) -> Request | None:
     """The explicit memory request ``text`` makes ("Remember that my locker code is
     4411.", "Remind me: …", "Forget that …", "…, please remember that"), or None."""
@@ -873,6 +909,8 @@ def read_request(text: str) -> Request | None:
         return None
     if t.endswith("?"):
         return None
+    if (m := _DELETE.match(t)) is not None and words(m["rest"]):
+        return Request("forget", m["rest"].strip())
     if (m := _FORGET.match(t)) is not None:
         what = m["rest"].strip().rstrip(".!")
         if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):

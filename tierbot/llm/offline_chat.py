@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 
 from tierbot.llm.base import ChatMessage, ToolCall
 from tierbot.llm.extraction import (
+    FORGET_ALL,
     Correction,
     Request,
     classify,
@@ -37,6 +38,7 @@ from tierbot.llm.extraction import (
     read_correction,
     read_request,
     says_something,
+    skipped_topic,
     split_greeting,
     to_second_person,
 )
@@ -368,12 +370,17 @@ def _plan_saves(
     speaker = m.name or "someone"
     request = read_request(m.content)
     if request is not None and request.kind == "forget":
-        if "memory_forget" not in tools:
-            return []
+        if "memory_forget" not in tools or FORGET_ALL.match(request.what):
+            return []  # "Forget everything": the reply says how (one request is one thing)
         prefix = "done" if request.done else "forget"
         return [ToolCall(f"{prefix}-{at}", "memory_forget", {"query": request.what})]
     if request is not None and request.kind == "skip":
-        return []
+        # "Don't remember my bike lock combination", said after it was told: what was
+        # kept of it goes too.
+        topic = skipped_topic(request.what)
+        if "memory_forget" not in tools or not topic:
+            return []
+        return [ToolCall(f"skip-{at}", "memory_forget", {"query": topic})]
     if "memory_save" not in tools or is_question(m.content):
         return []
     if request is not None:
@@ -473,6 +480,16 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             continue
         body = tool_json(r)
         body = body if isinstance(body, dict) else {}
+        if call.name == "memory_forget" and call.id.startswith("skip-"):
+            what = to_second_person(str(call.arguments.get("query", "")))
+            if body.get("forgotten"):
+                notes.append(
+                    "OK: I won't keep that, and I forgot what you had told me about "
+                    f"{_short(what).rstrip(' .!')}."
+                )
+            elif "error" in body:
+                notes.append(f"I could not forget what you had told me about it: {body['error']}.")
+            continue
         if call.name == "memory_forget" and call.id.startswith("fixold-"):
             # The value a correction replaces: the save that follows says what holds now.
             if "error" in body:
@@ -714,6 +731,12 @@ def _statement_reply(
         parts.append(
             "OK: I won't save that as a memory. The message itself stays in this "
             "conversation's history."
+        )
+    if request is not None and request.kind == "forget" and FORGET_ALL.match(request.what):
+        parts.append(
+            "I can't forget everything at once from a message: tell me what to forget "
+            '("forget my locker code"), one thing at a time. To erase everything you said '
+            "here, an admin can run /forget --author with your name."
         )
     if not parts and read_correction(rest) is not None:
         parts.append(

@@ -699,3 +699,60 @@ async def test_deleting_or_unremembering_what_was_told_forgets_it(
         said = await _say(rt, "Could you forget my locker code?", "w9")
         assert said == "Done: I forgot what you told me about your locker code.", said
         assert await _memories(rt) == []
+
+
+async def test_every_question_of_a_message_is_answered(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What is my locker code and where do I live?" and "Where does Ana live? When is
+    my birthday?" get an answer each; "remind me my locker code" asks, saves nothing."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(
+            ["My locker code is 4411.", "I live in Porto.", "My sister Ana lives in Madrid."]
+        ):
+            await _say(rt, line, f"f{i}")
+        await _say(rt, "My birthday is on May 3.", "f3")
+        said = await _say(rt, "what is my locker code and where do I live?", "q1")
+        first, second = said.splitlines()
+        assert first.startswith("«what is my locker code»") and "4411" in first, said
+        assert second.startswith("«where do I live?»") and "Porto" in second, said
+        said = await _say(rt, "Where does Ana live? When is my birthday?", "q2")
+        first, second = said.splitlines()
+        assert "Madrid" in first and "May 3" in second, said
+        saved = len(await _memories(rt))
+        said = await _say(rt, "remind me my locker code", "q3")
+        assert "«My locker code is 4411.»" in said, said
+        assert len(await _memories(rt)) == saved
+
+
+async def test_answers_follow_who_is_asked_about_and_what_changed_since(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How old is Sofia?" is answered about Sofia, not by another thing that is old;
+    "my landlord's number" by the landlord's; "Where do I live?" by the asker's own
+    words, with the move said after; "Is my locker code 4411?" with the newer code."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(
+            [
+                "I live in Porto.",
+                "My sister Ana lives in Madrid.",
+                "My wife Sofia turns 40 on 2025-09-14.",
+                "My dog Rex is 7 years old.",
+                "My landlord's phone is 555-0123.",
+                "My library card number is LIB-88231.",
+                "My locker code is 4411.",
+                "I moved to Lisbon last week.",
+                "My locker code changed to 5521.",
+            ]
+        ):
+            await _say(rt, line, f"f{i}")
+        said = await _say(rt, "How old is Sofia?", "q1")
+        assert "Sofia turns 40" in said and "Rex" not in said, said
+        said = await _say(rt, "What is my landlord's number?", "q2")
+        assert "555-0123" in said and "LIB" not in said, said
+        said = await _say(rt, "where do I live?", "q3")
+        assert "«I live in Porto.»" in said and said.endswith("«I moved to Lisbon last week.»")
+        said = await _say(rt, "Is my locker code 4411?", "q4")
+        assert "4411" in said and said.endswith("«My locker code changed to 5521.»"), said
+        said = await _say(rt, "Where does Ana live?", "q5")
+        assert "Madrid" in said and "Lisbon" not in said, said

@@ -682,12 +682,29 @@ _GENERIC = _Folded(
 )
 
 
+# "Remind me my locker code", "tell me about my passport": asked, though not said as a
+# question (with a verb it is a request: "remind me my flight is at 9").
+_REMIND_ME_OF = re.compile(
+    r"^\s*(?:please\s+|pls\s+)?(?:remind me|tell me)\s+(?:of\s+|about\s+|again\s+)?"
+    r"(?P<what>(?:my|our|the|his|her|their)\s+[^.!?\n]*)[.!?]*$",
+    re.I,
+)
+
+
+def _reminded_of(text: str) -> bool:
+    m = _REMIND_ME_OF.match(text)
+    # "my wife's birthday" names something; "my wife's birthday is May 3" says it.
+    return m is not None and not says_something(re.sub(r"(?<=\w)'s\b", "", m["what"]))
+
+
 def is_question(text: str) -> bool:
     """A question (ends with "?" or opens like one); "Remember that…" is not one."""
     t = _straight(text.strip())
     t = split_greeting(t)[1].strip() or t  # "Hi! Can you remember that…?"
     if _DONT_KEEP.match(t):
         return False
+    if _reminded_of(t):
+        return True
     plain = _plain(t)
     if plain != t:  # "Can you remember that my seat is 14C?" asks for a save
         return bool(_ASKING.match(plain)) or _polite_question(t, plain)
@@ -905,7 +922,7 @@ def read_request(text: str) -> Request | None:
         if _ASKING.match(plain) or _polite_question(t, plain):
             return None
         t = plain
-    if is_question(t) and not t.lower().startswith(("remember", "remind")):
+    if is_question(t) and (_reminded_of(t) or not t.lower().startswith(("remember", "remind"))):
         return None
     if t.endswith("?"):
         return None

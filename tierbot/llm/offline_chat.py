@@ -270,6 +270,47 @@ def _forget_of(m: ChatMessage) -> Request | None:
     return request if request is not None and request.kind == "forget" else None
 
 
+_ASKED_OF_ME = re.compile(
+    r"\b(?:do|did|does|am|was|have|had|can|could|should|will|would)\s+i\b|^\s*i\b", re.I
+)
+_I_SAID = re.compile(r"\bI(?:'m|'ve|'d|'ll)?\b")
+# A name inside a sentence ("Sofia"), or what a possessive names ("landlord's").
+_NAMED = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+|\b[\w-]+(?='s\b)")
+
+
+def _named(question: str) -> set[str]:
+    """The stems of who or what ``question`` is about."""
+    return {t for m in _NAMED.finditer(question) for t in stems(m.group(0))}
+
+
+def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evidence | None:
+    """What ``found``'s author said later about the same thing, if anything: "My locker
+    code changed to 5521" after "My locker code is 4411"; "I moved to Lisbon" after "I
+    live in Porto" when asked where they live."""
+    if found.when is None or found.kind == "branch":
+        return None
+    subject = _SUBJECT.match(_LEAD.sub("", found.text))
+    about = set(stems(subject[1])) - {"my", "your", "our"} if subject else set()
+    # A move is the mover's: "I moved" updates "I live in…", not "Ana lives in…".
+    moved = _MOVED.search(question) is not None and _I_SAID.search(found.text) is not None
+    later = [
+        e
+        for e in pool
+        if e.author == found.author
+        and e.when is not None
+        and e.when > found.when
+        and e.text != found.text
+        and not is_question(e.text)
+        and ((about and about <= set(stems(e.text))) or (moved and _MOVED_TO.search(e.text)))
+    ]
+    return max(later, key=lambda e: e.when or 0.0) if later else None
+
+
+# Where someone lives, and the words that say it changed.
+_MOVED = re.compile(r"\b(live|lives|living|based|home)\b", re.I)
+_MOVED_TO = re.compile(r"\b(moved|moving|relocated|relocating)\s+(to|into|back to)\b", re.I)
+
+
 def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, float]:
     """The evidence that best answers ``question`` (questions are never answers); later
     evidence wins ties: it is the most recent thing said about the topic, unless it is a
@@ -280,8 +321,21 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     if not pool:
         return None, 0.0
     overlap = Overlap([e.text for e in pool])
-    scores = overlap.scores(question)
-    i = max(range(len(pool)), key=lambda k: (round(scores[k], 6), -_rambling(pool[k].text), k))
+    # Who or what the question is about weighs more than what it asks of them: "How
+    # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
+    # about the landlord, not any number.
+    scores = overlap.scores(question, boost=_named(question))
+    # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
+    mine = bool(_ASKED_OF_ME.search(question))
+    i = max(
+        range(len(pool)),
+        key=lambda k: (
+            round(scores[k], 6),
+            mine and bool(_I_SAID.search(pool[k].text)),
+            -_rambling(pool[k].text),
+            k,
+        ),
+    )
     found, score = pool[i], scores[i]
     # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
     # sentence that answers, when it holds every word of the question the message does.
@@ -581,8 +635,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     answers: list[tuple[str, str]] = []  # (what was asked, the answer)
     waiting: list[str] = []
     calls: list[ToolCall] = []
-    for at, q in questions:
-        task = q.content
+    asked_each = [
+        (at, q, task, str(at) if j == 0 else f"{at}.{j}")
+        for at, q in questions
+        for j, task in enumerate(_each_question(q.content))
+    ]
+    for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         if task in done:
             answers.append((task, done.pop(task)))
@@ -599,7 +657,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         speaker = q.name or ""
         recall_ok = "memory_recall" in tools and "memory_recall" not in tried
         # A lookup that failed is not a lookup that found nothing: say which it was.
-        failed = _failure(results, f"recall-{at}")
+        failed = _failure(results, f"recall-{key}")
 
         # What the asker told long ago is in memory, not in view: look there first.
         about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
@@ -612,7 +670,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 # To-dos are said with these words more than with the question's.
                 query = f"{task} remind need have to do"
                 args = {"query": query, "limit": 20, "from_asker": True, "types": ["todo"]}
-                calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
+                calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
             else:
                 answers.append(
                     (
@@ -626,7 +684,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if _ABOUT_ME.search(plain) or _MY_NAME.search(plain):
             if recall_ok:
                 args = {"query": task, "limit": 20, "from_asker": True, "types": _SAVABLE}
-                calls.append(ToolCall(f"recall-{at}", "memory_recall", args))
+                calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
             elif _MY_NAME.search(plain) and (name := _known_name(speaker, pool)):
                 answers.append((task, f"You go by {name} here; you haven't told me another name."))
             else:
@@ -644,15 +702,19 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         mine = _MINE.search(plain) and speaker
         found, score = best(task, [e for e in pool if e.author in (speaker, "")] if mine else pool)
         if score < 0.34 and "branch" in tools and "branch" not in tried:
-            calls.append(ToolCall(f"branch-{at}-{len(calls)}", "branch", {"task": task}))
+            calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
         elif score < 0.34 and recall_ok:
-            calls.append(ToolCall(f"recall-{at}", "memory_recall", {"query": task, "limit": 5}))
+            calls.append(ToolCall(f"recall-{key}", "memory_recall", {"query": task, "limit": 5}))
         elif found is None or score < 0.2:
             answers.append((task, _nothing(failed, UNKNOWN)))
         else:
-            answers.append((task, found.quoted()))
+            later = said_later(found, task, pool)
+            answer = found.quoted()
+            if later is not None:
+                answer += f" Later, {later.quoted()}"
+            answers.append((task, answer))
     if calls:
         return "", calls
     answers.extend(done.items())  # branches that came back for earlier questions
@@ -664,6 +726,27 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
         lines += [f"«{task}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+# "…, and where do I live?": a second question in the same sentence.
+_AND_ASKS = re.compile(
+    r"\s*(?:,\s*|\s+)(?:and|also|plus)\s+(?=(?:what|where|when|who|whom|whose|how|which|why|"
+    r"is|are|was|were|do|does|did|can|could|will|have|has)\b)",
+    re.I,
+)
+
+
+def _each_question(text: str) -> list[str]:
+    """The questions one message asks, each to be answered: "What is my locker code
+    and where do I live?" is two, and so is "Where does Ana live? When is my
+    birthday?". A message asking one question comes back whole."""
+    parts = [
+        p.strip()
+        for sent in sentences(text)
+        for p in _AND_ASKS.split(sent)
+        if p.strip() and is_question(p)
+    ]
+    return parts if len(parts) > 1 else [text]
 
 
 def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:

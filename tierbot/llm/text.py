@@ -7,6 +7,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 import Stemmer
@@ -205,16 +206,25 @@ class Overlap:
         n = max(len(documents), 1)
         self.idf = {t: math.log(1 + n / c) for t, c in df.items()}
 
-    def scores(self, query: str) -> list[float]:
-        return [self.score(query, d) for d in self.doc_stems]
+    def scores(self, query: str, boost: AbstractSet[str] = frozenset()) -> list[float]:
+        return [self.score(query, d, boost) for d in self.doc_stems]
 
-    def score(self, query: str, doc: str | set[str]) -> float:
+    def score(
+        self,
+        query: str,
+        doc: str | set[str],
+        boost: AbstractSet[str] = frozenset(),
+    ) -> float:
         """``query``'s overlap with one text (or its stems), weighted by these documents'
-        idf: a part of a document scores what the document scores when it holds every
-        query word the document holds."""
+        idf (twice for the stems in ``boost``): a part of a document scores what the
+        document scores when it holds every query word the document holds."""
         q = set(stems(query))
         if not q:
             return 0.0
         d = set(stems(doc)) if isinstance(doc, str) else doc
-        norm = sum(self.idf.get(t, math.log(1 + len(self.doc_stems))) for t in q)
-        return sum(self.idf.get(t, 0.0) for t in q & d) / norm
+
+        def weight(t: str, default: float) -> float:
+            return self.idf.get(t, default) * (2.0 if t in boost else 1.0)
+
+        norm = sum(weight(t, math.log(1 + len(self.doc_stems))) for t in q)
+        return sum(weight(t, 0.0) for t in q & d) / norm

@@ -756,3 +756,18 @@ async def test_answers_follow_who_is_asked_about_and_what_changed_since(
         assert "4411" in said and said.endswith("«My locker code changed to 5521.»"), said
         said = await _say(rt, "Where does Ana live?", "q5")
         assert "Madrid" in said and "Lisbon" not in said, said
+
+
+async def test_questions_typed_with_a_typo_or_shorthand_are_answered(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "wat is my lokcer code" and "when's my bday" find what was said; a word two
+    typos away, or one typo from two words, is not guessed."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My locker code is 4411.", "f1")
+        await _say(rt, "My birthday is on May 3.", "f2")
+        await _say(rt, "The wifi password at the cabin is pinecone42.", "f3")
+        assert "4411" in await _say(rt, "wat is my lokcer code", "q1")
+        assert "May 3" in await _say(rt, "when's my bday", "q2")
+        assert "pinecone42" in await _say(rt, "Whats the wifi pasword", "q3")
+        assert "4411" not in await _say(rt, "what is my lkocre?", "q4")

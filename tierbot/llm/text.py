@@ -195,6 +195,47 @@ def names(request: str, text: str) -> bool:
     return len(wanted & have) >= NAMES_SHARE * len(wanted)
 
 
+# Chat shorthand a question may use for a word the answer spells out.
+_SPELLED = {
+    "bday": "birthday",
+    "b-day": "birthday",
+    "bdays": "birthdays",
+    "addy": "address",
+    "pw": "password",
+    "pwd": "password",
+    "passwd": "password",
+    "num": "number",
+    "nr": "number",
+    "tel": "phone",
+    "fone": "phone",
+    "appt": "appointment",
+    "mtg": "meeting",
+    "bro": "brother",
+    "sis": "sister",
+}
+_SHORTHAND = re.compile(r"\b(?:" + "|".join(map(re.escape, _SPELLED)) + r")\b", re.I)
+
+
+def _one_typo(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one typo: a letter changed, added, dropped, or
+    two neighbours swapped."""
+    if a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if len(long_) - len(short) != 1:
+        return False
+    i = next((k for k in range(len(short)) if short[k] != long_[k]), len(short))
+    return short[i:] == long_[i + 1 :]
+
+
 class Overlap:
     """IDF-weighted stem overlap between a query and a set of documents."""
 
@@ -205,6 +246,20 @@ class Overlap:
             df.update(s)
         n = max(len(documents), 1)
         self.idf = {t: math.log(1 + n / c) for t, c in df.items()}
+        self._asked: dict[str, set[str]] = {}
+
+    def query_stems(self, query: str) -> set[str]:
+        """``query``'s stems, chat shorthand spelled out ("bday") and a word none of the
+        documents holds read as the one they hold one typo away ("lokcer" as "locker")."""
+        if (found := self._asked.get(query)) is not None:
+            return found
+        q = set(stems(_SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], query)))
+        for t in [t for t in q if t not in self.idf and len(t) >= 5]:
+            near = [k for k in self.idf if abs(len(k) - len(t)) <= 1 and _one_typo(t, k)]
+            if len(near) == 1:  # a typo of one word, not a guess among several
+                q = (q - {t}) | set(near)
+        self._asked[query] = q
+        return q
 
     def scores(self, query: str, boost: AbstractSet[str] = frozenset()) -> list[float]:
         return [self.score(query, d, boost) for d in self.doc_stems]
@@ -218,7 +273,7 @@ class Overlap:
         """``query``'s overlap with one text (or its stems), weighted by these documents'
         idf (twice for the stems in ``boost``): a part of a document scores what the
         document scores when it holds every query word the document holds."""
-        q = set(stems(query))
+        q = self.query_stems(query)
         if not q:
             return 0.0
         d = set(stems(doc)) if isinstance(doc, str) else doc

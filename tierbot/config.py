@@ -87,8 +87,10 @@ SlackId = Annotated[str, AfterValidator(_slack_id)]
 
 class _Model(BaseModel):
     # Every number is finite: inf and nan are no setting (a 1e999 timeout never fires).
+    # Strict: a TOML string is no number or boolean ("32000", "yes" are refused, never
+    # guessed at); an integer still counts as a float.
     model_config = ConfigDict(
-        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False, strict=True
     )
 
 
@@ -757,6 +759,14 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+#: What to write instead of a quoted value where a number or boolean belongs.
+_UNQUOTED = {
+    "int_type": "a number, unquoted",
+    "float_type": "a number, unquoted",
+    "bool_type": "true or false, unquoted",
+}
+
+
 def _describe(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
@@ -769,7 +779,10 @@ def _describe(err: Mapping[str, Any]) -> str:
         # A rule across sections ([cluster], [workers] queue ...): its message names the
         # keys; the input would be the whole file.
         return msg
-    return f"{msg}, got {err.get('input')!r}"
+    value = err.get("input")
+    if kind in _UNQUOTED and isinstance(value, str):
+        return f"{msg}, got {value!r} (write {_UNQUOTED[kind]})"
+    return f"{msg}, got {value!r}"
 
 
 def validate_config(

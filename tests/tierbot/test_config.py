@@ -79,6 +79,57 @@ def test_config_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out.strip() == f"ok: {ROOT / 'config.toml'}"
 
 
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (
+            '[defaults]\ncontext_window = "32000"\n',
+            "defaults.context_window: input should be a valid integer, got '32000' "
+            "(write a number, unquoted)",
+        ),
+        (
+            '[runtime]\ndrain_seconds = "5"\n',
+            "runtime.drain_seconds: input should be a valid number, got '5' "
+            "(write a number, unquoted)",
+        ),
+        (
+            '[adapters.console]\nenabled = "yes"\n',
+            "adapters.console.enabled: input should be a valid boolean, got 'yes' "
+            "(write true or false, unquoted)",
+        ),
+        (
+            "[[channels]]\nmatch = 'x:*'\n[channels.compaction]\nnotice = 1\n",
+            "channels[0].compaction.notice: input should be a valid boolean, got 1",
+        ),
+    ],
+    ids=["quoted int", "quoted float", "quoted bool", "int for a bool"],
+)
+def test_quoted_numbers_and_booleans_are_refused_not_coerced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: str
+) -> None:
+    """A TOML string (or 1) where a number or boolean belongs is refused by key path, exit 2."""
+    p = write(tmp_path, text)
+    assert main(["config", "check", "--config", str(p)]) == 2
+    assert capsys.readouterr().err.strip() == f"{p}: {line}"
+
+
+def test_environment_overrides_stay_typed_under_strict_values() -> None:
+    """An override is one TOML value: 4000 and true keep working; a bare yes is a string."""
+    env = {"TIERBOT__DEFAULTS__CONTEXT_WINDOW": "4000", "TIERBOT__OPS__ENABLED": "true"}
+    cfg = load_config(None, environ=env | {"TIERBOT__RUNTIME__DRAIN_SECONDS": "3"})
+    assert (cfg.defaults.context_window, cfg.ops.enabled, cfg.runtime.drain_seconds) == (
+        4000,
+        True,
+        3.0,
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(None, environ={"TIERBOT__OPS__ENABLED": "yes"})
+    assert str(err.value) == (
+        "<defaults>: ops.enabled: input should be a valid boolean, got 'yes' (write true or "
+        "false, unquoted) (from environment variable TIERBOT__OPS__ENABLED)"
+    )
+
+
 def test_environment_overrides_any_key(tmp_path: Path) -> None:
     """TIERBOT__SECTION__KEY overrides the file, parsed as a TOML value."""
     p = write(tmp_path, "[llm]\nprovider = 'offline'\n")

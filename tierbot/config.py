@@ -35,7 +35,9 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     create_model,
+    field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -448,6 +450,16 @@ class MemoryConfig(_Model):
     vector_search: Literal["memory", "database"] = "memory"
     #: At least a minute: maintenance walks every memory.
     maintenance_interval_seconds: float = Field(3600.0, ge=60, le=7 * DAY)
+
+    @field_validator("embedder_model")
+    @classmethod
+    def _model_named(cls, value: str, info: ValidationInfo) -> str:
+        # Refused with the file, before `run` creates a store it could never use.
+        embedder = info.data.get("embedder")
+        if value or not info.data.get("enabled") or embedder in (None, "offline"):
+            return value
+        what = "the path of a local model folder" if embedder != "openai" else "a model name"
+        raise ValueError(f"required for embedder {embedder!r} ({what})")
 
 
 class OpsConfig(_Model):

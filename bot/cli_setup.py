@@ -77,6 +77,36 @@ def _writable_dir(path: Path) -> str | None:
     if not os.access(probe, os.W_OK | os.X_OK):
         what = "is not writable" if probe == path else f"cannot be created ({probe} is read-only)"
         return f"{path} {what}"
+    # os.access says yes to root everywhere; the filesystem itself may still refuse.
+    try:
+        fs = os.statvfs(probe)
+    except OSError:
+        return None
+    if fs.f_flag & os.ST_RDONLY:
+        why = "on a read-only filesystem"
+    elif fs.f_blocks == 0:  # proc, sysfs: no file can be created there
+        why = "on a virtual filesystem, like /proc, that holds no files"
+    else:
+        return None
+    return f"{path} is {why}" if probe == path else f"{path} cannot be created ({probe} is {why})"
+
+
+#: The first bytes of every SQLite database file (an empty file becomes one when opened).
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _not_sqlite(db: Path) -> str | None:
+    """Why the existing file ``db`` cannot be a store, read from its header (nothing written)."""
+    try:
+        with db.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return f"{db} cannot be read: {exc.strerror}"
+    if head and head != SQLITE_HEADER:
+        return (
+            f"{db} is not a SQLite database: point it at a tierbot store or a file that does "
+            "not exist yet"
+        )
     return None
 
 
@@ -155,6 +185,8 @@ def environment_problems(
                 why = f"{db} is a folder, not a database file"
             elif not os.access(db, os.R_OK | os.W_OK):
                 why = f"{db} is not readable and writable by this user"
+            else:
+                why = _not_sqlite(db)
         if why:
             problems.append(ConfigProblem("storage.path", why))
     else:
@@ -233,9 +265,10 @@ def add_setup_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         help="validate a config file and the environment it needs",
         description="Validate the config (every problem named by its key path), then what "
         "`run` needs from this machine: the token and key variables of what is enabled, a "
-        "writable store and index folder, and (unless --offline) a reachable PostgreSQL with "
-        "pgvector. What only the platforms could tell (is this token accepted?) is listed as "
-        "not checked. Exit 0 when all is well, 2 on any problem.",
+        "writable store and index folder (an existing store file must be SQLite), and "
+        "(unless --offline) a reachable PostgreSQL with pgvector. What only the platforms "
+        "could tell (is this token accepted?) is listed as not checked. Exit 0 when all is "
+        "well, 2 on any problem.",
     )
     p.add_argument(
         "--offline",

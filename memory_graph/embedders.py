@@ -119,7 +119,7 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:  # pragma: no cover - depends on the optional extra
             raise ConfigError(
-                "memory.embedder",
+                "tierbot",
                 [
                     ConfigProblem(
                         "memory.embedder",
@@ -177,11 +177,6 @@ def embedder_from_config(config: MemoryConfig) -> Embedder:
     """The embedder ``[memory] embedder`` names; raises ConfigError when it cannot be built."""
     if config.embedder == "offline":
         return HashingEmbedder()
-    if not config.embedder_model:
-        raise ConfigError(
-            "memory.embedder_model",
-            [ConfigProblem("memory.embedder_model", f"required for embedder {config.embedder!r}")],
-        )
     if config.embedder == "sentence-transformers":
         return SentenceTransformerEmbedder(config.embedder_model)
     key = os.environ.get(config.embedder_api_key_env, "") if config.embedder_api_key_env else ""

@@ -35,7 +35,9 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     create_model,
+    field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -87,8 +89,10 @@ SlackId = Annotated[str, AfterValidator(_slack_id)]
 
 class _Model(BaseModel):
     # Every number is finite: inf and nan are no setting (a 1e999 timeout never fires).
+    # Strict: a TOML string is no number or boolean ("32000", "yes" are refused, never
+    # guessed at); an integer still counts as a float.
     model_config = ConfigDict(
-        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False, strict=True
     )
 
 
@@ -447,6 +451,16 @@ class MemoryConfig(_Model):
     #: At least a minute: maintenance walks every memory.
     maintenance_interval_seconds: float = Field(3600.0, ge=60, le=7 * DAY)
 
+    @field_validator("embedder_model")
+    @classmethod
+    def _model_named(cls, value: str, info: ValidationInfo) -> str:
+        # Refused with the file, before `run` creates a store it could never use.
+        embedder = info.data.get("embedder")
+        if value or not info.data.get("enabled") or embedder in (None, "offline"):
+            return value
+        what = "the path of a local model folder" if embedder != "openai" else "a model name"
+        raise ValueError(f"required for embedder {embedder!r} ({what})")
+
 
 class OpsConfig(_Model):
     """``[ops]``: the local HTTP endpoint serving /health, /metrics and /status.
@@ -757,6 +771,14 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
+#: What to write instead of a quoted value where a number or boolean belongs.
+_UNQUOTED = {
+    "int_type": "a number, unquoted",
+    "float_type": "a number, unquoted",
+    "bool_type": "true or false, unquoted",
+}
+
+
 def _describe(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     if kind == "extra_forbidden":
@@ -769,7 +791,10 @@ def _describe(err: Mapping[str, Any]) -> str:
         # A rule across sections ([cluster], [workers] queue ...): its message names the
         # keys; the input would be the whole file.
         return msg
-    return f"{msg}, got {err.get('input')!r}"
+    value = err.get("input")
+    if kind in _UNQUOTED and isinstance(value, str):
+        return f"{msg}, got {value!r} (write {_UNQUOTED[kind]})"
+    return f"{msg}, got {value!r}"
 
 
 def validate_config(

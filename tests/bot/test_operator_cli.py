@@ -160,6 +160,43 @@ def test_config_check_names_a_store_or_index_folder_that_cannot_be_written(
     assert code == 2 and "memory.index_dir: " in err
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_config_check_refuses_a_store_where_no_file_can_be_created(tmp_path: Path) -> None:
+    """`[storage] path` on /proc (writable to root by os.access, yet no file can be made
+    there) is a problem naming storage.path, exit 2; no ok."""
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('[storage]\npath = "/proc/tierbot.db"\n[memory]\nenabled = false\n')
+    code, out, err = _run(["config", "check", "--config", str(cfg)])
+    assert code == 2 and not out.startswith("ok")
+    assert err.splitlines()[0] == (
+        f"{cfg}: storage.path: /proc is on a virtual filesystem, like /proc, that holds no files"
+    )
+
+
+def test_config_check_refuses_an_existing_file_that_is_not_sqlite(tmp_path: Path) -> None:
+    """An existing store path holding something else is named (storage.path, exit 2) without
+    being touched; an empty file or a SQLite database there is fine."""
+    import sqlite3
+
+    db = tmp_path / "bot.db"
+    db.write_text("shopping list\n")
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[storage]\npath = "{db}"\n')
+    code, out, err = _run(["config", "check", "--config", str(cfg)])
+    assert code == 2 and not out.startswith("ok")
+    assert err.splitlines()[0] == (
+        f"{cfg}: storage.path: {db} is not a SQLite database: point it at a tierbot store or a "
+        "file that does not exist yet"
+    )
+    assert db.read_text() == "shopping list\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["bot.db", "config.toml"]
+    db.write_bytes(b"")
+    assert _run(["config", "check", "--config", str(cfg)])[0] == 0
+    db.unlink()
+    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.close()
+    assert _run(["config", "check", "--config", str(cfg)])[0] == 0
+
+
 def test_config_check_on_postgres_offline_and_unreachable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,6 +74,38 @@ def test_fatal_startup_error_exits_within_seconds(tmp_path: Path, case: str, com
     assert "in use by" not in err
 
 
+@pytest.mark.parametrize("case", ["folder that holds no files", "file that is not a database"])
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_a_store_path_that_cannot_be_opened_names_storage_path_and_exits_1(
+    tmp_path: Path, case: str, command: str
+) -> None:
+    """A store that cannot be created or is no SQLite file: one line naming `storage.path`
+    and what to do, exit 1 within seconds; the file found there is left as it was."""
+    cfg = write_config(tmp_path)
+    if case == "file that is not a database":
+        db = tmp_path / "notes.txt"
+        db.write_text("shopping list\n" * 100)
+        cause = f"cannot open the store at {db}: file is not a database"
+        advice = f"not a tierbot store, or a damaged one: point [storage] path in {cfg}"
+    else:
+        if not Path("/proc/self").is_dir():
+            pytest.skip("needs /proc")
+        db = Path("/proc/tierbot.db")
+        cause = f"cannot create the writer lock {db}.lock"
+        advice = f"point [storage] path in {cfg} at a file in a folder this user can write"
+    cfg.write_text(cfg.read_text().replace(str(tmp_path / "bot.db"), str(db)))
+    before = db.read_bytes() if db.is_file() else None
+    feed = write_lines(tmp_path / "feed.jsonl", messages(3))
+    args = ["run"] if command == "run" else ["replay", str(feed), "--channel", "s:1"]
+    code, err = _run_bounded([*args, "--config", str(cfg)])
+    line = last_line(err)
+    assert code == 1, err
+    assert line.startswith(f"tierbot: storage.path: {cause}") and advice in line, line
+    assert no_traceback(err)
+    if before is not None:
+        assert db.read_bytes() == before
+
+
 def test_no_adapter_exits_within_seconds(tmp_path: Path) -> None:
     """`tierbot run` with every adapter off says so and exits 1 within seconds."""
     cfg = write_config(tmp_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import tomllib
 from pathlib import Path
 
@@ -77,6 +78,100 @@ def test_config_check_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     """A valid file, in an environment that can run it, prints ok naming it and exits 0."""
     assert main(["config", "check", "--config", str(ROOT / "config.toml")]) == 0
     assert capsys.readouterr().out.strip() == f"ok: {ROOT / 'config.toml'}"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (
+            '[defaults]\ncontext_window = "32000"\n',
+            "defaults.context_window: input should be a valid integer, got '32000' "
+            "(write a number, unquoted)",
+        ),
+        (
+            '[runtime]\ndrain_seconds = "5"\n',
+            "runtime.drain_seconds: input should be a valid number, got '5' "
+            "(write a number, unquoted)",
+        ),
+        (
+            '[adapters.console]\nenabled = "yes"\n',
+            "adapters.console.enabled: input should be a valid boolean, got 'yes' "
+            "(write true or false, unquoted)",
+        ),
+        (
+            "[[channels]]\nmatch = 'x:*'\n[channels.compaction]\nnotice = 1\n",
+            "channels[0].compaction.notice: input should be a valid boolean, got 1",
+        ),
+    ],
+    ids=["quoted int", "quoted float", "quoted bool", "int for a bool"],
+)
+def test_quoted_numbers_and_booleans_are_refused_not_coerced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: str
+) -> None:
+    """A TOML string (or 1) where a number or boolean belongs is refused by key path, exit 2."""
+    p = write(tmp_path, text)
+    assert main(["config", "check", "--config", str(p)]) == 2
+    assert capsys.readouterr().err.strip() == f"{p}: {line}"
+
+
+def test_environment_overrides_stay_typed_under_strict_values() -> None:
+    """An override is one TOML value: 4000 and true keep working; a bare yes is a string."""
+    env = {"TIERBOT__DEFAULTS__CONTEXT_WINDOW": "4000", "TIERBOT__OPS__ENABLED": "true"}
+    cfg = load_config(None, environ=env | {"TIERBOT__RUNTIME__DRAIN_SECONDS": "3"})
+    assert (cfg.defaults.context_window, cfg.ops.enabled, cfg.runtime.drain_seconds) == (
+        4000,
+        True,
+        3.0,
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(None, environ={"TIERBOT__OPS__ENABLED": "yes"})
+    assert str(err.value) == (
+        "<defaults>: ops.enabled: input should be a valid boolean, got 'yes' (write true or "
+        "false, unquoted) (from environment variable TIERBOT__OPS__ENABLED)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("embedder", "what"),
+    [("sentence-transformers", "the path of a local model folder"), ("openai", "a model name")],
+)
+def test_embedder_without_a_model_is_named_once_and_nothing_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: str, what: str
+) -> None:
+    """`run` with an embedder but no embedder_model exits 2 naming the key once, before the
+    store (or anything else) is created."""
+    p = write(
+        tmp_path,
+        f'[storage]\npath = "{tmp_path / "emb.db"}"\n[memory]\nembedder = "{embedder}"\n',
+    )
+    assert main(["run", "--config", str(p)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"{p}: memory.embedder_model: required for embedder {embedder!r} ({what}), got ''"
+    )
+    assert [f.name for f in tmp_path.iterdir()] == ["config.toml"]
+    off = load_config(
+        None, environ={"TIERBOT__MEMORY__ENABLED": "false", "TIERBOT__MEMORY__EMBEDDER": embedder}
+    )
+    assert off.memory.embedder == embedder  # memory off: nothing to embed with
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is not None,
+    reason="needs sentence-transformers to be missing",
+)
+def test_missing_sentence_transformers_names_the_key_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the optional extra, `run` exits 2 with one line naming memory.embedder once."""
+    p = write(
+        tmp_path,
+        f'[storage]\npath = "{tmp_path / "emb.db"}"\n[adapters.console]\nenabled = false\n'
+        f'[memory]\nembedder = "sentence-transformers"\nembedder_model = "{tmp_path}"\n',
+    )
+    assert main(["run", "--config", str(p)]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the store's log lines
+    assert last.startswith("tierbot: memory.embedder: sentence-transformers is not installed")
+    assert last.count("memory.embedder") == 1
 
 
 def test_environment_overrides_any_key(tmp_path: Path) -> None:

@@ -170,11 +170,16 @@ async def run_command(rt: Runtime, msg: InboundMessage, *, is_admin: bool) -> st
     return await cmd.handler(Invocation(rt, msg, name, arg))
 
 
+#: "/compact now please": words a command does not take are not silently dropped.
+_NO_ARGUMENTS = "Usage: {name}  (it takes no arguments; nothing was done)"
+
 # -- the commands, in /help order ------------------------------------------------------------
 
 
 @command("/status", "  /status          context usage, compactions, memories")
 async def _status(inv: Invocation) -> str:
+    if inv.arg:
+        return _NO_ARGUMENTS.format(name=inv.name)
     rt = inv.runtime
     actor = await rt.registry.actor(inv.channel)
     memory = inv.runtime.memory
@@ -251,6 +256,8 @@ async def _recall(inv: Invocation) -> str:
 
 @command("/compact", "  /compact         summarize the oldest messages now (admins)", admin=True)
 async def _compact(inv: Invocation) -> str:
+    if inv.arg:
+        return _NO_ARGUMENTS.format(name=inv.name)
     actor = await inv.runtime.registry.actor(inv.channel)
     result: str = await actor.call(lambda a: a.force_compaction())
     return result
@@ -277,6 +284,18 @@ async def _forget(inv: Invocation) -> str:
     if memory is None:
         return MEMORY_DISABLED
     rt = inv.runtime
+    who = inv.arg.split()
+    if (
+        len(who) == 2
+        and who[0] == "--author"
+        and who[1] not in memory.graph.display_names
+        and await rt.store.count_author_messages(who[1]) == 0
+    ):
+        # A mistyped id would be forgotten for good (later messages too) and report "0".
+        return (
+            f"No one with the id {who[1]!r} has said anything I keep: nothing was forgotten. "
+            "/forget --author takes the id a person speaks as (/history shows who said what)."
+        )
     outcome = await memory.forget_command(inv.arg, channel=inv.channel)
     text, touched = outcome.text, outcome.messages
     author = memory.forgotten_author(inv.arg)

@@ -370,3 +370,45 @@ async def test_a_memory_store_that_fails_before_a_summary_loses_nothing(
         assert await _summaries(rt) == []
         monkeypatch.setattr(type(access), "forgotten_messages", real.__func__)
         await _compact(rt)
+
+
+async def test_forget_author_of_an_id_nobody_speaks_as_forgets_nothing_and_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """A mistyped id ("/forget --author leee") is refused with the reason rather than
+    reported as "Forgot 0 memories": nothing is forgotten, and that id's later messages
+    are not refused either."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _told(rt, "We adopted a cat named Miso in 2024.", "l1", author="lee")
+        reply = await rt.command(inbound(CH, "/forget --author leee"), is_admin=True)
+        assert reply == (
+            "No one with the id 'leee' has said anything I keep: nothing was forgotten. "
+            "/forget --author takes the id a person speaks as (/history shows who said what)."
+        )
+        assert "Miso" in await _told(rt, "Which cat was adopted?", "s1", author="sam")
+        await _told(rt, "Remember that my locker code is 4411.", "x1", author="leee")
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        hits = await rt.memory.search("locker code 4411", channel=CH)
+        assert hits, "leee's own message was refused after a forget that never happened"
+        reply = await rt.command(inbound(CH, "/forget --author lee"), is_admin=True)
+        assert reply is not None and reply.startswith("Forgot "), reply
+
+
+async def test_commands_that_take_no_arguments_refuse_words_after_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "/compact now please" and "/status extra" say they take no arguments and do
+    nothing, rather than quietly running."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i in range(12):
+            await _told(rt, f"Note {i}: crate {i} of apples went to stall {i}.", f"h{i}")
+        for text in ("/compact now please", "/status extra"):
+            reply = await rt.command(inbound(CH, text), is_admin=True)
+            name = text.split()[0]
+            assert reply == f"Usage: {name}  (it takes no arguments; nothing was done)", reply
+        await rt.drain()
+        assert await rt.store.compactions(CH, limit=1) == []
+        reply = await rt.command(inbound(CH, "/compact"), is_admin=True)
+        await rt.drain()
+        assert len(await rt.store.compactions(CH, limit=1)) == 1, reply

@@ -111,6 +111,8 @@ async def _serve(cfg: Config, *, console_channel: str | None, console_only: bool
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for w in waiters:
             w.cancel()
+        if console is not None and stop.is_set():
+            console.goodbye()  # Ctrl-C (or SIGTERM) at the prompt
         if rt.fatal_error is not None:
             raise rt.fatal_error
         if console is not None and console.failure is not None:

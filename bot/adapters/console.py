@@ -75,6 +75,7 @@ class ConsoleAdapter:
         self._seq = 0
         #: Whether the prompt is on screen, waiting for input (interactive only).
         self._prompted = False
+        self._said_bye = False
         self.finished = asyncio.Event()
         #: Why reading input stopped early (then ``finished`` is set too), else None.
         self.failure: Exception | None = None
@@ -135,6 +136,7 @@ class ConsoleAdapter:
                 continue
             if text.split()[0].lower() in QUIT:
                 self._print("Bye.")
+                self._said_bye = True
                 break
             self._seq += 1
             msg = InboundMessage(
@@ -160,9 +162,24 @@ class ConsoleAdapter:
             if delivery.too_long:
                 self._print(f"(not sent: {delivery.reason})")
                 self._prompt()
+        else:
+            self.goodbye()  # Ctrl-D: the prompt's line ends, as /quit's does
         drain = getattr(dispatcher, "drain", None)
         if drain is not None:
             await drain()
+
+    def goodbye(self) -> None:
+        """The chat ends without /quit (Ctrl-D, Ctrl-C): end the prompt's line and say
+        so, once, rather than leaving the shell's prompt glued to ours."""
+        if self._said_bye:
+            return
+        self._said_bye = True
+        try:
+            self._out.write("\nBye.\n" if self._prompted else "Bye.\n")
+            self._out.flush()
+        except OSError:
+            pass  # the terminal hung up: there is no one to say it to
+        self._prompted = False
 
     async def stop(self) -> None:
         if self._task is not None and not self._task.done():

@@ -261,3 +261,24 @@ def test_closing_the_terminal_ends_the_chat_and_frees_the_store(terminal: Termin
     store = sqlite3.connect(t.db)
     said = [r[0] for r in store.execute("SELECT text FROM messages WHERE role = 'user'")]
     assert said[:1] == ["My cat is called Biscuit."], said
+
+
+@pytest.mark.parametrize("name", ["Ctrl-D", "Ctrl-C"])
+def test_ending_the_chat_with_a_key_says_bye_on_a_line_of_its_own(
+    terminal: Terminal, name: str
+) -> None:
+    """Ctrl-D or Ctrl-C at the prompt ends the chat as /quit does: "Bye." on its own
+    line (the shell's prompt no longer lands after ours), exit status 0."""
+    t = terminal
+    t.say("My cat is called Biscuit.")
+    start = len(t.screen)
+    if name == "Ctrl-D":
+        os.write(t.master, b"\x04")
+    else:
+        # The pseudo-terminal is not the process's controlling terminal: its Ctrl-C
+        # would only echo. A terminal's Ctrl-C is this signal.
+        os.kill(t.proc.pid, signal.SIGINT)
+    t.wait_for(r"Bye\.", start, timeout=30)
+    assert t.proc.wait(30) == 0, name
+    t.wait_for(r"Bye\.\r?\n", start, timeout=5)
+    assert re.search(re.escape(PROMPT) + r"(\^D)?\r?\nBye\.", t.tail()), (name, t.tail())

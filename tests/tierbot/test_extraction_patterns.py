@@ -188,6 +188,7 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("I speak Portuguese and a bit of French", "identity"),
         ("I sing in a choir", "identity"),
         ("I drive a red Volvo", "fact"),
+        ("I'm not married.", "identity"),
         ("I play it safe", None),
         ("I speak too fast", None),
         ("I wear many hats lol", None),

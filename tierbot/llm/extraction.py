@@ -558,7 +558,7 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"journalist|translator|therapist|pharmacist|dentist|surgeon|"
             r"marketer|recruiter|contractor|freelancer|veteran|native|retiree|"
             r"newcomer|beginner|on the \w+ team|in charge))|"
-            r"(i'?m|i am) (a |an )?(left-handed|right-handed|colou?r-?blind|deaf|"
+            r"(i'?m|i am) (not )?(a |an )?(left-handed|right-handed|colou?r-?blind|deaf|"
             r"diabetic|asthmatic|dyslexic|autistic|al+er+gic to|married|single|"
             r"divorced|engaged|widowed|retired|pregnant|twins?)\b|"
             r"i('ve got| have got| have) (a|an|\d+|two|three|four|five|one|twin) (\w+ )?(kids?|"

@@ -113,11 +113,11 @@ _FORGET = re.compile(
 # someone told, to be forgotten ("delete the staging bucket" is a job, not this).
 _INFO = (
     r"(?:password|passcode|passphrase|pin|code|combination|number|phone|address|e-?mail|"
-    r"birthday|birth ?date|details|info|information|data|login|username|key|card|iban|"
+    r"birthday|birth ?date|details|info|information|login|username|card|iban|"
     r"postcode|zip(?: code)?|location|secret)s?"
 )
 _DELETE = re.compile(
-    r"^\s*(?:please\s+|pls\s+)?(?:delete|erase|remove|wipe|scrub|purge|get rid of|clear)\s+"
+    r"^\s*(?:please\s+|pls\s+)?(?:delete|erase|remove|wipe|scrub|purge|get rid of)\s+"
     rf"(?P<rest>(?:my|the|our)\b[^.?!\n]{{0,60}}?\b{_INFO}\b[^\n]*?|[^\n]*?(?=\s+from\s+"
     r"(?:your|the)\s+(?:memory|memories)\b))(?:\s+from\s+(?:your|the)\s+(?:memory|memories))?"
     r"(?:,?\s+(?:please|pls|thanks|thank you))?\s*[.!]*$",

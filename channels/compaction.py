@@ -350,8 +350,15 @@ class ChannelCompaction:
             self.ctx.items, self.history.usage, s.compaction, self.history.awaiting
         )
         if plan is None:
-            running = self.compactor.running
-            return "A compaction is already running." if running else "Nothing to compact yet."
+            if self.compactor.running is not None:
+                return "A compaction is already running."
+            if self.compactor.only_noops_left(self.ctx.items, self.history.awaiting):
+                return (
+                    "Nothing more to compact yet: a summary of these few short messages is "
+                    "not smaller than they are. Keep talking; once the conversation is "
+                    "longer, /compact can summarize more."
+                )
+            return "Nothing to compact yet."
         self.launch(plan)
         return (
             f"Compacting the oldest {len(plan.covered)} messages in the background; "
@@ -600,7 +607,9 @@ class ChannelCompaction:
         self.log.warning("compaction.failed", tier=plan.kind.value, outcome=outcome, reason=reason)
         self.deps.events.publish(CompactionFailed(self.key, plan.kind, outcome, reason))
         if plan.forced:
-            await self.deps.deliver(Outbound(self.key, forced_note(plan, outcome, reason=reason)))
+            wider = not self.compactor.only_noops_left(self.ctx.items, self.history.awaiting)
+            note = forced_note(plan, outcome, reason=reason, wider=wider)
+            await self.deps.deliver(Outbound(self.key, note))
         # A failure is retried after the backoff, then looked at again even if no message
         # comes (a quiet channel must not rest over its threshold).  A no-op looks again
         # now: its cut is never retried, a wider one is (see Compactor._next_range).

@@ -257,13 +257,28 @@ class Compactor:
         config: CompactionConfig,
         in_flight: Collection[str] = (),
     ) -> Plan | None:
-        """A background plan now (the ``/compact`` command), ignoring thresholds and guard."""
+        """A background plan now (the ``/compact`` command), ignoring thresholds and guard.
+
+        A cut that already freed nothing (a noop) is widened past, as automatic passes
+        do: asked again, ``/compact`` takes more messages instead of failing the same
+        way.  None when a pass runs, nothing may be taken, or every cut freed nothing
+        (:meth:`only_noops_left` tells the last case apart).
+        """
         if self.running is not None:
             return None
-        covered = choose_cut(items, config.background_fraction, in_flight)
-        return (
-            Plan(CompactionKind.BACKGROUND, tuple(covered), usage, forced=True) if covered else None
-        )
+        fraction = config.background_fraction
+        covered = choose_cut(items, fraction, in_flight)
+        while covered and fraction < 1.0 and frozenset(m.id for m in covered) in self.failed_sets:
+            fraction = min(1.0, fraction + 0.1)
+            covered = choose_cut(items, fraction, in_flight)
+        if not covered or frozenset(m.id for m in covered) in self.failed_sets:
+            return None
+        return Plan(CompactionKind.BACKGROUND, tuple(covered), usage, forced=True)
+
+    def only_noops_left(self, items: Sequence[Message], in_flight: Collection[str] = ()) -> bool:
+        """True if the widest cut of ``items`` is one whose summary freed nothing."""
+        covered = choose_cut(items, 1.0, in_flight)
+        return bool(covered) and frozenset(m.id for m in covered) in self.failed_sets
 
     # -- bookkeeping --------------------------------------------------------------
 
@@ -316,8 +331,11 @@ class Compactor:
         return {k: int(self.counters.get(k, 0)) for k in (*COUNTER_KEYS, "rescue")}
 
 
-def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -> str:
-    """What the channel is told when a ``/compact`` ends (``outcome``: an ``Outcome``)."""
+def forced_note(
+    plan: Plan, outcome: str, *, freed: int = 0, reason: str = "", wider: bool = True
+) -> str:
+    """What the channel is told when a ``/compact`` ends (``outcome``: an ``Outcome``);
+    ``wider``: a noop's next ``/compact`` may take more messages (see ``forced``)."""
     n = len(plan.covered)
     if outcome == "ok" and freed > 0:
         return f"/compact done: summarized {n} older messages and freed {freed} tokens."
@@ -328,9 +346,14 @@ def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -
             "context, so no further tokens were freed."
         )
     if outcome == "noop":
+        then = (
+            "Run /compact again to summarize a longer stretch."
+            if wider
+            else "Keep talking; once the conversation is longer, /compact can summarize more."
+        )
         return (
             f"/compact freed nothing (noop): {reason}. The {n} messages stay live as they "
-            "were; automatic compaction will not retry these same messages."
+            f"were; automatic compaction will not retry these same messages. {then}"
         )
     return (
         f"/compact failed: {reason}. Nothing changed; the messages stay live and a later "

@@ -580,6 +580,30 @@ async def test_compact_of_small_talk_frees_room_despite_the_bots_long_message_id
         assert freed > 0, report
 
 
+async def test_compact_again_after_a_noop_takes_more_messages_or_says_to_wait(
+    make_config: Callable[..., Config],
+) -> None:
+    """/compact of a chat too short to shrink says what to do next; asked again it takes a
+    longer stretch, then, with none left, says to keep talking: it never runs the same
+    pass again to fail the same way."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(("hi", "ok", "cool")):
+            await _say(rt, line, f"t{i}", author="you")
+        replies = []
+        for _ in range(3):
+            replies.append(await rt.command(inbound(CH, "/compact"), is_admin=True))
+            await rt.drain()
+        notes = [o.text for o in rt.outbox.sent if o.text.startswith("/compact")]
+        assert str(replies[0]).startswith("Compacting the oldest 2 messages"), replies
+        assert str(replies[1]).startswith("Compacting the oldest 4 messages"), replies
+        assert "Run /compact again" in notes[0], notes
+        assert "Keep talking" in notes[1], notes
+        assert replies[2] is not None and replies[2].startswith("Nothing more to compact yet")
+        assert len(notes) == 2, "the third /compact ran no pass"
+        records = await rt.store.compactions(CH)
+        assert sorted(r.covered for r in records) == [2, 4], records
+
+
 async def test_a_short_correction_replaces_what_was_just_said(
     make_config: Callable[..., Config],
 ) -> None:

@@ -159,6 +159,7 @@ class ChannelCompaction:
             markers=self.ctx.marker_count,
             summary_tokens=self.ctx.summary_tokens,
             in_flight=self.history.awaiting,
+            fixed=self.ctx.fixed_tokens,
         )
         if plan is None:
             self._arm_recheck(self.compactor.wake_at)
@@ -178,7 +179,12 @@ class ChannelCompaction:
         would help (the turn then tries once more)."""
         s = self.history.settings
         plan = self.compactor.check(
-            self.ctx.items, 1.0, s.context_window, s.compaction, in_flight=self.history.awaiting
+            self.ctx.items,
+            1.0,
+            s.context_window,
+            s.compaction,
+            in_flight=self.history.awaiting,
+            fixed=self.ctx.fixed_tokens,
         )
         if plan is not None and plan.kind is CompactionKind.EMERGENCY:
             await self.truncate(plan)
@@ -339,9 +345,10 @@ class ChannelCompaction:
 
     def summary_budget(self) -> int:
         """Tokens one summary may take: the configured cap, but never more than half the
-        share summaries may fill, so a small window is not flooded by its summaries."""
+        share summaries may fill of what the fixed prompt leaves of the window, so a small
+        window is not flooded by its summaries."""
         s = self.history.settings
-        return _summary_budget(s.compaction, s.context_window)
+        return _summary_budget(s.compaction, s.context_window, self.ctx.fixed_tokens)
 
     async def force(self) -> str:
         """Start a background compaction now (the ``/compact`` command)."""

@@ -37,6 +37,7 @@ from compactor.scheduler import (
     projected_usage,
     start_threshold,
     summary_budget,
+    summary_room,
     uncovered,
 )
 from tierbot.config import CompactionConfig
@@ -119,12 +120,15 @@ class Compactor:
         markers: int | None = None,
         summary_tokens: int | None = None,
         in_flight: Collection[str] = (),
+        fixed: int = 0,
     ) -> Plan | None:
         """The next compaction to run for this context, or None.
 
         ``markers`` and ``summary_tokens`` are the context's running counts; given,
         they spare the scan of ``items`` on the common path (nothing to do).
         ``in_flight`` names running branches: their exchanges stay whole (see cuts).
+        ``fixed`` is the prompt's fixed part (system prompt, tool specs): summaries
+        get their share of what is left of ``window`` (see ``summary_room``).
         """
         now = time.monotonic() if now is None else now
         self.wake_at = None
@@ -150,18 +154,19 @@ class Compactor:
             if tier is not None:
                 self.wake_at = self.retry_at
             return None
-        plan = self._next_range(items, usage, tier, window, config, now, start, in_flight)
+        plan = self._next_range(items, usage, tier, window, config, now, start, in_flight, fixed)
         if plan is not None:
             return plan
         # One meta or rescue pass at a time, beside the ranges.
         if any(p.kind not in _RANGE_KINDS for p in self.in_flight):
             return None
-        over_share = summary_tokens is None or summary_tokens > config.summary_share * window
-        meta = self._meta(items, usage, window, config) if over_share else None
+        room = summary_room(config, window, fixed)
+        over_share = summary_tokens is None or summary_tokens > room
+        meta = self._meta(items, usage, room) if over_share else None
         if meta is not None:
             return meta
         if markers is None or markers > 0:
-            return self._rescue(items, usage, window, config)
+            return self._rescue(items, usage, window, config, fixed)
         return None
 
     def _next_range(
@@ -174,13 +179,14 @@ class Compactor:
         now: float,
         start: float,
         branches: Collection[str] = (),
+        fixed: int = 0,
     ) -> Plan | None:
         """The next background/aggressive range, if the channel needs one now.
 
         ``branches`` names running branches: their exchanges stay whole (see cuts)."""
         if tier not in (CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE):
             return None
-        budget = summary_budget(config, window)
+        budget = summary_budget(config, window, fixed)
         if projected_usage(usage, window, self._range_sizes(items), budget) < start:
             return None  # the passes in flight will bring the channel back under
         ranges = [p.covered for p in self.ranges]
@@ -220,7 +226,12 @@ class Compactor:
         return [self._range_tokens[id(p)] for p in ranges]
 
     def _rescue(
-        self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
+        self,
+        items: Sequence[Message],
+        usage: float,
+        window: int,
+        config: CompactionConfig,
+        fixed: int = 0,
     ) -> Plan | None:
         """A rescue of the next chunk an emergency set aside, when its summary has room.
 
@@ -233,17 +244,15 @@ class Compactor:
         busy = in_flight_ids(p.covered for p in self.ranges)
         if all(i in busy for i in SetAside.of(marker).ids):
             return None
-        room = config.aggressive_threshold - summary_budget(config, window) / window
+        room = config.aggressive_threshold - summary_budget(config, window, fixed) / window
         if self.in_flight and usage >= room:
             return None  # the ranges in flight make room first
         return Plan(CompactionKind.RESCUE, (marker,), usage, marker=marker)
 
-    def _meta(
-        self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
-    ) -> Plan | None:
-        """A merge of the oldest summaries when summaries fill more than their share."""
+    def _meta(self, items: Sequence[Message], usage: float, room: float) -> Plan | None:
+        """A merge of the oldest summaries when summaries fill more than ``room`` tokens."""
         summaries = [m for m in items if m.role is Role.SUMMARY]
-        if len(summaries) >= 2 and sum(m.tokens for m in summaries) > config.summary_share * window:
+        if len(summaries) >= 2 and sum(m.tokens for m in summaries) > room:
             oldest = summaries[: max(2, len(summaries) // 2)]
             if frozenset(m.id for m in oldest) not in self.failed_sets:
                 level = 1 + max(int(m.meta.get("level", 1)) for m in oldest)

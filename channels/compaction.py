@@ -294,24 +294,24 @@ class ChannelCompaction:
     async def _unforgotten(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """``messages`` without those someone asked to be forgotten (by id, or with their
         author): a summary must not say again what was forgotten.  They are archived with
-        the rest of the pass, unread.  When nothing else is left, a note says so (a
-        summary of nothing would fail the pass and bring it back)."""
+        the rest of the pass, unread.  When nothing else is left, or there was only tool
+        traffic, a note says so (a summary of nothing would fail the pass and bring it
+        back)."""
         memory = self.deps.memory
-        if memory is None or not messages:
+        if not messages:
             return messages
-        gone = await memory.forgotten_messages(self.key, messages)
-        if not gone:
-            return messages
-        kept = tuple(m for m in messages if m.platform_id not in gone)
+        gone = await memory.forgotten_messages(self.key, messages) if memory else set()
+        kept = tuple(m for m in messages if m.platform_id not in gone) if gone else messages
         if any(minable(m) for m in kept):
             return kept
-        note = messages[0].with_(
-            role=Role.USER,
-            text="(what was said here was forgotten at its author's request)",
-            author_id="",
-            author_name="",
-            meta={},
+        # A rescue chunk can hold only the bot's tool calls and results: with nothing to
+        # read, the summary came back empty and the same chunk failed again and again.
+        text = (
+            "(what was said here was forgotten at its author's request)"
+            if gone
+            else "(only the bot's own tool calls and their results were here)"
         )
+        note = messages[0].with_(role=Role.USER, text=text, author_id="", author_name="", meta={})
         return (*kept, note)
 
     async def _rescue_chunk(

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
+
 from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
+from tierbot.errors import ConfigError
 from tierbot.llm.offline import OfflineProvider
 
 CH = "console:local"
@@ -48,3 +51,29 @@ async def test_summaries_are_merged_not_truncated_when_the_fixed_prompt_fills_mo
     assert peak <= 100.0, status
     assert counts["emergency"] <= 3, status
     assert counts["meta"] > 0, status
+
+
+async def test_a_window_the_fixed_prompt_nearly_fills_is_refused_at_start_naming_the_key(
+    make_config: Callable[..., Config],
+) -> None:
+    """A 1,000-token window whose system prompt and tools take ~930 tokens cannot hold a
+    conversation (every message was an emergency, usage passed 100 %): the runtime refuses
+    to start, naming the default's key, a too-small override's, and the smallest window."""
+    cfg = make_config(
+        {
+            "memory": {"enabled": True},
+            "defaults": {"context_window": 1000},
+            "channels": [
+                {"match": "slack:*", "context_window": 1500},
+                {"match": "discord:*", "context_window": 1200},
+            ],
+        }
+    )
+    with pytest.raises(ConfigError) as refused:
+        async with Runtime.open(cfg, llm=OfflineProvider()):
+            pass
+    paths = [p.path for p in refused.value.problems]
+    assert paths == ["defaults.context_window", "channels[1].context_window"], paths
+    message = str(refused.value)
+    assert "1000 tokens leave the conversation too little room" in message, message
+    assert re.search(r"set it to at least 14\d\d", message), message

@@ -191,6 +191,11 @@ def environment_problems(
             problems.append(ConfigProblem("storage.path", why))
     else:
         need("storage.dsn_env", cfg.storage.dsn_env, "the PostgreSQL connection string")
+    from channels import window_problems
+    from tierbot.tokens import encoding_for_model, get_counter
+
+    counter = get_counter(cfg.llm.encoding or encoding_for_model(cfg.llm.model))
+    problems += window_problems(cfg, counter)
     from memory_graph.backends import index_base
 
     index = index_base(cfg)

@@ -40,11 +40,11 @@ from bot.collector import FullCollections
 from bot.commands import run_command
 from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
-from channels import ChannelDeps, ChannelRegistry, to_message
+from channels import ChannelDeps, ChannelRegistry, to_message, window_problems
 from channels.memory import MemoryService
 from tierbot.backends import AnyStore, open_store
 from tierbot.config import Config, RespondMode
-from tierbot.errors import FatalAdapterError
+from tierbot.errors import ConfigError, FatalAdapterError
 from tierbot.events import Bus, DeliveryFailed, MessageReceived, ReplySent
 from tierbot.keys import ChannelKey
 from tierbot.llm.base import LLMProvider
@@ -237,6 +237,9 @@ class Runtime(Dispatcher):
             opened.callback(metrics.close)
             encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
             counter = get_counter(encoding)
+            too_small = window_problems(cfg, counter)
+            if too_small:
+                raise ConfigError(cfg.source, too_small)
             shared = cfg.workers.queue == "shared"
             pg_tables = (TASK_TABLES_PG, CLUSTER_TABLES, *([job_tables()] if shared else []))
             store = await open_store(

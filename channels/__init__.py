@@ -14,6 +14,7 @@ from channels.actor import BOT_AUTHOR, ChannelActor, ChannelDeps, MemoryAccess
 from channels.context import LiveContext
 from channels.registry import ChannelRegistry, to_message
 from channels.snapshot import ChannelSnapshot
+from channels.window import window_problems
 
 __all__ = [
     "BOT_AUTHOR",
@@ -24,4 +25,5 @@ __all__ = [
     "LiveContext",
     "MemoryAccess",
     "to_message",
+    "window_problems",
 ]

@@ -159,6 +159,7 @@ class ChannelCompaction:
             markers=self.ctx.marker_count,
             summary_tokens=self.ctx.summary_tokens,
             in_flight=self.history.awaiting,
+            fixed=self.ctx.fixed_tokens,
         )
         if plan is None:
             self._arm_recheck(self.compactor.wake_at)
@@ -178,7 +179,12 @@ class ChannelCompaction:
         would help (the turn then tries once more)."""
         s = self.history.settings
         plan = self.compactor.check(
-            self.ctx.items, 1.0, s.context_window, s.compaction, in_flight=self.history.awaiting
+            self.ctx.items,
+            1.0,
+            s.context_window,
+            s.compaction,
+            in_flight=self.history.awaiting,
+            fixed=self.ctx.fixed_tokens,
         )
         if plan is not None and plan.kind is CompactionKind.EMERGENCY:
             await self.truncate(plan)
@@ -288,24 +294,24 @@ class ChannelCompaction:
     async def _unforgotten(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         """``messages`` without those someone asked to be forgotten (by id, or with their
         author): a summary must not say again what was forgotten.  They are archived with
-        the rest of the pass, unread.  When nothing else is left, a note says so (a
-        summary of nothing would fail the pass and bring it back)."""
+        the rest of the pass, unread.  When nothing else is left, or there was only tool
+        traffic, a note says so (a summary of nothing would fail the pass and bring it
+        back)."""
         memory = self.deps.memory
-        if memory is None or not messages:
+        if not messages:
             return messages
-        gone = await memory.forgotten_messages(self.key, messages)
-        if not gone:
-            return messages
-        kept = tuple(m for m in messages if m.platform_id not in gone)
+        gone = await memory.forgotten_messages(self.key, messages) if memory else set()
+        kept = tuple(m for m in messages if m.platform_id not in gone) if gone else messages
         if any(minable(m) for m in kept):
             return kept
-        note = messages[0].with_(
-            role=Role.USER,
-            text="(what was said here was forgotten at its author's request)",
-            author_id="",
-            author_name="",
-            meta={},
+        # A rescue chunk can hold only the bot's tool calls and results: with nothing to
+        # read, the summary came back empty and the same chunk failed again and again.
+        text = (
+            "(what was said here was forgotten at its author's request)"
+            if gone
+            else "(only the bot's own tool calls and their results were here)"
         )
+        note = messages[0].with_(role=Role.USER, text=text, author_id="", author_name="", meta={})
         return (*kept, note)
 
     async def _rescue_chunk(
@@ -339,9 +345,10 @@ class ChannelCompaction:
 
     def summary_budget(self) -> int:
         """Tokens one summary may take: the configured cap, but never more than half the
-        share summaries may fill, so a small window is not flooded by its summaries."""
+        share summaries may fill of what the fixed prompt leaves of the window, so a small
+        window is not flooded by its summaries."""
         s = self.history.settings
-        return _summary_budget(s.compaction, s.context_window)
+        return _summary_budget(s.compaction, s.context_window, self.ctx.fixed_tokens)
 
     async def force(self) -> str:
         """Start a background compaction now (the ``/compact`` command)."""
@@ -350,8 +357,15 @@ class ChannelCompaction:
             self.ctx.items, self.history.usage, s.compaction, self.history.awaiting
         )
         if plan is None:
-            running = self.compactor.running
-            return "A compaction is already running." if running else "Nothing to compact yet."
+            if self.compactor.running is not None:
+                return "A compaction is already running."
+            if self.compactor.only_noops_left(self.ctx.items, self.history.awaiting):
+                return (
+                    "Nothing more to compact yet: a summary of these few short messages is "
+                    "not smaller than they are. Keep talking; once the conversation is "
+                    "longer, /compact can summarize more."
+                )
+            return "Nothing to compact yet."
         self.launch(plan)
         return (
             f"Compacting the oldest {len(plan.covered)} messages in the background; "
@@ -600,7 +614,9 @@ class ChannelCompaction:
         self.log.warning("compaction.failed", tier=plan.kind.value, outcome=outcome, reason=reason)
         self.deps.events.publish(CompactionFailed(self.key, plan.kind, outcome, reason))
         if plan.forced:
-            await self.deps.deliver(Outbound(self.key, forced_note(plan, outcome, reason=reason)))
+            wider = not self.compactor.only_noops_left(self.ctx.items, self.history.awaiting)
+            note = forced_note(plan, outcome, reason=reason, wider=wider)
+            await self.deps.deliver(Outbound(self.key, note))
         # A failure is retried after the backoff, then looked at again even if no message
         # comes (a quiet channel must not rest over its threshold).  A no-op looks again
         # now: its cut is never retried, a wider one is (see Compactor._next_range).

@@ -10,15 +10,14 @@ the actor stays the only writer of its history.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from channels.context import LiveContext
 from channels.deps import ChannelDeps
+from channels.window import fixed_tokens
 from tierbot.config import ChannelSettings
 from tierbot.llm.base import ToolSpec
 from tierbot.messages import Message, Role
@@ -96,8 +95,7 @@ class History:
         if fixed is None:
             # Counted once per process, not once per channel: at a burst's start thousands
             # of channels load, and the tool schemas are a few thousand tokens.
-            schema = json.dumps([asdict(t) for t in tools]) if tools else ""
-            fixed = counter.count_message(s.system_prompt) + counter.count(schema)
+            fixed = fixed_tokens(counter, s.system_prompt, tools)
             if len(_FIXED_TOKENS) >= 64:  # prompts reloaded many times: start over
                 _FIXED_TOKENS.clear()
             _FIXED_TOKENS[shared] = fixed

@@ -37,6 +37,7 @@ from compactor.scheduler import (
     projected_usage,
     start_threshold,
     summary_budget,
+    summary_room,
     uncovered,
 )
 from tierbot.config import CompactionConfig
@@ -119,12 +120,15 @@ class Compactor:
         markers: int | None = None,
         summary_tokens: int | None = None,
         in_flight: Collection[str] = (),
+        fixed: int = 0,
     ) -> Plan | None:
         """The next compaction to run for this context, or None.
 
         ``markers`` and ``summary_tokens`` are the context's running counts; given,
         they spare the scan of ``items`` on the common path (nothing to do).
         ``in_flight`` names running branches: their exchanges stay whole (see cuts).
+        ``fixed`` is the prompt's fixed part (system prompt, tool specs): summaries
+        get their share of what is left of ``window`` (see ``summary_room``).
         """
         now = time.monotonic() if now is None else now
         self.wake_at = None
@@ -150,18 +154,19 @@ class Compactor:
             if tier is not None:
                 self.wake_at = self.retry_at
             return None
-        plan = self._next_range(items, usage, tier, window, config, now, start, in_flight)
+        plan = self._next_range(items, usage, tier, window, config, now, start, in_flight, fixed)
         if plan is not None:
             return plan
         # One meta or rescue pass at a time, beside the ranges.
         if any(p.kind not in _RANGE_KINDS for p in self.in_flight):
             return None
-        over_share = summary_tokens is None or summary_tokens > config.summary_share * window
-        meta = self._meta(items, usage, window, config) if over_share else None
+        room = summary_room(config, window, fixed)
+        over_share = summary_tokens is None or summary_tokens > room
+        meta = self._meta(items, usage, room) if over_share else None
         if meta is not None:
             return meta
         if markers is None or markers > 0:
-            return self._rescue(items, usage, window, config)
+            return self._rescue(items, usage, window, config, fixed)
         return None
 
     def _next_range(
@@ -174,13 +179,14 @@ class Compactor:
         now: float,
         start: float,
         branches: Collection[str] = (),
+        fixed: int = 0,
     ) -> Plan | None:
         """The next background/aggressive range, if the channel needs one now.
 
         ``branches`` names running branches: their exchanges stay whole (see cuts)."""
         if tier not in (CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE):
             return None
-        budget = summary_budget(config, window)
+        budget = summary_budget(config, window, fixed)
         if projected_usage(usage, window, self._range_sizes(items), budget) < start:
             return None  # the passes in flight will bring the channel back under
         ranges = [p.covered for p in self.ranges]
@@ -220,7 +226,12 @@ class Compactor:
         return [self._range_tokens[id(p)] for p in ranges]
 
     def _rescue(
-        self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
+        self,
+        items: Sequence[Message],
+        usage: float,
+        window: int,
+        config: CompactionConfig,
+        fixed: int = 0,
     ) -> Plan | None:
         """A rescue of the next chunk an emergency set aside, when its summary has room.
 
@@ -233,17 +244,15 @@ class Compactor:
         busy = in_flight_ids(p.covered for p in self.ranges)
         if all(i in busy for i in SetAside.of(marker).ids):
             return None
-        room = config.aggressive_threshold - summary_budget(config, window) / window
+        room = config.aggressive_threshold - summary_budget(config, window, fixed) / window
         if self.in_flight and usage >= room:
             return None  # the ranges in flight make room first
         return Plan(CompactionKind.RESCUE, (marker,), usage, marker=marker)
 
-    def _meta(
-        self, items: Sequence[Message], usage: float, window: int, config: CompactionConfig
-    ) -> Plan | None:
-        """A merge of the oldest summaries when summaries fill more than their share."""
+    def _meta(self, items: Sequence[Message], usage: float, room: float) -> Plan | None:
+        """A merge of the oldest summaries when summaries fill more than ``room`` tokens."""
         summaries = [m for m in items if m.role is Role.SUMMARY]
-        if len(summaries) >= 2 and sum(m.tokens for m in summaries) > config.summary_share * window:
+        if len(summaries) >= 2 and sum(m.tokens for m in summaries) > room:
             oldest = summaries[: max(2, len(summaries) // 2)]
             if frozenset(m.id for m in oldest) not in self.failed_sets:
                 level = 1 + max(int(m.meta.get("level", 1)) for m in oldest)
@@ -257,13 +266,28 @@ class Compactor:
         config: CompactionConfig,
         in_flight: Collection[str] = (),
     ) -> Plan | None:
-        """A background plan now (the ``/compact`` command), ignoring thresholds and guard."""
+        """A background plan now (the ``/compact`` command), ignoring thresholds and guard.
+
+        A cut that already freed nothing (a noop) is widened past, as automatic passes
+        do: asked again, ``/compact`` takes more messages instead of failing the same
+        way.  None when a pass runs, nothing may be taken, or every cut freed nothing
+        (:meth:`only_noops_left` tells the last case apart).
+        """
         if self.running is not None:
             return None
-        covered = choose_cut(items, config.background_fraction, in_flight)
-        return (
-            Plan(CompactionKind.BACKGROUND, tuple(covered), usage, forced=True) if covered else None
-        )
+        fraction = config.background_fraction
+        covered = choose_cut(items, fraction, in_flight)
+        while covered and fraction < 1.0 and frozenset(m.id for m in covered) in self.failed_sets:
+            fraction = min(1.0, fraction + 0.1)
+            covered = choose_cut(items, fraction, in_flight)
+        if not covered or frozenset(m.id for m in covered) in self.failed_sets:
+            return None
+        return Plan(CompactionKind.BACKGROUND, tuple(covered), usage, forced=True)
+
+    def only_noops_left(self, items: Sequence[Message], in_flight: Collection[str] = ()) -> bool:
+        """True if the widest cut of ``items`` is one whose summary freed nothing."""
+        covered = choose_cut(items, 1.0, in_flight)
+        return bool(covered) and frozenset(m.id for m in covered) in self.failed_sets
 
     # -- bookkeeping --------------------------------------------------------------
 
@@ -316,8 +340,11 @@ class Compactor:
         return {k: int(self.counters.get(k, 0)) for k in (*COUNTER_KEYS, "rescue")}
 
 
-def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -> str:
-    """What the channel is told when a ``/compact`` ends (``outcome``: an ``Outcome``)."""
+def forced_note(
+    plan: Plan, outcome: str, *, freed: int = 0, reason: str = "", wider: bool = True
+) -> str:
+    """What the channel is told when a ``/compact`` ends (``outcome``: an ``Outcome``);
+    ``wider``: a noop's next ``/compact`` may take more messages (see ``forced``)."""
     n = len(plan.covered)
     if outcome == "ok" and freed > 0:
         return f"/compact done: summarized {n} older messages and freed {freed} tokens."
@@ -328,9 +355,14 @@ def forced_note(plan: Plan, outcome: str, *, freed: int = 0, reason: str = "") -
             "context, so no further tokens were freed."
         )
     if outcome == "noop":
+        then = (
+            "Run /compact again to summarize a longer stretch."
+            if wider
+            else "Keep talking; once the conversation is longer, /compact can summarize more."
+        )
         return (
             f"/compact freed nothing (noop): {reason}. The {n} messages stay live as they "
-            "were; automatic compaction will not retry these same messages."
+            f"were; automatic compaction will not retry these same messages. {then}"
         )
     return (
         f"/compact failed: {reason}. Nothing changed; the messages stay live and a later "

@@ -28,14 +28,29 @@ __all__ = [
     "rescue_chunk",
     "start_threshold",
     "summary_budget",
+    "summary_room",
     "uncovered",
 ]
 
 
-def summary_budget(config: CompactionConfig, window: int) -> int:
+def summary_room(config: CompactionConfig, window: int, fixed: int = 0) -> float:
+    """Tokens summaries may fill before the oldest are merged: ``summary_share`` of what
+    the conversation has of the window once the ``fixed`` prompt (system prompt, tool
+    specs) is in.
+
+    Not of the whole window: with a system prompt and tools of 934 tokens in a
+    1,500-token window, a quarter of the window (375 tokens) of summaries alone put the
+    context at 87 %, over the aggressive threshold with no conversation left to compact,
+    and every turn then ended in an emergency truncation.
+    """
+    return config.summary_share * max(0, window - fixed)
+
+
+def summary_budget(config: CompactionConfig, window: int, fixed: int = 0) -> int:
     """Tokens one summary may take: ``max_summary_tokens``, but never more than half the
-    share summaries may fill, so a small window is not flooded by its summaries."""
-    share = int(config.summary_share * window / 2)
+    share summaries may fill (:func:`summary_room`), so a small window is not flooded by
+    its summaries."""
+    share = int(summary_room(config, window, fixed) / 2)
     return max(32, min(config.max_summary_tokens, share))
 
 

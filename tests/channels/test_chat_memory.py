@@ -544,6 +544,66 @@ async def test_compacting_a_short_chat_frees_room(make_config: Callable[..., Con
         assert report.startswith("/compact done"), report
 
 
+_SMALL_TALK = (
+    "hi",
+    "my name is Sam",
+    "I live in Leeds",
+    "what's my name?",
+    "I like tea",
+    "my sister is called Jo",
+    "where do I live?",
+    "ok thanks",
+    "remember that my bike is red",
+    "what colour is my bike?",
+    "cool",
+    "I work at a bakery",
+    "what do I like?",
+    "bye",
+)
+
+
+async def test_compact_of_small_talk_frees_room_despite_the_bots_long_message_ids(
+    make_config: Callable[..., Config],
+) -> None:
+    """/compact over an ordinary chat of a few words a line frees tokens: the offline
+    summary's cap was half the transcript, whose "[assistant:<uuid>] tierbot (bot):"
+    prefixes made it twice what the messages cost, so the summary was never smaller."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(_SMALL_TALK):
+            await _say(rt, line, f"console-{1_700_000_000_000_000_000 + i}-{i}", author="you")
+        said = await rt.command(inbound(CH, "/compact"), is_admin=True)
+        assert said is not None and said.startswith("Compacting the oldest"), said
+        await rt.drain()
+        report = rt.outbox.sent[-1].text
+        assert report.startswith("/compact done") and "freed" in report, report
+        freed = int(report.split("freed ")[1].split()[0])
+        assert freed > 0, report
+
+
+async def test_compact_again_after_a_noop_takes_more_messages_or_says_to_wait(
+    make_config: Callable[..., Config],
+) -> None:
+    """/compact of a chat too short to shrink says what to do next; asked again it takes a
+    longer stretch, then, with none left, says to keep talking: it never runs the same
+    pass again to fail the same way."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(("hi", "ok", "cool")):
+            await _say(rt, line, f"t{i}", author="you")
+        replies = []
+        for _ in range(3):
+            replies.append(await rt.command(inbound(CH, "/compact"), is_admin=True))
+            await rt.drain()
+        notes = [o.text for o in rt.outbox.sent if o.text.startswith("/compact")]
+        assert str(replies[0]).startswith("Compacting the oldest 2 messages"), replies
+        assert str(replies[1]).startswith("Compacting the oldest 4 messages"), replies
+        assert "Run /compact again" in notes[0], notes
+        assert "Keep talking" in notes[1], notes
+        assert replies[2] is not None and replies[2].startswith("Nothing more to compact yet")
+        assert len(notes) == 2, "the third /compact ran no pass"
+        records = await rt.store.compactions(CH)
+        assert sorted(r.covered for r in records) == [2, 4], records
+
+
 async def test_a_short_correction_replaces_what_was_just_said(
     make_config: Callable[..., Config],
 ) -> None:

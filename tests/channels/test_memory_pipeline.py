@@ -15,7 +15,7 @@ FACTS = [
 async def test_compaction_saves_typed_memories_with_their_sources(make_config) -> None:
     """Memories the compaction worker saves carry the platform ids of their messages, and
     archived messages become searchable episodes."""
-    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 600}})
+    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 1600}})
     async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("mem:1", text, pid=pid, author=author))
@@ -33,7 +33,7 @@ async def test_compaction_saves_typed_memories_with_their_sources(make_config) -
 
 async def test_offline_bot_answers_from_memory_after_compaction(make_config) -> None:
     """A fact compacted out of the live context is still answered, from memory."""
-    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 600}})
+    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 1600}})
     async with Runtime.open(cfg) as rt:
         for pid, author, text in FACTS:
             await rt.submit(inbound("mem:2", text, pid=pid, author=author))

@@ -101,3 +101,17 @@ def test_when_every_cut_freed_nothing_no_pass_is_planned_until_the_channel_chang
         c.finished(plan, Outcome.NOOP)
     assert c.counters["noop"] >= 2
     assert c.check(turns(12), 0.81, WINDOW, CFG, now=100.0) is not None
+
+
+def test_compact_after_a_noop_takes_a_wider_cut_then_none_when_every_cut_freed_nothing() -> None:
+    items = turns(10)
+    c = Compactor("c:1")
+    seen: list[frozenset[int]] = []
+    while (plan := c.forced(items, 0.1, CFG)) is not None:
+        assert plan.ids not in seen, "/compact never repeats a cut that freed nothing"
+        seen.append(plan.ids)
+        c.started(plan)
+        c.finished(plan, Outcome.NOOP)
+    assert len(seen) >= 2 and seen[-1] > seen[0]
+    assert c.only_noops_left(items)
+    assert not c.only_noops_left(turns(12)), "a longer conversation has a new cut"

@@ -43,7 +43,7 @@ def config(tmp: Path, name: str, slack_port: int, api: str, discord: str = "") -
     cfg = folder / "config.toml"
     cfg.write_text(
         '[storage]\nbackend = "postgres"\npool_max = 4\n'
-        "[defaults]\ncontext_window = 512\n"
+        "[defaults]\ncontext_window = 700\n"
         "[memory]\nenabled = false\n"
         "[adapters.console]\nenabled = false\n"
         '[adapters.slack]\nenabled = true\nmode = "http"\nhost = "127.0.0.1"\n'

@@ -248,7 +248,7 @@ async def test_status_keeps_branch_task_text_out_unless_asked(
 COMPACT_CASES = {
     # outcome: (the summary model's answer, what the channel is told)
     "ok": (None, "/compact done: summarized 2 older messages and freed "),
-    "noop": (Completion(text="summary " * 150), "/compact freed nothing (noop): the summary ("),
+    "noop": (Completion(text="summary " * 110), "/compact freed nothing (noop): the summary ("),
     "failed": (TransientLLMError("upstream 503"), "/compact failed: TransientLLMError: "),
 }
 

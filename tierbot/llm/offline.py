@@ -59,7 +59,9 @@ def extractive_summary(
     for e in entries:
         for sent in sentences(e.text):
             items.append((len(items), e.author, sent))
-    header = f"Summary of {len(entries)} messages ([{entries[0].id}] to [{entries[-1].id}]):"
+    # No message ids: a bot reply's id is a uuid of some 18 tokens, and the two of them
+    # took most of a short chat's budget (the channel's own header says what is covered).
+    header = f"Summary of {len(entries)} messages:"
     ranked = _rank(items)
     budget = max_tokens - counter.count(header) - 2
     chosen: list[tuple[int, str]] = []
@@ -185,9 +187,12 @@ class OfflineProvider:
     ) -> tuple[str, list[ToolCall]]:
         transcript = unquote(next((m.content for m in reversed(messages) if m.role == "user"), ""))
         entries = parse_transcript(transcript)
-        # A summary as long as what it replaces frees nothing: a pass over short chat
-        # (a newcomer's /compact) was refused as a no-op when the cap alone bounded it.
-        budget = max(32, min(max_tokens, self.counter.count(transcript) // 2))
+        # A summary as long as what it replaces frees nothing: it gets at most half of
+        # what the messages cost in the context (their text and framing).  Not half the
+        # transcript: its "[id] author (bot): " prefixes (a reply's id is a uuid) made it
+        # twice the messages in small talk, and no /compact of a short chat freed a token.
+        replaced = sum(self.counter.count(e.text) + MESSAGE_OVERHEAD for e in entries)
+        budget = max(32, min(max_tokens, replaced // 2))
         summary = extractive_summary(entries, budget, self.counter)
         answered = any(m.role == "tool" for m in messages)
         if "memory_save" not in tools or answered:

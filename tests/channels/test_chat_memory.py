@@ -831,3 +831,73 @@ async def test_questions_typed_with_a_typo_or_shorthand_are_answered(
         assert "May 3" in await _say(rt, "when's my bday", "q2")
         assert "pinecone42" in await _say(rt, "Whats the wifi pasword", "q3")
         assert "4411" not in await _say(rt, "what is my lkocre?", "q4")
+
+
+async def test_a_question_about_something_never_said_is_not_answered_with_its_neighbour(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What is my garage code?" after only a gym code, "my docker password" (a word,
+    not a typo of "locker"), "how old is Max?" after only Rex's age: nothing answers, and
+    the bot says so rather than quoting a neighbouring secret."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My locker code is 4411.", "f1")
+        await _say(rt, "My gym code is 9090.", "f2")
+        await _say(rt, "My dog Rex is 7 years old.", "f3")
+        for i, question in enumerate(
+            ["what is my garage code?", "what is my docker password?", "how old is Max?"]
+        ):
+            said = await _say(rt, question, f"q{i}")
+            assert said == "Nothing I could find covers that.", (question, said)
+        assert "9090" in await _say(rt, "what is my gym code?", "q4")
+        assert "Rex" in await _say(rt, "how old is Rex?", "q5")
+
+
+async def test_corrections_hold_after_the_old_value_left_the_conversation(
+    make_config: Callable[..., Config],
+) -> None:
+    """A bare "no wait, it's 4412" corrects the locker code, not the 3 of "March 3" said
+    after it; "Correction: my locker code is 7777." then "no wait, it's 1234" answers
+    1234, not the first code; "sorry, I meant 9091" of a gym code answers 9091; a
+    restated value corrected answers the correction, not the value first said."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My locker code is 4411.", "c1")
+        await _say(rt, "My birthday is March 3.", "c2")
+        said = await _say(rt, "no wait, it's 4412", "c3")
+        assert said == "Corrected: your locker code is 4412.", said
+        assert "March 3" in await _say(rt, "when is my birthday?", "c4")
+        await _say(rt, "Correction: my locker code is 7777.", "c5")
+        said = await _say(rt, "no wait, it's 1234", "c6")
+        assert said == "Corrected: your locker code is 1234.", said
+        said = await _say(rt, "what is my locker code?", "c7")
+        assert "1234" in said and "4411" not in said and "7777" not in said, said
+        await _say(rt, "My gym code is 9090.", "c8")
+        await _say(rt, "sorry, I meant 9091", "c9")
+        said = await _say(rt, "what is my gym code?", "c10")
+        assert "9091" in said and "4411" not in said, said
+        # The first door code is never corrected, only restated; the restated one is.
+        await _say(rt, "My door code is 1111.", "d1")
+        await _say(rt, "Correction: my door code is 2222.", "d2")
+        await _say(rt, "no wait, it's 3333", "d3")
+        said = await _say(rt, "what is my door code?", "d4")
+        assert "3333" in said and "1111" not in said, said
+
+
+async def test_forget_it_and_forgetting_a_topic_forget_what_was_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget it" right after a statement, "forget my bike lock" of a bike lock
+    combination, "please don't remember the cabin wifi" of its password: each forgets,
+    and someone else's thing of the same name ("my sister's locker code") stays."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My sister's locker code is 5555.", "t0")
+        await _say(rt, "My locker code is 4411.", "t1")
+        said = await _say(rt, "forget it", "t2")
+        assert said == "Done: I forgot what you told me about your locker code.", said
+        await _say(rt, "My bike lock combination is 3719.", "t3")
+        said = await _say(rt, "forget my bike lock", "t4")
+        assert said == "Done: I forgot what you told me about your bike lock.", said
+        await _say(rt, "The wifi password at the cabin is pinecone42.", "t5")
+        said = await _say(rt, "please don't remember the cabin wifi", "t6")
+        assert said.startswith("OK: I won't keep that, and I forgot"), said
+        left = [str(m["content"]) for m in await _memories(rt)]
+        assert left == ["ann: My sister's locker code is 5555."], left

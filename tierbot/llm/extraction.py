@@ -1072,6 +1072,10 @@ def corrected(sentence: str, fix: Correction) -> str | None:
             pairs = zip(said, new, strict=False)
             return next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(said), len(new)))
 
+        if fix.shape == "number":
+            # "no wait, it's 4412" corrects a number like it ("4411"), not the 3 of
+            # "March 3" said after it.
+            same = [m for m in same if len(m.group(0)) == len(new) or shared(m) >= 2]
         found = sorted(same, key=lambda m: (shared(m), m.start()))[-1:]
     if not found:
         return None
@@ -1114,6 +1118,29 @@ def to_second_person(text: str) -> str:
         if first.lower() in _LOWER_FIRST:
             out = out[0].lower() + out[1:]
     return out.rstrip(" .!")
+
+
+_FIRST_PERSON = (
+    (r"^you are\b", "I am"),
+    (r"^you're\b", "I'm"),
+    (r"^you were\b", "I was"),
+    (r"^you've\b", "I've"),
+    (r"^you'll\b", "I'll"),
+    (r"^you'd\b", "I'd"),
+    (r"^you\b", "I"),
+    (r"\byourself\b", "myself"),
+    (r"\byours\b", "mine"),
+    (r"\byour\b", "my"),
+)
+
+
+def to_first_person(text: str) -> str:
+    """What :func:`to_second_person` said back, as its speaker said it: "your locker
+    code is 1234" → "my locker code is 1234" (a sentence said back, not any text)."""
+    out = text.strip()
+    for pattern, repl in _FIRST_PERSON:
+        out = re.sub(pattern, repl, out, flags=re.I)
+    return out[:1].upper() + out[1:]
 
 
 @dataclass(frozen=True, slots=True)

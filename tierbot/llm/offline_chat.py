@@ -40,6 +40,7 @@ from tierbot.llm.extraction import (
     says_something,
     skipped_topic,
     split_greeting,
+    to_first_person,
     to_second_person,
 )
 from tierbot.llm.quoting import blocks, is_quoted, unquote
@@ -114,7 +115,7 @@ _NATIONALITIES = frozenset(
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
-    r"anyway|plus|oh and|update)\b[,:;!.-]*\s+)+",
+    r"anyway|plus|oh and|update|correction)\b[,:;!.-]*\s+)+",
     re.I,
 )
 _TODO_LEAD = re.compile(
@@ -219,9 +220,19 @@ def candidates(
             else:
                 author, text = _split_speaker(str(h["content"]), str(h.get("author", "")))
                 out.append(Evidence(text, author, when, "memory", str(h.get("type", ""))))
+    last_user: ChatMessage | None = None
     for m in history:
+        if m.role == "assistant" and not m.tool_calls and last_user is not None:
+            # "Corrected: your locker code is 1234.": what the correction before it made
+            # of the sentence it corrected (which left the conversation with the old value).
+            for line in m.content.splitlines():
+                if line.startswith(_CORRECTED):
+                    fixed = to_first_person(line.removeprefix(_CORRECTED).strip())
+                    out.append(Evidence(fixed, last_user.name or "", last_user.sent_at, "memory"))
+            continue
         if m.role != "user":
             continue
+        last_user = m
         if not is_quoted(m.content):
             request = read_request(m.content)
             if request is None or request.kind == "remember":
@@ -283,6 +294,24 @@ def _named(question: str) -> set[str]:
     return {t for m in _NAMED.finditer(question) for t in stems(m.group(0))}
 
 
+# "my garage code", "the office wifi password", "my sister's phone number": the words
+# before the last one say which code, password or number is meant.
+_THING_ASKED = re.compile(
+    r"\b(?:my|our|your|his|her|their|the)\s+((?:(?!(?:of|my|the|to|for|in|on|at|with|about|"
+    r"and|or|is|are)\b)[\w-]+(?:'s)?\s+){1,3}?)[\w-]+(?='s\b|\s*[?.!]*\s*$|"
+    r"\s+(?:is|are|was|were|do|does|did|called|named|again|now|and|or|at|on|in|for|from)\b)",
+    re.I,
+)
+
+
+def _required(question: str) -> list[str]:
+    """The words an answer to ``question`` must hold: the names it asks about and what
+    it says the thing asked for is ("garage" of "my garage code")."""
+    need = [m.group(0) for m in _NAMED.finditer(question)]
+    need += [w for m in _THING_ASKED.finditer(question) for w in m[1].split()]
+    return need
+
+
 def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evidence | None:
     """What ``found``'s author said later about the same thing, if anything: "My locker
     code changed to 5521" after "My locker code is 4411"; "I moved to Lisbon" after "I
@@ -325,14 +354,25 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
     # about the landlord, not any number.
     scores = overlap.scores(question, boost=_named(question))
+    # "What is my garage code?" is not answered by "My gym code is 9090": what the
+    # question says the thing is (garage) and whom it names must be in the answer.
+    need = overlap.query_stems(" ".join(_required(question)))
+    fits = [
+        k
+        for k in range(len(pool))
+        if need <= overlap.doc_stems[k] or need <= overlap.doc_stems[k] | set(stems(pool[k].author))
+    ]
+    if not fits:
+        return None, 0.0
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     i = max(
-        range(len(pool)),
+        fits,
         key=lambda k: (
             round(scores[k], 6),
             mine and bool(_I_SAID.search(pool[k].text)),
             -_rambling(pool[k].text),
+            pool[k].when or 0.0,  # recalled memories come first in the pool, not in time
             k,
         ),
     )
@@ -423,6 +463,10 @@ def _plan_saves(
     correction of what they just said, or its durable statements."""
     speaker = m.name or "someone"
     request = read_request(m.content)
+    if request is None and _FORGET_IT.match(m.content) and "memory_forget" in tools:
+        # "Forget it", right after saying something: that is what to forget.
+        said = _last_said(speaker, before)
+        return [ToolCall(f"forget-{at}", "memory_forget", {"query": said})] if said else []
     if request is not None and request.kind == "forget":
         if "memory_forget" not in tools or FORGET_ALL.match(request.what):
             return []  # "Forget everything": the reply says how (one request is one thing)
@@ -462,6 +506,30 @@ def _plan_saves(
     return calls
 
 
+_FORGET_IT = re.compile(
+    r"^\W*(?:(?:oh|no|actually|wait|sorry|ok|okay)\W+)*(?:please\s+|pls\s+)?"
+    r"(?:forget|delete|erase|scratch|remove)\s+(?:it|that|this)(?:\s+(?:please|pls))?\W*$",
+    re.I,
+)
+
+
+def _last_said(speaker: str, before: Sequence[ChatMessage]) -> str:
+    """What ``speaker`` last told (not asked) among their latest messages, or ""."""
+    for m in reversed(before[-12:]):
+        if m.role != "user" or (m.name or "someone") != speaker or is_quoted(m.content):
+            continue
+        request = read_request(m.content)
+        if request is not None and request.kind != "remember":
+            return ""  # the last thing they did was ask to forget or keep nothing
+        text = request.what if request is not None else split_greeting(m.content)[1]
+        if not is_question(text) and says_something(text):
+            return text.strip()
+    return ""
+
+
+_CORRECTED = "Corrected: "
+
+
 #: How many of the speaker's latest messages a correction looks back over.
 _CORRECTS_BACK = 4
 
@@ -492,6 +560,7 @@ def _corrects(
         if is_question(text):
             continue
         for sent in reversed(sentences(text)):
+            sent = _LEAD.sub("", sent)  # "Correction: my locker code is 7777."
             if (fixed := corrected(sent, fix)) is not None:
                 return sent, fixed
     return None
@@ -578,7 +647,7 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             said = _LEAD.sub("", _split_speaker(str(call.arguments.get("content", "")))[1])
             kind = str(call.arguments.get("memory_type", ""))
             if call.id.startswith("fix-"):
-                notes.append(f"Corrected: {_short(to_second_person(said)).rstrip(' .!')}.")
+                notes.append(f"{_CORRECTED}{_short(to_second_person(said)).rstrip(' .!')}.")
             elif kind == "todo":
                 todo.append(_short(to_second_person(_TODO_LEAD.sub("", said))))
             else:

@@ -171,7 +171,9 @@ def names(request: str, text: str) -> bool:
     """Whether ``text`` is what ``request`` ("forget that my locker code is 4411") names.
 
     When both say what thing they are about ("my locker code"), the things must be
-    the same ("my sister's locker code" and "my gym code" are not); otherwise the text
+    the same ("my sister's locker code" and "my gym code" are not), or, for a request
+    naming a topic, hold it ("my bike lock" names "my bike lock combination is …");
+    otherwise the text
     must hold at least :data:`NAMES_SHARE` of the request's stemmed content words.
     Either way it must hold every number the request gives ("my locker code is 5522" is
     another value), however the digits are grouped, and most words of the value a
@@ -190,8 +192,16 @@ def names(request: str, text: str) -> bool:
             return False
     # A thing is what comes before "is": two sentences without one ("my brother moved to
     # Berlin") name no thing to compare, only words.
-    if asked and told and (asked["copula"] or told["copula"]):
+    if asked and told and asked["copula"]:
         return set(stems(asked[1])) == set(stems(told[1]))
+    if asked and told and told["copula"]:
+        # A topic ("forget my bike lock") names the things it is part of ("my bike lock
+        # combination is 3719"); "my locker" does not name "my gym code", nor "my locker
+        # code" someone else's ("my sister's locker code").
+        whose = {w.lower() for w in re.findall(r"([\w-]+)'s\b", told[1])}
+        if whose - {w.lower() for w in re.findall(r"[\w-]+", asked[1])}:
+            return False
+        return set(stems(asked[1])) <= set(stems(told[1]))
     return len(wanted & have) >= NAMES_SHARE * len(wanted)
 
 
@@ -214,6 +224,14 @@ _SPELLED = {
     "sis": "sister",
 }
 _SHORTHAND = re.compile(r"\b(?:" + "|".join(map(re.escape, _SPELLED)) + r")\b", re.I)
+
+
+def is_english(word: str) -> bool:
+    """Whether ``word`` is an English word people write (wordfreq's list, packaged):
+    "docker" is, "lokcer" is not."""
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, "en") >= 2.5
 
 
 def _one_typo(a: str, b: str) -> bool:
@@ -253,8 +271,12 @@ class Overlap:
         documents holds read as the one they hold one typo away ("lokcer" as "locker")."""
         if (found := self._asked.get(query)) is not None:
             return found
-        q = set(stems(_SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], query)))
-        for t in [t for t in q if t not in self.idf and len(t) >= 5]:
+        spelled = _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], query)
+        q = set(stems(spelled))
+        for word in words(spelled):
+            t = _stem(word)
+            if t in self.idf or len(t) < 5 or t not in q or is_english(word):
+                continue  # "docker" is a word, not a typo of "locker"
             near = [k for k in self.idf if abs(len(k) - len(t)) <= 1 and _one_typo(t, k)]
             if len(near) == 1:  # a typo of one word, not a guess among several
                 q = (q - {t}) | set(near)

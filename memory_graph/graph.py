@@ -755,10 +755,11 @@ class MemoryGraph:
         limit: int = 20,
         types: Sequence[str] | None = None,
     ) -> list[RecallHit]:
-        """The memories in ``author_id``'s name that ``channel`` may see, newest first,
-        those a newer one replaced left out: the list "what do you know about me?"
-        asks for, which a search by the question's words cannot find (it names nothing).
-        Scores are 0: nothing was matched."""
+        """The memories in ``author_id``'s name that ``channel`` may see, the most
+        important first (who they are before a passing fact), then the newest, those a
+        newer one replaced left out: the list "what do you know about me?" asks for,
+        which a search by the question's words cannot find (it names nothing).  Scores
+        are 0: nothing was matched."""
         rows = await self.storage.author_memories(author_id, types, max(limit * 4, 100))
         hits = [
             RecallHit(
@@ -772,7 +773,7 @@ class MemoryGraph:
                 author_id=row.author_id,
                 author=self.display_names.get(row.author_id, ""),
             )
-            for row in rows
+            for row in sorted(rows, key=lambda r: (-r.current_importance, -r.created_at))
             if row.superseded_by is None and self.visible(channel, row.channel)
         ]
         return hits[:limit]

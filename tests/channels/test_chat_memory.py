@@ -901,3 +901,26 @@ async def test_forget_it_and_forgetting_a_topic_forget_what_was_said(
         assert said.startswith("OK: I won't keep that, and I forgot"), said
         left = [str(m["content"]) for m in await _memories(rt)]
         assert left == ["ann: My sister's locker code is 5555."], left
+
+
+async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the_list(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What is my locker code? Also, my new phone number is 555-1234." answers the
+    code and keeps the number; after "what do you know about me?" has listed nine
+    things, "what else?" lists the rest."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My locker code is 4411.", "f0")
+        said = await _say(
+            rt, "what is my locker code? Also, my new phone number is 555-1234.", "f1"
+        )
+        assert said.startswith("Noted: your new phone number is 555-1234.") and "4411" in said
+        assert "555-1234" in await _say(rt, "what is my phone number?", "f2")
+        facts = [f"My cousin number {i} lives in town {i}." for i in range(1, 11)]
+        for i, fact in enumerate(facts):
+            await _say(rt, fact, f"g{i}")
+        listed = await _say(rt, "what do you know about me?", "q1")
+        assert "more things" in listed, listed
+        rest = await _say(rt, "what else?", "q2")
+        assert rest.startswith("Here is what you told me:") and "more things" not in rest, rest
+        assert all(f"town {i}" in rest for i in range(1, 11)), rest

@@ -272,7 +272,8 @@ async def test_an_authors_memories_are_listed_newest_first_within_scope(
     graph: MemoryGraph,
 ) -> None:
     """What "what do you know about me?" lists when its words match nothing: the
-    author's memories this channel may see, newest first, without episodes, without
+    author's memories this channel may see, who they are first, then the newest, without
+    episodes, without
     what a newer memory replaced, without other people's or another workspace's."""
     await graph.add_episodes([said("m1", "my locker code is 4411", author="you")])
     first = await graph.save("you: I live in Porto", "identity", channel=CH, author_id="you")
@@ -286,8 +287,8 @@ async def test_an_authors_memories_are_listed_newest_first_within_scope(
     listed = await graph.memories_of("you", channel=CH)
     assert [h.content for h in listed] == [
         "you: I moved to Lisbon",
-        "you: I prefer tea",
         "you: I play the cello",
+        "you: I prefer tea",
     ]
     assert [h.content for h in await graph.memories_of("you", channel=CH, limit=1)] == [
         "you: I moved to Lisbon"

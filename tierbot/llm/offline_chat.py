@@ -340,13 +340,35 @@ _MOVED = re.compile(r"\b(live|lives|living|based|home)\b", re.I)
 _MOVED_TO = re.compile(r"\b(moved|moving|relocated|relocating)\s+(to|into|back to)\b", re.I)
 
 
+#: How the list of what someone told opens.
+ABOUT_YOU = "Here is what you told me: "
+_WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
+
+
+def _last_reply(messages: Sequence[ChatMessage]) -> str:
+    """The bot's last reply in ``messages``, or ""."""
+    return next(
+        (m.content for m in reversed(messages) if m.role == "assistant" and not m.tool_calls),
+        "",
+    )
+
+
+def _told_part(e: Evidence) -> Evidence | None:
+    """What ``e`` tells, without the questions it asks ("What is my locker code? Also, my
+    new phone number is 555-1234." tells the number); None when it only asks."""
+    if not is_question(e.text):
+        return e
+    told = [s for s in sentences(e.text) if not is_question(s)]
+    return replace(e, text=" ".join(told)) if told else None
+
+
 def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, float]:
     """The evidence that best answers ``question`` (questions are never answers); later
     evidence wins ties: it is the most recent thing said about the topic, unless it is a
     long ramble and the other a message of ordinary length (a paragraph that mentions
     "Mia starting school" in passing holds the question's words as well as "Mia starts
     school on September 3rd" does)."""
-    pool = [e for e in pool if not is_question(e.text)]
+    pool = [told for e in pool if (told := _told_part(e)) is not None]
     if not pool:
         return None, 0.0
     overlap = Overlap([e.text for e in pool])
@@ -479,7 +501,8 @@ def _plan_saves(
         if "memory_forget" not in tools or not topic:
             return []
         return [ToolCall(f"skip-{at}", "memory_forget", {"query": topic})]
-    if "memory_save" not in tools or is_question(m.content):
+    told = [s for s in sentences(split_greeting(m.content)[1]) if not is_question(s)]
+    if "memory_save" not in tools or (is_question(m.content) and not told):
         return []
     if request is not None:
         return [
@@ -498,7 +521,9 @@ def _plan_saves(
             ToolCall(f"fix-{at}", "memory_save", {**save, "importance": 0.8}),
         ]
     calls: list[ToolCall] = []
-    for sent in sentences(split_greeting(m.content)[1]):
+    # "What is my locker code? Also, my new phone number is 555-1234.": the question
+    # is answered, the statement saved.
+    for sent in told:
         kind, importance = classify(sent)
         if kind is not None and len(calls) < _SAVES_PER_MESSAGE:
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
@@ -711,6 +736,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     ]
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
+        if _WHAT_ELSE.match(plain) and _last_reply(messages[:at]).startswith(ABOUT_YOU):
+            plain = "what else do you know about me?"  # the rest of the list just given
         if task in done:
             answers.append((task, done.pop(task)))
             continue
@@ -809,13 +836,11 @@ def _each_question(text: str) -> list[str]:
     """The questions one message asks, each to be answered: "What is my locker code
     and where do I live?" is two, and so is "Where does Ana live? When is my
     birthday?". A message asking one question comes back whole."""
-    parts = [
-        p.strip()
-        for sent in sentences(text)
-        for p in _AND_ASKS.split(sent)
-        if p.strip() and is_question(p)
-    ]
-    return parts if len(parts) > 1 else [text]
+    said = sentences(text)
+    parts = [p.strip() for sent in said for p in _AND_ASKS.split(sent) if p.strip()]
+    asked = [p for p in parts if is_question(p)]
+    # One question alone comes back whole; beside statements, the question alone.
+    return asked if len(asked) > 1 or (asked and len(asked) < len(parts)) else [text]
 
 
 def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:
@@ -853,7 +878,7 @@ def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> s
     if _ABOUT_ME.search(question):
         facts = _about(speaker, pool, limit=40 if _EVERYTHING.search(question) else 10)
         if facts:
-            return "Here is what you told me: " + "; ".join(facts) + "."
+            return ABOUT_YOU + "; ".join(facts) + "."
     return None
 
 

@@ -85,7 +85,7 @@ def _writable_dir(path: Path) -> str | None:
     if fs.f_flag & os.ST_RDONLY:
         why = "on a read-only filesystem"
     elif fs.f_blocks == 0:  # proc, sysfs: no file can be created there
-        why = "on a virtual filesystem, like /proc, that holds no files"
+        why = "on a virtual filesystem (such as /proc or /sys) that holds no files"
     else:
         return None
     return f"{path} is {why}" if probe == path else f"{path} cannot be created ({probe} is {why})"

@@ -169,7 +169,8 @@ def test_config_check_refuses_a_store_where_no_file_can_be_created(tmp_path: Pat
     code, out, err = _run(["config", "check", "--config", str(cfg)])
     assert code == 2 and not out.startswith("ok")
     assert err.splitlines()[0] == (
-        f"{cfg}: storage.path: /proc is on a virtual filesystem, like /proc, that holds no files"
+        f"{cfg}: storage.path: /proc is on a virtual filesystem (such as /proc or /sys) "
+        "that holds no files"
     )
 
 

@@ -379,10 +379,9 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     # "What is my garage code?" is not answered by "My gym code is 9090": what the
     # question says the thing is (garage) and whom it names must be in the answer.
     need = overlap.query_stems(" ".join(_required(question)))
+    # The author counts: "What is ann's locker code?" is answered by ann's "my locker…".
     fits = [
-        k
-        for k in range(len(pool))
-        if need <= overlap.doc_stems[k] or need <= overlap.doc_stems[k] | set(stems(pool[k].author))
+        k for k in range(len(pool)) if need <= overlap.doc_stems[k] | set(stems(pool[k].author))
     ]
     if not fits:
         return None, 0.0

@@ -6,6 +6,8 @@ import asyncio
 import json
 from collections.abc import Callable
 
+import pytest
+
 from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
@@ -924,3 +926,41 @@ async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the
         rest = await _say(rt, "what else?", "q2")
         assert rest.startswith("Here is what you told me:") and "more things" not in rest, rest
         assert all(f"town {i}" in rest for i in range(1, 11)), rest
+
+
+@pytest.mark.parametrize(
+    ("facts", "question", "expected"),
+    [
+        # Said differently, still the same thing: answered.
+        (
+            ["The cabin wifi password is pinecone42."],
+            "What is my Wi-Fi password at the cabin?",
+            "pinecone42",
+        ),
+        (["My phone number is 555-0199."], "What is my new phone number?", "555-0199"),
+        (["My phone number is 555-0199."], "What's my mobile number?", "555-0199"),
+        (["My garage code is 4471."], "Hey Tierbot, what's my garage code?", "4471"),
+        (["My garage code is 4471."], "whats my grage code", "4471"),
+        (["My garage code is 4471."], "Ugh, what's my garage code again? I always forget", "4471"),
+        (["Mum's birthday is 4 June."], "When is my mother's birthday?", "4 June"),
+        (["My wife Sofia turns 40 next year."], "How old is Sofi?", "Sofia"),
+        (["I drive a red Volvo."], "Quick one - What car do I drive?", "Volvo"),
+        (["My account number is 12345678."], "What's my bank account number?", "12345678"),
+        (["My favorite band is Blur."], "What's my favourite band?", "Blur"),
+        # Another thing of the same kind, or someone never mentioned: not answered.
+        (["The cabin wifi password is pinecone42."], "what is the office wifi password?", None),
+        (["My gym code is 9090."], "what is my locker code?", None),
+        (["My wife Sofia turns 40 next year."], "How old is Max?", None),
+    ],
+)
+async def test_answers_match_what_is_asked_however_it_is_said(
+    make_config: Callable[..., Config], facts: list[str], question: str, expected: str | None
+) -> None:
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, fact in enumerate(facts):
+            await _say(rt, fact, f"f{i}")
+        said = await _say(rt, question, "q1")
+        if expected is None:
+            assert said == "Nothing I could find covers that.", said
+        else:
+            assert expected in said, said

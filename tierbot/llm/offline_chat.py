@@ -298,18 +298,66 @@ def _named(question: str) -> set[str]:
 # before the last one say which code, password or number is meant.
 _THING_ASKED = re.compile(
     r"\b(?:my|our|your|his|her|their|the)\s+((?:(?!(?:of|my|the|to|for|in|on|at|with|about|"
-    r"and|or|is|are)\b)[\w-]+(?:'s)?\s+){1,3}?)[\w-]+(?='s\b|\s*[?.!]*\s*$|"
+    r"and|or|is|are)\b)[\w-]+(?:'s)?\s+){1,3}?)([\w-]+)(?='s\b|\s*[?.!]*\s*$|"
     r"\s+(?:is|are|was|were|do|does|did|called|named|again|now|and|or|at|on|in|for|from)\b)",
     re.I,
 )
+# Not names, though capitalised or before "'s": the bot, "Let's".
+_NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 
 
-def _required(question: str) -> list[str]:
-    """The words an answer to ``question`` must hold: the names it asks about and what
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What an answer to a question must agree with: the names it asks about, and what
     it says the thing asked for is ("garage" of "my garage code")."""
-    need = [m.group(0) for m in _NAMED.finditer(question)]
-    need += [w for m in _THING_ASKED.finditer(question) for w in m[1].split()]
-    return need
+
+    names: frozenset[str]
+    kinds: frozenset[str]  # the words before the thing ("garage", "wifi")
+    thing: str  # the thing ("code"), "" when the question names none
+    words: frozenset[str]  # every stem of the question
+
+    @classmethod
+    def of(cls, question: str, overlap: Overlap) -> _Asked:
+        named = {
+            t
+            for m in _NAMED.finditer(question)
+            if m.group(0).lower() not in _NOT_ASKED_NAMES
+            for t in overlap.query_stems(m.group(0))
+        }
+        thing = _THING_ASKED.search(question)
+        kinds = overlap.query_stems(thing[1]) if thing else set()
+        return cls(
+            frozenset(named),
+            frozenset(kinds - named),
+            thing[2].lower() if thing else "",
+            frozenset(overlap.query_stems(question)),
+        )
+
+    def fits(self, e: Evidence, said: set[str]) -> bool:
+        """Whether ``e`` (its stems ``said``) may answer: it names everyone the question
+        names (by name, or a name it starts: "Tommy", "Sofi"; the author counts), and it
+        does not say the thing is another one ("my gym code" for "my garage code"): a
+        word before the thing the question lacks, while it lacks the question's. "My
+        phone number" answers "my new phone number"; "the cabin wifi password" answers
+        "the Wi-Fi password at the cabin"."""
+        have = said | Overlap.stems(e.author)
+        for name in self.names:
+            if name not in have and not any(_same_name(name, h) for h in have):
+                return False
+        if not self.thing or not self.kinds - have:
+            return True
+        other = re.search(
+            rf"\b(?:my|our|your|his|her|their|the)\s+((?:[\w-]+(?:'s)?\s+){{1,3}}?)"
+            rf"{re.escape(self.thing)}\w*\b",
+            e.text,
+            re.I,
+        )
+        return other is None or Overlap.stems(other[1]) <= self.words
+
+
+def _same_name(a: str, b: str) -> bool:
+    """ "tommi" and "tom", "sofi" and "sofia": one name, shortened or not."""
+    return min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a))
 
 
 def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evidence | None:
@@ -339,6 +387,13 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
 _MOVED = re.compile(r"\b(live|lives|living|based|home)\b", re.I)
 _MOVED_TO = re.compile(r"\b(moved|moving|relocated|relocating)\s+(to|into|back to)\b", re.I)
 
+
+# What comes before the question itself: "Quick one - ", "Hey Tierbot, ", "Let's see, ".
+_LEADING = re.compile(
+    r"^[^?]{0,40}?[,:;\u2013\u2014-]\s+(?=(?:what|where|when|who|whom|whose|how|which|why|is|"
+    r"are|do|does|did|can|could)\b)",
+    re.I,
+)
 
 #: How the list of what someone told opens.
 ABOUT_YOU = "Here is what you told me: "
@@ -376,13 +431,10 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
     # about the landlord, not any number.
     scores = overlap.scores(question, boost=_named(question))
-    # "What is my garage code?" is not answered by "My gym code is 9090": what the
-    # question says the thing is (garage) and whom it names must be in the answer.
-    need = overlap.query_stems(" ".join(_required(question)))
-    # The author counts: "What is ann's locker code?" is answered by ann's "my locker…".
-    fits = [
-        k for k in range(len(pool)) if need <= overlap.doc_stems[k] | set(stems(pool[k].author))
-    ]
+    # "What is my garage code?" is not answered by "My gym code is 9090", nor "How old
+    # is Max?" by Rex's age: see _Asked.fits.
+    asked = _Asked.of(question, overlap)
+    fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k])]
     if not fits:
         return None, 0.0
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
@@ -716,7 +768,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             return "", saves
     notes = _memory_notes(results, asked)
 
-    questions = [(at, m) for at, m in people if is_question(m.content)]
+    # "Ugh, what's my garage code again? I always forget" asks, though it ends telling.
+    questions = [
+        (at, m)
+        for at, m in people
+        if is_question(m.content) or any(is_question(x) for x in sentences(m.content)[:-1])
+    ]
     if not questions and not done:
         return _statement_reply(messages, people, notes, results), []
 
@@ -735,6 +792,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     ]
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
+        plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
         if _WHAT_ELSE.match(plain) and _last_reply(messages[:at]).startswith(ABOUT_YOU):
             plain = "what else do you know about me?"  # the rest of the list just given
         if task in done:
@@ -795,7 +853,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         # "What is my favourite colour?" is answered by what the asker said, not by
         # someone else's "My favourite colour is purple".
         mine = _MINE.search(plain) and speaker
-        found, score = best(task, [e for e in pool if e.author in (speaker, "")] if mine else pool)
+        found, score = best(plain, [e for e in pool if e.author in (speaker, "")] if mine else pool)
         if score < 0.34 and "branch" in tools and "branch" not in tried:
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:

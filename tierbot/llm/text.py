@@ -226,6 +226,28 @@ _SPELLED = {
 _SHORTHAND = re.compile(r"\b(?:" + "|".join(map(re.escape, _SPELLED)) + r")\b", re.I)
 
 
+_INNER_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
+# Spellings and family words that name the same thing, by stem.
+_VARIANTS = {
+    "favourit": "favorit",
+    "fave": "favorit",
+    "colour": "color",
+    "mum": "mother",
+    "mom": "mother",
+    "mam": "mother",
+    "mommi": "mother",
+    "mummi": "mother",
+    "dad": "father",
+    "daddi": "father",
+    "papa": "father",
+    "grandma": "grandmoth",
+    "granni": "grandmoth",
+    "grandpa": "grandfath",
+    "grandad": "grandfath",
+    "mobil": "phone",
+}
+
+
 def is_english(word: str) -> bool:
     """Whether ``word`` is an English word people write (wordfreq's list, packaged):
     "docker" is, "lokcer" is not."""
@@ -258,30 +280,51 @@ class Overlap:
     """IDF-weighted stem overlap between a query and a set of documents."""
 
     def __init__(self, documents: Sequence[str]) -> None:
-        self.doc_stems = [set(stems(d)) for d in documents]
+        self.doc_stems = [self.stems(d) for d in documents]
         df: Counter[str] = Counter()
         for s in self.doc_stems:
             df.update(s)
         n = max(len(documents), 1)
         self.idf = {t: math.log(1 + n / c) for t, c in df.items()}
         self._asked: dict[str, set[str]] = {}
+        self._words: dict[str, str] | None = None  # a document word -> its stem
+        self._documents = documents
+
+    @staticmethod
+    def stems(text: str) -> set[str]:
+        """The stems both sides are compared in: "Wi-Fi" is "wifi", "favourite" and
+        "favorite" one word, "Mum" and "mother" one person."""
+        plain = _INNER_HYPHEN.sub("", text)
+        return {_VARIANTS.get(t, t) for t in stems(plain)}
 
     def query_stems(self, query: str) -> set[str]:
         """``query``'s stems, chat shorthand spelled out ("bday") and a word none of the
         documents holds read as the one they hold one typo away ("lokcer" as "locker")."""
         if (found := self._asked.get(query)) is not None:
             return found
-        spelled = _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], query)
-        q = set(stems(spelled))
+        spelled = _INNER_HYPHEN.sub("", _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], query))
+        q = self.stems(spelled)
         for word in words(spelled):
-            t = _stem(word)
-            if t in self.idf or len(t) < 5 or t not in q or is_english(word):
+            word = word.removesuffix("'s")  # "wief's name"
+            t = _VARIANTS.get(_stem(word), _stem(word))
+            if t in self.idf or len(word) < 4 or t not in q or is_english(word):
                 continue  # "docker" is a word, not a typo of "locker"
-            near = [k for k in self.idf if abs(len(k) - len(t)) <= 1 and _one_typo(t, k)]
+            # Compared as written ("grage" is one typo from "garage", not from its stem).
+            near = {k for w, k in self._vocabulary().items() if _one_typo(word, w)}
             if len(near) == 1:  # a typo of one word, not a guess among several
-                q = (q - {t}) | set(near)
+                q = (q - {t}) | near
         self._asked[query] = q
         return q
+
+    def _vocabulary(self) -> dict[str, str]:
+        if self._words is None:
+            self._words = {
+                w: _VARIANTS.get(_stem(w), _stem(w))
+                for d in self._documents
+                for w in words(_INNER_HYPHEN.sub("", d))
+                if len(w) >= 3 and w not in STOPWORDS
+            }
+        return self._words
 
     def scores(self, query: str, boost: AbstractSet[str] = frozenset()) -> list[float]:
         return [self.score(query, d, boost) for d in self.doc_stems]
@@ -298,7 +341,7 @@ class Overlap:
         q = self.query_stems(query)
         if not q:
             return 0.0
-        d = set(stems(doc)) if isinstance(doc, str) else doc
+        d = self.stems(doc) if isinstance(doc, str) else doc
 
         def weight(t: str, default: float) -> float:
             return self.idf.get(t, default) * (2.0 if t in boost else 1.0)

@@ -964,3 +964,45 @@ async def test_answers_match_what_is_asked_however_it_is_said(
             assert said == "Nothing I could find covers that.", said
         else:
             assert expected in said, said
+
+
+async def test_a_thing_of_the_same_kind_told_for_another_place_or_person_does_not_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """Of many similar facts, each question gets its own or none: "the wifi password at
+    work" is not home's, "my favourite movie" not my favourite food, "my son's school"
+    not my daughter's, "the combination for the garage" not the safe's; each fact is
+    still found when asked for."""
+    facts = [
+        "The wifi password at home is BlueFalcon77.",
+        "My favorite food is lasagna.",
+        "The safe combination is 12-34-56.",
+        "The locker at the pool is number 87.",
+        "My daughter Ella's school is Oakwood Primary.",
+        "My rabbit is called Thumper.",
+    ]
+    unsaid = [
+        "What's the wifi password at work?",
+        "What is my favourite movie?",
+        "What's the combination for the garage?",
+        "What number is my locker at the gym?",
+        "Which school does my son go to?",
+        "What's my guinea pig called?",
+    ]
+    said = {
+        "What's the wifi password at home?": "BlueFalcon77",
+        "What is my favourite food?": "lasagna",
+        "What's the safe combination?": "12-34-56",
+        "What number is my locker at the pool?": "87",
+        "Which school does my daughter go to?": "Oakwood",
+        "What's my rabbit called?": "Thumper",
+    }
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, fact in enumerate(facts):
+            await _say(rt, fact, f"f{i}")
+        for i, question in enumerate(unsaid):
+            answer = await _say(rt, question, f"u{i}")
+            assert answer == "Nothing I could find covers that.", (question, answer)
+        for i, (question, value) in enumerate(said.items()):
+            answer = await _say(rt, question, f"s{i}")
+            assert value in answer, (question, answer)

@@ -294,14 +294,16 @@ def _named(question: str) -> set[str]:
     return {t for m in _NAMED.finditer(question) for t in stems(m.group(0))}
 
 
-# "my garage code", "the office wifi password", "my sister's phone number": the words
-# before the last one say which code, password or number is meant.
-_THING_ASKED = re.compile(
-    r"\b(?:my|our|your|his|her|their|the)\s+((?:(?!(?:of|my|the|to|for|in|on|at|with|about|"
-    r"and|or|is|are)\b)[\w-]+(?:'s)?\s+){1,3}?)([\w-]+)(?='s\b|\s*[?.!]*\s*$|"
-    r"\s+(?:is|are|was|were|do|does|did|called|named|again|now|and|or|at|on|in|for|from)\b)",
-    re.I,
+# "what is my garage code?", "the combination for the garage": what the question is
+# about starts at its first "my" or "the".
+_ABOUT = re.compile(r"\b(?:my|our|your|his|her|their|the)\s+(.+)$", re.I | re.S)
+# "My gym code is 9090", "The locker at the pool is number 87": what a statement is about.
+_TOLD_ABOUT = re.compile(
+    r"^\W*(?:my|our|your|his|her|their|the)\s+(.{1,60}?)\s+(?:is|are|was|were)\b", re.I
 )
+# What is asked of a thing rather than which thing: "my landlord's number" is answered
+# by "My landlord's phone is …".
+_ASKED_OF_IT = frozenset(stems("number name called age old colour color time date day year"))
 # Not names, though capitalised or before "'s": the bot, "Let's".
 _NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 
@@ -309,11 +311,10 @@ _NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 @dataclass(frozen=True, slots=True)
 class _Asked:
     """What an answer to a question must agree with: the names it asks about, and what
-    it says the thing asked for is ("garage" of "my garage code")."""
+    it says the thing asked about is ("my garage code", "the code for the side door")."""
 
     names: frozenset[str]
-    kinds: frozenset[str]  # the words before the thing ("garage", "wifi")
-    thing: str  # the thing ("code"), "" when the question names none
+    about: frozenset[str]  # the stems from the question's first "my" or "the" on
     words: frozenset[str]  # every stem of the question
 
     @classmethod
@@ -324,35 +325,34 @@ class _Asked:
             if m.group(0).lower() not in _NOT_ASKED_NAMES
             for t in overlap.query_stems(m.group(0))
         }
-        thing = _THING_ASKED.search(question)
-        kinds = overlap.query_stems(thing[1]) if thing else set()
+        about = _ABOUT.search(question)
         return cls(
             frozenset(named),
-            frozenset(kinds - named),
-            thing[2].lower() if thing else "",
+            frozenset(overlap.query_stems(about[1])) if about else frozenset(),
             frozenset(overlap.query_stems(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
         """Whether ``e`` (its stems ``said``) may answer: it names everyone the question
         names (by name, or a name it starts: "Tommy", "Sofi"; the author counts), and it
-        does not say the thing is another one ("my gym code" for "my garage code"): a
-        word before the thing the question lacks, while it lacks the question's. "My
-        phone number" answers "my new phone number"; "the cabin wifi password" answers
-        "the Wi-Fi password at the cabin"."""
+        is not about another thing of the same kind: a statement whose subject has a
+        word the question lacks ("My gym code is …", "The wifi password at home is …")
+        while the question has one it lacks ("my garage code", "… at work"). "My phone
+        number is …" answers "my new phone number"; "I love the colour green" (no such
+        subject) answers "my favourite colour"."""
         have = said | Overlap.stems(e.author)
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
                 return False
-        if not self.thing or not self.kinds - have:
+        if self.about - _ASKED_OF_IT <= have:
             return True
-        other = re.search(
-            rf"\b(?:my|our|your|his|her|their|the)\s+((?:[\w-]+(?:'s)?\s+){{1,3}}?)"
-            rf"{re.escape(self.thing)}\w*\b",
-            e.text,
-            re.I,
-        )
-        return other is None or Overlap.stems(other[1]) <= self.words
+        for sentence in sentences(e.text):
+            subject = _TOLD_ABOUT.match(_LEAD.sub("", sentence))
+            # Names in it say whose, not what: "My daughter Ella's school".
+            kind = " ".join(w for w in subject[1].split() if not w[:1].isupper()) if subject else ""
+            if kind and not Overlap.stems(kind) <= self.words:
+                return False
+        return True
 
 
 def _same_name(a: str, b: str) -> bool:

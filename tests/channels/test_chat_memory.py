@@ -1006,3 +1006,42 @@ async def test_a_thing_of_the_same_kind_told_for_another_place_or_person_does_no
         for i, (question, value) in enumerate(said.items()):
             answer = await _say(rt, question, f"s{i}")
             assert value in answer, (question, answer)
+
+
+async def test_a_yes_or_no_question_and_one_asked_of_me_are_not_confirmed_by_a_neighbour(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Am I allergic to peanuts?" is not answered by "I'm allergic to penicillin" (it
+    reads as a yes); "where do I live?" not by "Mum lives at …"; "when does my spotify
+    renew?" not by "Netflix renews …"; "the water bill" not by the rent; "Sarah's
+    wedding" not by her birthday. Each of those facts still answers its own question."""
+    facts = [
+        "I'm allergic to penicillin",
+        "Mum lives at 7 Harbour Road, Whitby",
+        "Netflix renews on the 9th",
+        "Rent is £1,150, due on the 28th",
+        "Sarah's birthday is 14 May",
+    ]
+    unsaid = [
+        "Am I allergic to peanuts?",
+        "where do I live?",
+        "when does my spotify renew?",
+        "when is the water bill due?",
+        "when is Sarah's wedding?",
+    ]
+    said = {
+        "Am I allergic to penicillin?": "penicillin",
+        "where does my mum live?": "Harbour Road",
+        "when does Netflix renew?": "9th",
+        "when is the rent due?": "28th",
+        "when is Sarah's birthday?": "14 May",
+    }
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, fact in enumerate(facts):
+            await _say(rt, fact, f"f{i}")
+        for i, question in enumerate(unsaid):
+            answer = await _say(rt, question, f"u{i}")
+            assert answer == "Nothing I could find covers that.", (question, answer)
+        for i, (question, value) in enumerate(said.items()):
+            answer = await _say(rt, question, f"s{i}")
+            assert value in answer, (question, answer)

@@ -296,10 +296,27 @@ def _named(question: str) -> set[str]:
 
 # "what is my garage code?", "the combination for the garage": what the question is
 # about starts at its first "my" or "the".
-_ABOUT = re.compile(r"\b(?:my|our|your|his|her|their|the)\s+(.+)$", re.I | re.S)
-# "My gym code is 9090", "The locker at the pool is number 87": what a statement is about.
+_ABOUT = re.compile(r"\b(?:(?i:my|our|your|his|her|their|the)|[A-Z]\w*'s)\s+(.+)$", re.S)
+# "My gym code is 9090", "The locker at the pool is number 87", "Rent is £1,150, due
+# on the 28th", "Netflix renews on the 9th": what a statement is about.
 _TOLD_ABOUT = re.compile(
-    r"^\W*(?:my|our|your|his|her|their|the)\s+(.{1,60}?)\s+(?:is|are|was|were)\b", re.I
+    r"^\W*(?:(?:my|our|your|his|her|their|the)\s+)?([^\W\d][\w' -]{0,50}?)\s+(?:is|are|was|"
+    r"were|renews|starts|opens|closes|lives|works|leaves|expires)\b",
+    re.I,
+)
+# Whom a statement is about when it is someone else: "Mum lives at …", "Ana works at …".
+_FAMILY = frozenset(
+    stems(
+        "mum mom mother dad father sister brother wife husband partner son daughter kid kids "
+        "child children grandma grandpa granny grandmother grandfather aunt uncle cousin "
+        "niece nephew friend neighbour neighbor boss manager"
+    )
+)
+# "Am I allergic to peanuts?", "Is my locker code 4411?": asked to be confirmed.
+_YES_NO = re.compile(
+    r"^\W*(?:am|is|are|was|were|do|does|did|have|has|had|can|will)\b"
+    r"(?!.*\b(?:what|where|when|who|whom|whose|which|how|why)\b)",
+    re.I | re.S,
 )
 # What is asked of a thing rather than which thing: "my landlord's number" is answered
 # by "My landlord's phone is …".
@@ -316,6 +333,8 @@ class _Asked:
     names: frozenset[str]
     about: frozenset[str]  # the stems from the question's first "my" or "the" on
     words: frozenset[str]  # every stem of the question
+    mine: bool  # asked of the asker ("where do I live?")
+    confirm: bool  # a yes-or-no question
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -330,6 +349,8 @@ class _Asked:
             frozenset(named),
             frozenset(overlap.query_stems(about[1])) if about else frozenset(),
             frozenset(overlap.query_stems(question)),
+            bool(_ASKED_OF_ME.search(question)),
+            bool(_YES_NO.match(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -344,15 +365,28 @@ class _Asked:
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
                 return False
+        if self.confirm:
+            # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
+            return self.words - _ASKED_OF_IT <= have
+        subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
+        said_of = [m[1] for m in subjects if m is not None]
+        if self.mine and any(_someone_else(x) for x in said_of):
+            return False  # "Where do I live?" is not answered by "Mum lives at …"
         if self.about - _ASKED_OF_IT <= have:
             return True
-        for sentence in sentences(e.text):
-            subject = _TOLD_ABOUT.match(_LEAD.sub("", sentence))
-            # Names in it say whose, not what: "My daughter Ella's school".
-            kind = " ".join(w for w in subject[1].split() if not w[:1].isupper()) if subject else ""
+        for subject in said_of:
+            # A possessive name says whose, not what: "My daughter Ella's school".
+            kind = " ".join(w for w in subject.split() if not re.match(r"[A-Z]\w*'s$", w))
             if kind and not Overlap.stems(kind) <= self.words:
                 return False
         return True
+
+
+def _someone_else(subject: str) -> bool:
+    """Whether a statement's subject is another person: a relative or a name."""
+    return bool(Overlap.stems(subject) & _FAMILY) or any(
+        re.fullmatch(r"[A-Z][a-z]+", w) is not None and w != "I" for w in subject.split()
+    )
 
 
 def _same_name(a: str, b: str) -> bool:

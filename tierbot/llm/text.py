@@ -249,11 +249,12 @@ _VARIANTS = {
 
 
 def is_english(word: str) -> bool:
-    """Whether ``word`` is an English word people write (wordfreq's list, packaged):
-    "docker" is, "lokcer" is not."""
+    """Whether ``word`` is among the ~30,000 English words people write most (wordfreq's
+    small list, packaged, the one recall's word priors load too; the full list would
+    add ~36 MB to the process): "locker" is, "lokcer" is not."""
     from wordfreq import zipf_frequency
 
-    return zipf_frequency(word, "en") >= 2.5
+    return zipf_frequency(word, "en", wordlist="small") > 0
 
 
 def _one_typo(a: str, b: str) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from pathlib import Path
@@ -762,17 +761,7 @@ class MemoryGraph:
         are 0: nothing was matched."""
         rows = await self.storage.author_memories(author_id, types, max(limit * 4, 100))
         hits = [
-            RecallHit(
-                id=row.id,
-                type=row.type,
-                content=row.content,
-                score=0.0,
-                channel=row.channel,
-                source_message_ids=tuple(json.loads(row.sources)),
-                created_at=row.created_at,
-                author_id=row.author_id,
-                author=self.display_names.get(row.author_id, ""),
-            )
+            recall.hit_of(self, row, 0.0)
             for row in sorted(rows, key=lambda r: (-r.current_importance, -r.created_at))
             if row.superseded_by is None and self.visible(channel, row.channel)
         ]

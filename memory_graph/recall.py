@@ -113,6 +113,21 @@ def check_args(query: Any, limit: Any, types: Any, since: Any) -> None:
         raise _fail("since", "must be a unix timestamp in seconds")
 
 
+def hit_of(g: MemoryGraph, row: NodeRow, score: float) -> RecallHit:
+    """``row`` as a recall result with ``score``, its author's name as the graph knows it."""
+    return RecallHit(
+        id=row.id,
+        type=row.type,
+        content=row.content,
+        score=score,
+        channel=row.channel,
+        source_message_ids=tuple(json.loads(row.sources)),
+        created_at=row.created_at,
+        author_id=row.author_id,
+        author=g.display_names.get(row.author_id, ""),
+    )
+
+
 async def recall(
     g: MemoryGraph,
     query: str,
@@ -227,22 +242,7 @@ async def recall(
     # Scores equal but for rounding (recency moves with the clock by a few ulps) rank as
     # ties, and ties go to the newest row: the same order on every backend, every time.
     scored.sort(key=lambda x: (-round(x[0], SCORE_DIGITS), -x[1]))
-    hits = []
-    for s, _, c in scored[:limit]:
-        row = c.row
-        hits.append(
-            RecallHit(
-                id=row.id,
-                type=row.type,
-                content=row.content,
-                score=float(s),
-                channel=row.channel,
-                source_message_ids=tuple(json.loads(row.sources)),
-                created_at=row.created_at,
-                author_id=row.author_id,
-                author=g.display_names.get(row.author_id, ""),
-            )
-        )
+    hits = [hit_of(g, c.row, float(s)) for s, _, c in scored[:limit]]
     if g.note_access([c.rowid for _, _, c in scored[:limit]], now) and not g.lock.locked():
         # Never wait behind a writer for bookkeeping: the next recall flushes instead.
         async with g.lock:

@@ -77,3 +77,22 @@ def register_fetch(rt: Runtime, filler: str) -> None:
     )
     async def fetch(page: int) -> str:
         return f"page {page}: {filler}"
+
+
+#: A newcomer's chat of a few words a line (compaction over it must still free room).
+SMALL_TALK = (
+    "hi",
+    "my name is Sam",
+    "I live in Leeds",
+    "what's my name?",
+    "I like tea",
+    "my sister is called Jo",
+    "where do I live?",
+    "ok thanks",
+    "remember that my bike is red",
+    "what colour is my bike?",
+    "cool",
+    "I work at a bakery",
+    "what do I like?",
+    "bye",
+)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from bot.runtime import Runtime
-from tests.helpers import inbound
+from tests.helpers import SMALL_TALK, inbound
 from tierbot.config import Config
 from tierbot.llm.base import Completion, ToolCall
 from tierbot.llm.offline import OfflineProvider
@@ -546,24 +546,6 @@ async def test_compacting_a_short_chat_frees_room(make_config: Callable[..., Con
         assert report.startswith("/compact done"), report
 
 
-_SMALL_TALK = (
-    "hi",
-    "my name is Sam",
-    "I live in Leeds",
-    "what's my name?",
-    "I like tea",
-    "my sister is called Jo",
-    "where do I live?",
-    "ok thanks",
-    "remember that my bike is red",
-    "what colour is my bike?",
-    "cool",
-    "I work at a bakery",
-    "what do I like?",
-    "bye",
-)
-
-
 async def test_compact_of_small_talk_frees_room_despite_the_bots_long_message_ids(
     make_config: Callable[..., Config],
 ) -> None:
@@ -571,7 +553,7 @@ async def test_compact_of_small_talk_frees_room_despite_the_bots_long_message_id
     summary's cap was half the transcript, whose "[assistant:<uuid>] tierbot (bot):"
     prefixes made it twice what the messages cost, so the summary was never smaller."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(_SMALL_TALK):
+        for i, line in enumerate(SMALL_TALK):
             await _say(rt, line, f"console-{1_700_000_000_000_000_000 + i}-{i}", author="you")
         said = await rt.command(inbound(CH, "/compact"), is_admin=True)
         assert said is not None and said.startswith("Compacting the oldest"), said
@@ -966,6 +948,25 @@ async def test_answers_match_what_is_asked_however_it_is_said(
             assert expected in said, said
 
 
+async def _told_then_asked(
+    make_config: Callable[..., Config],
+    facts: list[str],
+    unsaid: list[str],
+    said: dict[str, str],
+) -> None:
+    """Tell ``facts``; each question of ``unsaid`` finds nothing, each of ``said`` its
+    value."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, fact in enumerate(facts):
+            await _say(rt, fact, f"f{i}")
+        for i, question in enumerate(unsaid):
+            answer = await _say(rt, question, f"u{i}")
+            assert answer == "Nothing I could find covers that.", (question, answer)
+        for i, (question, value) in enumerate(said.items()):
+            answer = await _say(rt, question, f"s{i}")
+            assert value in answer, (question, answer)
+
+
 async def test_a_thing_of_the_same_kind_told_for_another_place_or_person_does_not_answer(
     make_config: Callable[..., Config],
 ) -> None:
@@ -997,15 +998,7 @@ async def test_a_thing_of_the_same_kind_told_for_another_place_or_person_does_no
         "Which school does my daughter go to?": "Oakwood",
         "What's my rabbit called?": "Thumper",
     }
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, fact in enumerate(facts):
-            await _say(rt, fact, f"f{i}")
-        for i, question in enumerate(unsaid):
-            answer = await _say(rt, question, f"u{i}")
-            assert answer == "Nothing I could find covers that.", (question, answer)
-        for i, (question, value) in enumerate(said.items()):
-            answer = await _say(rt, question, f"s{i}")
-            assert value in answer, (question, answer)
+    await _told_then_asked(make_config, facts, unsaid, said)
 
 
 async def test_a_yes_or_no_question_and_one_asked_of_me_are_not_confirmed_by_a_neighbour(
@@ -1036,12 +1029,4 @@ async def test_a_yes_or_no_question_and_one_asked_of_me_are_not_confirmed_by_a_n
         "when is the rent due?": "28th",
         "when is Sarah's birthday?": "14 May",
     }
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, fact in enumerate(facts):
-            await _say(rt, fact, f"f{i}")
-        for i, question in enumerate(unsaid):
-            answer = await _say(rt, question, f"u{i}")
-            assert answer == "Nothing I could find covers that.", (question, answer)
-        for i, (question, value) in enumerate(said.items()):
-            answer = await _say(rt, question, f"s{i}")
-            assert value in answer, (question, answer)
+    await _told_then_asked(make_config, facts, unsaid, said)

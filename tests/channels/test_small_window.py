@@ -8,23 +8,14 @@ from collections.abc import Callable
 import pytest
 
 from bot.runtime import Runtime
-from tests.helpers import inbound
+from tests.helpers import SMALL_TALK, inbound
 from tierbot.config import Config
 from tierbot.errors import ConfigError
 from tierbot.llm.offline import OfflineProvider
 
 CH = "console:local"
 CHAT = (
-    "hi",
-    "my name is Sam",
-    "I live in Leeds",
-    "what's my name?",
-    "I like tea",
-    "my sister is called Jo",
-    "where do I live?",
-    "ok thanks",
-    "remember that my bike is red",
-    "what colour is my bike?",
+    *SMALL_TALK[:10],
     "We shipped release 4.2 of the billing service on Tuesday after the migration finished.",
     "The meeting with Dana about the Q3 roadmap moved to Friday at 10am in room B.",
     "Can you remind me what we decided about the cache eviction policy?",

@@ -268,7 +268,8 @@ def test_ending_the_chat_with_a_key_says_bye_on_a_line_of_its_own(
     terminal: Terminal, name: str
 ) -> None:
     """Ctrl-D or Ctrl-C at the prompt ends the chat as /quit does: "Bye." on its own
-    line (the shell's prompt no longer lands after ours), exit status 0."""
+    line (the shell's prompt no longer lands after ours), exit status 0, and the message
+    said before is in the store."""
     t = terminal
     t.say("My cat is called Biscuit.")
     start = len(t.screen)
@@ -281,4 +282,9 @@ def test_ending_the_chat_with_a_key_says_bye_on_a_line_of_its_own(
     t.wait_for(r"Bye\.", start, timeout=30)
     assert t.proc.wait(30) == 0, name
     t.wait_for(r"Bye\.\r?\n", start, timeout=5)
+    # Exit 0, and what was said before it is stored.
+    store = sqlite3.connect(t.db)
+    said = [r[0] for r in store.execute("SELECT text FROM messages WHERE role = 'user'")]
+    store.close()
+    assert said == ["My cat is called Biscuit."], said
     assert re.search(re.escape(PROMPT) + r"(\^D)?\r?\nBye\.", t.tail()), (name, t.tail())

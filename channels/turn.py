@@ -226,12 +226,13 @@ class Turns:
             if call.name == "memory_recall":
                 # What is in the live context is already in front of the model.
                 live = {m.platform_id for m in items}
-                return await memory.recall_from_tool(
+                found = await memory.recall_from_tool(
                     call.arguments,
                     channel=self.key,
                     exclude=live,
                     asker_id=asker.author_id if asker is not None else "",
                 )
+                return self._fitted(found)
             if asker is None:
                 return json.dumps({"error": "there is no message of anyone's to save from"})
             if call.name == "memory_save":
@@ -256,6 +257,29 @@ class Turns:
             else:
                 outcome = "nothing was changed"
             return json.dumps({"error": f"the memory store failed ({kind}); {outcome}"})
+
+    def _fitted(self, found: str) -> str:
+        """A recall's hits, the best first, as many as the window holds under its
+        emergency threshold: in a small window five hits (~400 tokens) put the request
+        past the window itself.  None fitting is said, not passed off as nothing found."""
+        try:
+            hits = json.loads(found)
+        except ValueError:
+            return found
+        s = self.history.settings
+        room = int(s.context_window * s.compaction.emergency_threshold) - self.history.ctx.total
+        count = self.deps.counter.count_message
+        if not isinstance(hits, list) or count(found) <= room:
+            return found
+        kept = list(hits)
+        while kept and count(json.dumps(kept, ensure_ascii=False)) > room:
+            kept.pop()
+        self.log.info("channel.recall_trimmed", found=len(hits), kept=len(kept), room=room)
+        if not kept:
+            return json.dumps(
+                {"error": f"the context window has no room for the {len(hits)} memories found"}
+            )
+        return json.dumps(kept, ensure_ascii=False)
 
     async def _archive_spent_memory_traffic(self, reply: Message) -> None:
         """Move the memory-tool exchanges of earlier turns out of the live context.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 
@@ -11,7 +12,10 @@ from bot.runtime import Runtime
 from tests.helpers import SMALL_TALK, inbound
 from tierbot.config import Config
 from tierbot.errors import ConfigError
+from tierbot.llm.base import Completion, ToolCall
 from tierbot.llm.offline import OfflineProvider
+from tierbot.llm.quoting import unquote
+from tierbot.testing.scripted import ScriptedLLM
 
 CH = "console:local"
 CHAT = (
@@ -68,3 +72,34 @@ async def test_a_window_the_fixed_prompt_nearly_fills_is_refused_at_start_naming
     message = str(refused.value)
     assert "1000 tokens leave the conversation too little room" in message, message
     assert re.search(r"set it to at least 14\d\d", message), message
+
+
+async def test_a_recall_brings_only_what_the_window_has_room_for(
+    make_config: Callable[..., Config],
+) -> None:
+    """A recall of twenty memories in a 1,500-token window whose fixed prompt takes most
+    of it: the best hits come back, as many as fit under the emergency threshold, so
+    the next request stays within the window (the whole list put it past 100 %)."""
+    llm = ScriptedLLM(chat_reply="ok")
+    recall = ToolCall("r1", "memory_recall", {"query": "locker", "limit": 20})
+    llm.push("chat", Completion("", tool_calls=(recall,)))
+    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 1500}})
+    async with Runtime.open(cfg, llm=llm) as rt:
+        assert rt.memory is not None
+        for i in range(20):
+            await rt.memory.graph.save(
+                f"ann: my locker number {i} at the pool in building {i} has code {4400 + i}",
+                "fact",
+                channel=CH,
+                author_id="ann",
+            )
+        await rt.submit(inbound(CH, "what are my locker codes?", pid="q1", author="ann"))
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+        peak = actor.peak_usage
+        answered = llm.calls[1].messages
+    [result] = [m for m in answered if m.role == "tool"]
+    hits = json.loads(unquote(result.content))
+    assert isinstance(hits, list) and 0 < len(hits) < 20, result.content
+    assert all("locker" in h["content"] for h in hits)
+    assert peak <= 0.95, peak

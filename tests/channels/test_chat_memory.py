@@ -615,6 +615,30 @@ async def test_a_short_correction_replaces_what_was_just_said(
         assert "4412" in said and "4411" not in said, said
 
 
+async def test_a_correction_of_a_correction_corrects_what_the_first_one_made(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Actually, make that Friday" after "Sorry, I meant Thursday, not Tuesday": the
+    sentence the first correction made (its old form forgotten with the old value) is
+    corrected again, and so is that one by "no wait, make that 4pm"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "My dentist appointment is on Tuesday at 3pm.", "d1")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "Sorry, I meant Thursday, not Tuesday", "d2")
+        assert said == "Corrected: your dentist appointment is on Thursday at 3pm.", said
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "Actually, make that Friday.", "d3")
+        assert said == "Corrected: your dentist appointment is on Friday at 3pm.", said
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "no wait, make that 4pm", "d4")
+        assert said == "Corrected: your dentist appointment is on Friday at 4pm.", said
+        contents = [str(m["content"]) for m in await _memories(rt)]
+        assert contents == ["ann: My dentist appointment is on Friday at 4pm."], contents
+        said = await _say(rt, "When is my dentist appointment?", "d5")
+        assert "Friday at 4pm" in said and "Thursday" not in said, said
+
+
 async def test_what_a_correction_cannot_place_is_said_and_nothing_changes(
     make_config: Callable[..., Config],
 ) -> None:

@@ -660,8 +660,11 @@ def _corrects(
             return None
         if (earlier := read_correction(m.content)) is not None:
             base = _corrects(earlier, speaker, before[:i])
-            if base is not None and (fixed := corrected(base[1], fix)) is not None:
-                return base[1], fixed
+            # The sentence it corrected may have left the conversation with its old
+            # value: the bot's "Corrected: …" reply to it says what it became.
+            now = base[1] if base is not None else _correction_reply(before[i + 1 :])
+            if now and (fixed := corrected(now, fix)) is not None:
+                return now, fixed
             continue
         request = read_request(m.content)
         if request is not None and request.kind != "remember":
@@ -674,6 +677,19 @@ def _corrects(
             if (fixed := corrected(sent, fix)) is not None:
                 return sent, fixed
     return None
+
+
+def _correction_reply(after: Sequence[ChatMessage]) -> str:
+    """What the bot's first reply in ``after`` says a correction made of its sentence
+    ("Corrected: your dentist appointment is on Thursday."), in the speaker's words; ""
+    when that reply corrected nothing."""
+    for m in after:
+        if m.role == "assistant" and not m.tool_calls:
+            for line in m.content.splitlines():
+                if line.startswith(_CORRECTED):
+                    return to_first_person(line.removeprefix(_CORRECTED).strip())
+            return ""
+    return ""
 
 
 def _requested(request: Request, speaker: str) -> list[dict[str, object]]:

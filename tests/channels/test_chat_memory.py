@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -437,7 +438,8 @@ async def test_what_do_you_know_about_me_says_when_there_is_more(
     make_config: Callable[..., Config],
 ) -> None:
     """Twelve things told: the answer lists nine and says three more are known, rather
-    than stopping at a few without a word."""
+    than stopping at a few without a word; "what else" lists the three, asked again it
+    says that was all (it repeated the whole list); "everything" lists all twelve."""
     facts = [f"My locker number {i} is in corridor {chr(65 + i)}." for i in range(12)]
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
         for i, fact in enumerate(facts):
@@ -447,7 +449,11 @@ async def test_what_do_you_know_about_me_says_when_there_is_more(
         assert said.endswith(
             "and 3 more things (ask me about any of them, or what else I know about you)."
         ), said
-        everything = await _say(rt, "What else do you know about me?", "q2")
+        rest = await _say(rt, "What else do you know about me?", "q2")
+        assert rest.startswith("You also told me: "), rest
+        assert sorted(re.findall(r"corridor (\w)", rest)) == ["A", "B", "C"], rest
+        assert await _say(rt, "what else?", "q3") == "That is everything you told me that I kept."
+        everything = await _say(rt, "Tell me everything you know about me", "q4")
         assert everything.count("corridor") == 12, everything
 
 
@@ -916,7 +922,7 @@ async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the
 ) -> None:
     """ "What is my locker code? Also, my new phone number is 555-1234." answers the
     code and keeps the number; after "what do you know about me?" has listed nine
-    things, "what else?" lists the rest."""
+    things, "what else?" lists the rest, and only the rest."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
         await _say(rt, "My locker code is 4411.", "f0")
         said = await _say(
@@ -930,8 +936,10 @@ async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the
         listed = await _say(rt, "what do you know about me?", "q1")
         assert "more things" in listed, listed
         rest = await _say(rt, "what else?", "q2")
-        assert rest.startswith("Here is what you told me:") and "more things" not in rest, rest
-        assert all(f"town {i}" in rest for i in range(1, 11)), rest
+        assert rest.startswith("You also told me:") and "more things" not in rest, rest
+        first, then = re.findall(r"town (\d+)", listed), re.findall(r"town (\d+)", rest)
+        assert sorted(first + then, key=int) == [str(i) for i in range(1, 11)], (listed, rest)
+        assert "4411" in listed + rest and "555-1234" in listed + rest, (listed, rest)
 
 
 @pytest.mark.parametrize(

@@ -431,7 +431,27 @@ _LEADING = re.compile(
 
 #: How the list of what someone told opens.
 ABOUT_YOU = "Here is what you told me: "
+#: How the rest of it opens, when asked "what else?".
+ABOUT_YOU_MORE = "You also told me: "
+ALL_TOLD = "That is everything you told me that I kept."
 _WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
+_ELSE = re.compile(r"\belse\b", re.I)
+
+
+def _listed(messages: Sequence[ChatMessage]) -> list[str]:
+    """The things the bot's latest replies listed of what the asker told (the list,
+    then each "what else?" answer after it), so "what else?" does not repeat them."""
+    out: list[str] = []
+    for m in reversed(messages):
+        if m.role != "assistant" or m.tool_calls:
+            continue
+        if m.content.startswith(ALL_TOLD):
+            continue
+        head = next((p for p in (ABOUT_YOU, ABOUT_YOU_MORE) if m.content.startswith(p)), None)
+        if head is None:
+            break
+        out += [i.strip(" .!") for i in m.content.removeprefix(head).split("; ")]
+    return out
 
 
 def _last_reply(messages: Sequence[ChatMessage]) -> str:
@@ -843,7 +863,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
-        if _WHAT_ELSE.match(plain) and _last_reply(messages[:at]).startswith(ABOUT_YOU):
+        if _WHAT_ELSE.match(plain) and _last_reply(messages[:at]).startswith(
+            (ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD)
+        ):
             plain = "what else do you know about me?"  # the rest of the list just given
         if task in done:
             answers.append((task, done.pop(task)))
@@ -864,7 +886,13 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
 
         # What the asker told long ago is in memory, not in view: look there first.
         about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
-        personal = None if about_me and recall_ok else _personal_answer(plain, speaker, pool)
+        personal = (
+            None
+            if about_me and recall_ok
+            else _personal_answer(
+                plain, speaker, pool, _listed(messages[:at]) if _ELSE.search(plain) else ()
+            )
+        )
         if personal is not None:
             answers.append((task, personal))
             continue
@@ -963,9 +991,13 @@ def _nothing(failed: str | None, answer: str) -> str:
     return f"I could not look further back: {failed}." if failed else answer
 
 
-def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> str | None:
+def _personal_answer(
+    question: str, speaker: str, pool: Sequence[Evidence], shown: Sequence[str] = ()
+) -> str | None:
     """ "What is my name?" and "What do you know about me?" from what the asker said;
-    None when it is another question, or nothing in ``pool`` answers it."""
+    None when it is another question, or nothing in ``pool`` answers it.  What the
+    replies just before listed (``shown``) is not listed again: "what else?" gets the
+    rest, or is told there is no more."""
     if _MY_NAME.search(question):
         name = _known_name(speaker, pool)
         # The message that gave the name, not any "I'm thinking…".
@@ -984,6 +1016,9 @@ def _personal_answer(question: str, speaker: str, pool: Sequence[Evidence]) -> s
         return None
     if _ABOUT_ME.search(question):
         facts = _about(speaker, pool, limit=40 if _EVERYTHING.search(question) else 10)
+        if shown and facts:
+            rest = [f for f in facts if f.strip(" .!") not in shown]
+            return ABOUT_YOU_MORE + "; ".join(rest) + "." if rest else ALL_TOLD
         if facts:
             return ABOUT_YOU + "; ".join(facts) + "."
     return None

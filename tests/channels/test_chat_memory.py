@@ -942,6 +942,20 @@ async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the
         assert "4411" in listed + rest and "555-1234" in listed + rest, (listed, rest)
 
 
+async def test_a_question_about_two_people_is_answered_for_each(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Where do Ana and Rui live?" answers for Ana and for Rui (it answered neither:
+    no message names both), each line saying which it answers."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My sister Ana lives in Madrid.", "f1")
+        await _say(rt, "My brother Rui lives in Paris.", "f2")
+        said = await _say(rt, "Where do Ana and Rui live?", "q1")
+        ana, rui = said.splitlines()
+        assert ana.startswith("«Where does Ana live?»") and "Madrid" in ana, said
+        assert rui.startswith("«Where does Rui live?»") and "Paris" in rui, said
+
+
 @pytest.mark.parametrize(
     ("facts", "question", "expected"),
     [

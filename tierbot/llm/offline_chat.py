@@ -951,7 +951,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     answers.extend(done.items())  # branches that came back for earlier questions
     if not answers and not notes:
         return HOLDING, []
-    if len(answers) == 1 and not waiting:
+    # A late answer to a part of a message ("where does Rui live?" of "where do Ana
+    # and Rui live?") says which part it answers.
+    whole = {m.content for m in messages if m.role == "user"}
+    if len(answers) == 1 and not waiting and answers[0][0] in whole:
         lines = [answers[0][1]]
     else:
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
@@ -967,13 +970,37 @@ _AND_ASKS = re.compile(
 )
 
 
+# "Where do Ana and Rui live?": two people named, each to be answered.
+_BOTH = re.compile(r"(?<=\S )([A-Z][\w-]+),?\s+and\s+([A-Z][\w-]+)\b(?!['\u2019])")
+_PLURAL_VERB = re.compile(r"\b(do|are|were|have)\b(?=.*?\{\})", re.I)
+_ONE = {"do": "does", "are": "is", "were": "was", "have": "has"}
+
+
+def _one(verb: str) -> str:
+    """The verb for one person: "does" for "do", "Does" for "Do"."""
+    one = _ONE[verb.lower()]
+    return one.capitalize() if verb[0].isupper() else one
+
+
+def _each_named(question: str) -> list[str]:
+    """``question`` asked of each of two people it names ("where does Ana live?" and
+    "where does Rui live?" for "where do Ana and Rui live?"), or ``question`` alone."""
+    m = _BOTH.search(question)
+    if m is None or {m[1].lower(), m[2].lower()} & (_NOT_ASKED_NAMES | _NOT_NAMES):
+        return [question]
+    frame = question[: m.start()] + "{}" + question[m.end() :]
+    frame = _PLURAL_VERB.sub(lambda v: _one(v[1]), frame, count=1)
+    return [frame.replace("{}", m[1]), frame.replace("{}", m[2])]
+
+
 def _each_question(text: str) -> list[str]:
     """The questions one message asks, each to be answered: "What is my locker code
-    and where do I live?" is two, and so is "Where does Ana live? When is my
-    birthday?". A message asking one question comes back whole."""
+    and where do I live?" is two, and so are "Where does Ana live? When is my
+    birthday?" and "Where do Ana and Rui live?". A message asking one question about
+    one thing comes back whole."""
     said = sentences(text)
     parts = [p.strip() for sent in said for p in _AND_ASKS.split(sent) if p.strip()]
-    asked = [p for p in parts if is_question(p)]
+    asked = [q for p in parts if is_question(p) for q in _each_named(p)]
     # One question alone comes back whole; beside statements, the question alone.
     return asked if len(asked) > 1 or (asked and len(asked) < len(parts)) else [text]
 

@@ -112,3 +112,32 @@ def test_a_forget_removes_the_sentence_it_names_and_what_came_after_stays() -> N
     assert "My gym code is 1111." in texts
     assert "My bike code is now 3333." in texts
     assert not [t for t in texts if "2222" in t], texts
+
+
+async def test_a_branch_answer_adds_what_its_author_said_after_it() -> None:
+    """A branch looking further back finds "I work at the bank on Mondays" and also,
+    dated later, "I don't work at the bank anymore": its conclusion quotes both, as
+    the channel's own answer does, rather than the old sentence alone."""
+    import json
+
+    from tierbot.llm.base import ToolCall
+    from tierbot.llm.offline import OfflineProvider
+
+    found = [
+        {"type": "identity", "content": "ann: I work at the bank on Mondays.", "created_at": 100.0},
+        {"type": "fact", "content": "ann: My wife works at the bank.", "created_at": 150.0},
+        {
+            "type": "identity",
+            "content": "ann: I don't work at the bank anymore.",
+            "created_at": 200.0,
+        },
+    ]
+    call = ToolCall("search-0", "memory_recall", {"query": "where do I work on Mondays?"})
+    messages = [
+        ChatMessage("user", "where do I work on Mondays?", name="ann"),
+        ChatMessage("assistant", "", tool_calls=(call,)),
+        ChatMessage("tool", json.dumps(found), tool_call_id="search-0"),
+    ]
+    done = await OfflineProvider().complete(messages, (), 200, purpose="branch")
+    assert "«I work at the bank on Mondays.» Later, ann " in done.text, done.text
+    assert done.text.endswith("«I don't work at the bank anymore.»"), done.text

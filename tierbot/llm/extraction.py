@@ -777,6 +777,23 @@ def is_chitchat(sentence: str) -> bool:
     )
 
 
+# "… no longer …", "… not … anymore": something that held and stopped.
+_STOPPED = re.compile(
+    r"\bno\s+longer\b|\b(?:not|never|\w+n't)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
+    re.I,
+)
+# The words that say it stopped, and what "I don't work…" is without them ("I work…").
+_STOPPED_WORDS = re.compile(
+    r"\bno\s+longer\s+|\b(?:do|does|did)(?:n't|\s+not)\s+|\b(is|are|was|were)n't\b|"
+    r"\b(?:not|never)\s+|,?\s*\b(?:anymore|any\s+more|any\s+longer)\b",
+    re.I,
+)
+
+
+def _unsaid(m: re.Match[str]) -> str:
+    return m[1] or ""
+
+
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing."""
     s = split_greeting(_straight(sentence))[1].strip()
@@ -799,6 +816,10 @@ def classify(sentence: str) -> tuple[str | None, float]:
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
             return kind, importance
+    if _STOPPED.search(s) and (still := _STOPPED_WORDS.sub(_unsaid, s)) != s:
+        # "I don't work at the bank anymore" is kept as what it undoes would be: the
+        # chat reads it as retiring "I work at the bank".
+        return classify(still)
     if len(words(s)) < 3 or _OPINION.search(s) or _LAUGH_START.match(s):
         return None, 0.0
     s = _VOCATIVE.sub(" ", s)

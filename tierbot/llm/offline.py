@@ -35,7 +35,7 @@ import networkx as nx
 
 from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
 from tierbot.llm.extraction import extract_memories
-from tierbot.llm.offline_chat import best, candidates, chat
+from tierbot.llm.offline_chat import best, candidates, chat, said_later
 from tierbot.llm.quoting import is_quoted, unquote
 from tierbot.llm.text import sentences, stems
 from tierbot.llm.transcript import TranscriptEntry, parse_transcript
@@ -243,10 +243,14 @@ class OfflineProvider:
         if search and not results:
             args = {"query": task, "limit": 5}
             return "", [ToolCall(f"search-{i}", n, dict(args)) for i, n in enumerate(search)]
-        found, score = best(task, candidates(messages[:task_at], results))
+        pool = candidates(messages[:task_at], results)
+        found, score = best(task, pool)
         if found is None or score < 0.2:
             return "Nothing I could find covers that.", []
-        return self.counter.truncate(found.quoted(), max_tokens), []
+        answer = found.quoted()
+        if (later := said_later(found, task, pool)) is not None:
+            answer += f" Later, {later.quoted()}"  # as the channel itself answers
+        return self.counter.truncate(answer, max_tokens), []
 
 
 def _conversation_chars(messages: Sequence[ChatMessage]) -> int:

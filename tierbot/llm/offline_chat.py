@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -398,7 +398,25 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     """What ``found``'s author said later about the same thing, if anything: "My locker
     code changed to 5521" after "My locker code is 4411"; "I moved to Lisbon" after "I
     live in Porto" when asked where they live."""
-    if found.when is None or found.kind == "branch":
+    if found.kind == "branch":
+        return None
+    # "I drink coffee every morning", then "I no longer drink coffee": said after it,
+    # whatever the question (a summary's line has no date: any dated statement is later).
+    said = set(stems(found.text))
+    mine = bool(_I_SAID.search(found.text))
+    stopped = [
+        e
+        for e in pool
+        if e.author == found.author
+        and e.when is not None
+        and (found.when is None or e.when > found.when)
+        and e.text != found.text
+        and not is_question(e.text)
+        and any(of_me == mine and what <= said for of_me, what in _no_longer(e.text))
+    ]
+    if stopped:
+        return max(stopped, key=lambda e: e.when or 0.0)
+    if found.when is None:
         return None
     subject = _SUBJECT.match(_LEAD.sub("", found.text))
     about = set(stems(subject[1])) - {"my", "your", "our"} if subject else set()
@@ -420,6 +438,64 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
 # Where someone lives, and the words that say it changed.
 _MOVED = re.compile(r"\b(live|lives|living|based|home)\b", re.I)
 _MOVED_TO = re.compile(r"\b(moved|moving|relocated|relocating)\s+(to|into|back to)\b", re.I)
+
+# "I don't live in Porto anymore", "I no longer drink coffee": what held before holds no
+# more.  A clause at a time: "…, I moved to Lisbon" says something else.
+_NO_LONGER = re.compile(
+    r"\bno\s+longer\b|\b(?:not|never|\w+n['’]t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
+    re.I,
+)
+_CLAUSE = re.compile(r"\s*(?:[,;:]|\s-\s|\bbut\b)\s*", re.I)
+_NOT_SAID = frozenset(stems("anymore any more longer"))
+
+
+def _no_longer(text: str) -> list[tuple[bool, set[str]]]:
+    """What each clause of ``text`` says holds no more: whether it is said of the
+    speaker, and its stems ("I don't live in Porto anymore" -> (True, {live, porto}));
+    [] when it says nothing stopped."""
+    return [
+        (bool(_I_SAID.search(c)), set(stems(c)) - _NOT_SAID)
+        for c in _CLAUSE.split(text)
+        if _NO_LONGER.search(c) and len(set(stems(c)) - _NOT_SAID) >= 2
+    ]
+
+
+def retired(pool: Sequence[Evidence]) -> Callable[[Evidence, str], bool]:
+    """Whether a sentence of an evidence in ``pool`` was said to hold no more by its
+    author later: "I live in Porto" or "I drink coffee every morning" after "I don't
+    live in Porto anymore, I moved to Lisbon" and "I no longer drink coffee"; "I live
+    in Porto" after "I moved to Lisbon".  "My wife works at the bank" is not what "I
+    don't work at the bank anymore" stopped.  (An answer quotes such a sentence when it
+    fits best, and adds what was said later: :func:`said_later`.)"""
+    stopped: list[tuple[str, float | None, str, tuple[bool, set[str]]]] = []
+    moved: list[tuple[str, float | None, str]] = []
+    for e in pool:
+        if is_question(e.text):
+            continue
+        for sent in sentences(e.text):
+            stopped += [(e.author, e.when, e.text, gone) for gone in _no_longer(sent)]
+            if _I_SAID.search(sent) and _MOVED_TO.search(sent):
+                moved.append((e.author, e.when, e.text))
+
+    def later(e: Evidence, when: float | None, text: str) -> bool:
+        return text != e.text and (e.when is None or (when is not None and when > e.when))
+
+    def gone(e: Evidence, sent: str) -> bool:
+        said = set(stems(sent))
+        if not said:
+            return False
+        mine = bool(_I_SAID.search(sent))
+        if any(
+            who == e.author and later(e, when, text) and of_me == mine and what <= said
+            for who, when, text, (of_me, what) in stopped
+        ):
+            return True
+        lives = _I_SAID.search(sent) and _MOVED.search(sent) and not _MOVED_TO.search(sent)
+        return bool(lives) and any(
+            who == e.author and later(e, when, text) for who, when, text in moved
+        )
+
+    return gone
 
 
 # What comes before the question itself: "Quick one - ", "Hey Tierbot, ", "Let's see, ".
@@ -553,11 +629,14 @@ def _about(
     newest is told."""
     found: list[tuple[int, int, str]] = []
     seen: set[str] = set()
+    gone = retired(pool)
     for age, e in enumerate(reversed(pool)):
         if e.author != speaker or e.kind in ("branch", "summary"):
             continue
         for sent in sentences(e.text):
             sent = _LEAD.sub("", sent)
+            if gone(e, sent):
+                continue  # "I live in Porto", then "I don't live in Porto anymore"
             asked = read_request(sent)  # "Also remember that Sam likes jazz."
             if asked is not None and asked.kind == "remember":
                 sent = asked.what
@@ -936,7 +1015,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
-        elif score < 0.34 and recall_ok:
+        elif (score < 0.34 or (found is not None and found.kind == "summary")) and recall_ok:
+            # A summary's line carries no date, and may be what its author later said
+            # holds no more ("I live in Porto", then "I moved to Lisbon"): the memories
+            # of it say when, and what came after.
             calls.append(ToolCall(f"recall-{key}", "memory_recall", {"query": task, "limit": 5}))
         elif found is None or score < 0.2:
             answers.append((task, _nothing(failed, UNKNOWN)))

@@ -135,8 +135,6 @@ class ConsoleAdapter:
                 self._prompt()
                 continue
             if text.split()[0].lower() in QUIT:
-                self._print("Bye.")
-                self._said_bye = True
                 break
             self._seq += 1
             msg = InboundMessage(
@@ -162,11 +160,12 @@ class ConsoleAdapter:
             if delivery.too_long:
                 self._print(f"(not sent: {delivery.reason})")
                 self._prompt()
-        else:
-            self.goodbye()  # Ctrl-D: the prompt's line ends, as /quit's does
+        # The answers still coming (a piped script's, a late one from further back) are
+        # printed before "Bye.", which is the chat's last line.
         drain = getattr(dispatcher, "drain", None)
         if drain is not None:
             await drain()
+        self.goodbye()  # /quit, or Ctrl-D: the prompt's line ends either way
 
     def goodbye(self) -> None:
         """The chat ends without /quit (Ctrl-D, Ctrl-C): end the prompt's line and say

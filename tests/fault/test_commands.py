@@ -136,6 +136,30 @@ async def test_console_still_answers_help_and_keeps_slash_text_as_conversation(
         assert await _user_texts(rt, "console:local") == ["/r/python is busy today"]
 
 
+@pytest.mark.parametrize("ending", ["", "/quit\n"], ids=["end-of-input", "quit"])
+async def test_a_piped_chat_prints_its_answers_before_it_says_bye(
+    make_config: Callable[..., Config], ending: str
+) -> None:
+    """`tierbot chat < script`: the script ends (or says /quit) while the model is still
+    answering: the answer is printed, and "Bye." is the last line (it was printed first,
+    the answers after it, as if the chat had ended without them)."""
+    out = io.StringIO()
+    console = ConsoleAdapter(
+        ConsoleAdapterConfig(),
+        channel="console:local",
+        stdin=io.StringIO("what did we decide about the cache?\n" + ending),
+        stdout=out,
+    )
+    llm = ScriptedLLM(chat_reply=REPLY, latency={"chat": 0.3})
+    async with Runtime.open(make_config(), llm=llm) as rt:
+        assert await rt.start_adapter(console)
+        await wait_for(lambda: console.finished.is_set())
+        printed = out.getvalue()
+    assert f"tierbot> {REPLY}" in printed, printed
+    assert printed.rstrip("\n").splitlines()[-1] == "Bye.", printed
+    assert printed.count("Bye.") == 1, printed
+
+
 # -- the ops endpoint ------------------------------------------------------------------------
 
 SECRET_TASK = "find the vault code 7731-ALPHA-SECRET in the old thread"

@@ -35,6 +35,17 @@ from workers.supervisor import TaskOutcome
 __all__ = ["MAX_TOOL_ROUNDS", "Turns"]
 
 MAX_TOOL_ROUNDS = 4
+
+
+def _left_out(n: int) -> dict[str, object]:
+    """The note ending a recall's hits when ``n`` more did not fit in the window."""
+    return {
+        "left_out": n,
+        "note": f"{n} more memories were found but did not fit in the context window; "
+        "a narrower question finds them",
+    }
+
+
 _MEMORY_TOOLS = ("memory_recall", "memory_save", "memory_forget")
 
 
@@ -259,9 +270,12 @@ class Turns:
             return json.dumps({"error": f"the memory store failed ({kind}); {outcome}"})
 
     def _fitted(self, found: str) -> str:
-        """A recall's hits, the best first, as many as the window holds under its
-        emergency threshold: in a small window five hits (~400 tokens) put the request
-        past the window itself.  None fitting is said, not passed off as nothing found."""
+        """A recall's hits, as many as the window holds under its emergency threshold:
+        in a small window twenty hits (~75 tokens each) put the request past the window
+        itself.  When they do not all fit, each is cut to what the model reads (the
+        message ids behind it and the channel, when it is this one, go) and the best
+        are kept, followed by a note saying how many were left out; none fitting is
+        said, never passed off as nothing found."""
         try:
             hits = json.loads(found)
         except ValueError:
@@ -271,15 +285,30 @@ class Turns:
         count = self.deps.counter.count_message
         if not isinstance(hits, list) or count(found) <= room:
             return found
-        kept = list(hits)
-        while kept and count(json.dumps(kept, ensure_ascii=False)) > room:
+        kept = [self._lean(h) for h in hits]
+        left_out = 0
+        while kept and count(json.dumps([*kept, _left_out(len(hits))], ensure_ascii=False)) > room:
             kept.pop()
+            left_out += 1
         self.log.info("channel.recall_trimmed", found=len(hits), kept=len(kept), room=room)
         if not kept:
             return json.dumps(
                 {"error": f"the context window has no room for the {len(hits)} memories found"}
             )
+        if left_out:
+            kept.append(_left_out(left_out))
         return json.dumps(kept, ensure_ascii=False)
+
+    def _lean(self, hit: object) -> object:
+        """One recall hit without what only the store reads."""
+        if not isinstance(hit, dict):
+            return hit
+        lean = {k: v for k, v in hit.items() if k != "source_message_ids"}
+        if lean.get("channel") == self.key:
+            del lean["channel"]
+        if isinstance(lean.get("created_at"), float):
+            lean["created_at"] = round(lean["created_at"])
+        return lean
 
     async def _archive_spent_memory_traffic(self, reply: Message) -> None:
         """Move the memory-tool exchanges of earlier turns out of the live context.

@@ -78,8 +78,9 @@ async def test_a_recall_brings_only_what_the_window_has_room_for(
     make_config: Callable[..., Config],
 ) -> None:
     """A recall of twenty memories in a 1,500-token window whose fixed prompt takes most
-    of it: the best hits come back, as many as fit under the emergency threshold, so
-    the next request stays within the window (the whole list put it past 100 %)."""
+    of it: the best hits come back, as many as fit under the emergency threshold, with a
+    note saying how many more were found, so the next request stays within the window
+    (the whole list put it past 100 %)."""
     llm = ScriptedLLM(chat_reply="ok")
     recall = ToolCall("r1", "memory_recall", {"query": "locker", "limit": 20})
     llm.push("chat", Completion("", tool_calls=(recall,)))
@@ -99,7 +100,8 @@ async def test_a_recall_brings_only_what_the_window_has_room_for(
         peak = actor.peak_usage
         answered = llm.calls[1].messages
     [result] = [m for m in answered if m.role == "tool"]
-    hits = json.loads(unquote(result.content))
-    assert isinstance(hits, list) and 0 < len(hits) < 20, result.content
+    *hits, note = json.loads(unquote(result.content))
+    assert 0 < len(hits) < 20, result.content
     assert all("locker" in h["content"] for h in hits)
+    assert note["left_out"] == 20 - len(hits), note  # said, not passed off as all there was
     assert peak <= 0.95, peak

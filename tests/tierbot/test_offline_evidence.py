@@ -141,3 +141,35 @@ async def test_a_branch_answer_adds_what_its_author_said_after_it() -> None:
     done = await OfflineProvider().complete(messages, (), 200, purpose="branch")
     assert "«I work at the bank on Mondays.» Later, ann " in done.text, done.text
     assert done.text.endswith("«I don't work at the bank anymore.»"), done.text
+
+
+async def test_what_a_recall_could_not_bring_is_said_to_be_there() -> None:
+    """ "What do you know about me?" answered from a recall the window cut short (its
+    note says 7 more were found): the list says there are 7 more things, rather than
+    passing off the two it got as all there is."""
+    import json
+
+    from tierbot.llm.base import ToolCall
+    from tierbot.llm.offline import OfflineProvider
+
+    found = [
+        {"type": "identity", "content": "ann: I'm Ann, a nurse", "created_at": 100},
+        {"type": "preference", "content": "ann: I prefer tea over coffee", "created_at": 120},
+        {"left_out": 7, "note": "7 more memories were found but did not fit"},
+    ]
+    asked = "what do you know about me?"
+    calls = (
+        ToolCall("recall-0", "memory_recall", {"query": asked, "from_asker": True}),
+        ToolCall("recall-0.facts", "memory_recall", {"query": asked, "from_asker": True}),
+    )
+    messages = [
+        ChatMessage("user", asked, name="ann"),
+        ChatMessage("assistant", "", tool_calls=calls),
+        ChatMessage("tool", json.dumps(found), tool_call_id="recall-0"),
+        ChatMessage("tool", "[]", tool_call_id="recall-0.facts"),
+    ]
+    done = await OfflineProvider().complete(messages, (), 300, purpose="chat")
+    assert "you're Ann, a nurse" in done.text and "tea over coffee" in done.text, done.text
+    assert done.text.endswith(
+        "and 7 more things (ask me about any of them, or what else I know about you)."
+    ), done.text

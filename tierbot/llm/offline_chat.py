@@ -67,6 +67,7 @@ _SMALL_TALK = re.compile(
 _MEMORY_TOOLS = ("memory_save", "memory_forget")
 # Memory types, in the order "what do you know about me" tells them.
 _SAVABLE = ["identity", "preference", "goal", "todo", "decision", "event", "fact"]
+_PERSONAL, _MENTIONED = _SAVABLE[:5], _SAVABLE[5:]
 # At most this many memories are saved from one message (the rest wait for compaction).
 _SAVES_PER_MESSAGE = 3
 
@@ -621,12 +622,16 @@ def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:
 
 
 def _about(
-    speaker: str, pool: Sequence[Evidence], limit: int = 10, kinds: Sequence[str] = _SAVABLE
+    speaker: str,
+    pool: Sequence[Evidence],
+    limit: int = 10,
+    kinds: Sequence[str] = _SAVABLE,
+    more: int = 0,
 ) -> list[str]:
     """What ``speaker`` told about themselves and kept, said back to them: who they are
     and what they like before their plans and the facts they mentioned, newest first.
     Of several values of one thing ("my locker code is 4411", later "… is 5522"), the
-    newest is told."""
+    newest is told.  ``more`` things known but not in ``pool`` are said to be there."""
     found: list[tuple[int, int, str]] = []
     seen: set[str] = set()
     gone = retired(pool)
@@ -652,11 +657,12 @@ def _about(
             said = _TODO_LEAD.sub("", sent) if kind == "todo" else sent
             found.append((_SAVABLE.index(kind), age, to_second_person(said)))
     told = [text for _, _, text in sorted(found)]
-    if len(told) > limit:
+    if len(told) > limit or (more and told):
         # Said, not silently cut: the rest can be asked for by name.
-        more = len(told) - limit + 1
+        cut = told[: limit - 1] if len(told) > limit else told
+        more += len(told) - len(cut)
         return [
-            *told[: limit - 1],
+            *cut,
             f"and {more} more things (ask me about any of them, or what else I know about you)",
         ]
     return told
@@ -969,7 +975,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             None
             if about_me and recall_ok
             else _personal_answer(
-                plain, speaker, pool, _listed(messages[:at]) if _ELSE.search(plain) else ()
+                plain,
+                speaker,
+                pool,
+                _listed(messages[:at]) if _ELSE.search(plain) else (),
+                _left_out(results, (f"recall-{key}", f"recall-{key}.facts")),
             )
         )
         if personal is not None:
@@ -993,8 +1003,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             continue
         if _ABOUT_ME.search(plain) or _MY_NAME.search(plain):
             if recall_ok:
-                args = {"query": task, "limit": 20, "from_asker": True, "types": _SAVABLE}
-                calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
+                # Who they are, what they like and plan first, in a call of its own: in a
+                # small window a recall brings only what fits, and a list of the day's
+                # facts must not crowd out their name and their to-dos.
+                asks = (("", _PERSONAL), (".facts", _MENTIONED))
+                if not _ABOUT_ME.search(plain):
+                    asks = (("", ["identity"]),)  # "what is my name?": who they said they are
+                for suffix, kinds in asks:
+                    args = {"query": task, "limit": 20, "from_asker": True, "types": kinds}
+                    calls.append(ToolCall(f"recall-{key}{suffix}", "memory_recall", args))
             elif _MY_NAME.search(plain) and (name := _known_name(speaker, pool)):
                 answers.append((task, f"You go by {name} here; you haven't told me another name."))
             else:
@@ -1100,13 +1117,30 @@ def _nothing(failed: str | None, answer: str) -> str:
     return f"I could not look further back: {failed}." if failed else answer
 
 
+def _left_out(results: Sequence[ChatMessage], call_ids: Sequence[str]) -> int:
+    """How many hits the recalls ``call_ids`` found but could not bring (the window had
+    no room for them)."""
+    return sum(
+        int(h["left_out"])
+        for m in results
+        if m.tool_call_id in call_ids and isinstance(hits := tool_json(m), list)
+        for h in hits
+        if isinstance(h, dict) and "left_out" in h
+    )
+
+
 def _personal_answer(
-    question: str, speaker: str, pool: Sequence[Evidence], shown: Sequence[str] = ()
+    question: str,
+    speaker: str,
+    pool: Sequence[Evidence],
+    shown: Sequence[str] = (),
+    left_out: int = 0,
 ) -> str | None:
     """ "What is my name?" and "What do you know about me?" from what the asker said;
     None when it is another question, or nothing in ``pool`` answers it.  What the
     replies just before listed (``shown``) is not listed again: "what else?" gets the
-    rest, or is told there is no more."""
+    rest, or is told there is no more; what a recall found but could not bring
+    (``left_out``) is said to be there."""
     if _MY_NAME.search(question):
         name = _known_name(speaker, pool)
         # The message that gave the name, not any "I'm thinking…".
@@ -1124,7 +1158,9 @@ def _personal_answer(
             return "Your to-dos: " + "; ".join(todos) + "."
         return None
     if _ABOUT_ME.search(question):
-        facts = _about(speaker, pool, limit=40 if _EVERYTHING.search(question) else 10)
+        facts = _about(
+            speaker, pool, limit=40 if _EVERYTHING.search(question) else 10, more=left_out
+        )
         if shown and facts:
             rest = [f for f in facts if f.strip(" .!") not in shown]
             return ABOUT_YOU_MORE + "; ".join(rest) + "." if rest else ALL_TOLD

@@ -645,6 +645,27 @@ async def test_a_correction_of_a_correction_corrects_what_the_first_one_made(
         assert "Friday at 4pm" in said and "Thursday" not in said, said
 
 
+async def test_dates_restatements_and_full_names_are_kept_whole(
+    make_config: Callable[..., Config],
+) -> None:
+    """What a newcomer's session found garbled or lost: "oops no, it's Oct 16" made the
+    midterm "on Oct 16 14"; "sorry, the flight number is JL 8" was answered "OK" and the
+    list kept JL 7; "Hello, I'm Omar Haddad." was greeted and not kept."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said = await _say(rt, "Hello, I'm Omar Haddad.", "n1")
+        assert said == "Hello, Omar! Noted: you're Omar Haddad.", said
+        await _say(rt, "My organic chem midterm is on Oct 14.", "d1")
+        said = await _say(rt, "oops no, it's Oct 16", "d2")
+        assert said == "Corrected: your organic chem midterm is on Oct 16.", said
+        await _say(rt, "Our flight number is JL 7.", "f1")
+        said = await _say(rt, "sorry, the flight number is JL 8", "f2")
+        assert said == "Noted: the flight number is JL 8.", said
+        said = await _say(rt, "what do you know about me?", "q1")
+        assert "JL 8" in said and "JL 7" not in said, said
+        assert "midterm is on Oct 16;" in said, said
+        assert "you're Omar Haddad" in said, said
+
+
 async def test_what_a_correction_cannot_place_is_said_and_nothing_changes(
     make_config: Callable[..., Config],
 ) -> None:

@@ -293,6 +293,16 @@ def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> No
         ("Braga, not Porto", "My sister Ana lives in Porto", "My sister Ana lives in Braga"),
         ("oops, BA118", "My flight is BA117 on May 3", "My flight is BA118 on May 3"),
         ("sorry, I meant Lisbon", "My locker code is 4411", None),
+        # A date is one value: "Oct 16" replaces "Oct 14", not "Oct" ("Oct 16 14").
+        ("oops no, it's Oct 16", "My midterm is on Oct 14.", "My midterm is on Oct 16."),
+        ("sorry, I meant March 15", "The deadline is March 1.", "The deadline is March 15."),
+        ("no wait, 5 May", "The party is on 3 May at 4pm", "The party is on 5 May at 4pm"),
+        ("sorry, I meant April", "The party is on March 3", "The party is on April 3"),
+        (
+            "sorry, the 15th",
+            "The boiler is booked for the 14th.",
+            "The boiler is booked for the 15th.",
+        ),
     ],
 )
 def test_a_short_correction_replaces_the_value_of_its_kind(
@@ -339,3 +349,42 @@ def test_deleting_what_was_told_is_a_forget_and_other_deleting_is_not(
 ) -> None:
     request = extraction.read_request(line)
     assert (request.kind if request else None, request.what if request else None) == (kind, what)
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("Hello, I'm Omar Haddad.", "identity"),  # a family name after the given one
+        ("I am Omar Haddad, a nurse.", "identity"),
+        ("I'm Very Tired", None),
+        ("sorry, the flight number is JL 8", "fact"),  # the apology leads into it
+        ("sorry, I'm late", None),
+        ("I don't work at the bank anymore.", "identity"),  # typed as what it undoes
+        ("I am no longer vegetarian", "preference"),
+        ("I can't do this anymore", None),
+    ],
+)
+def test_names_apologies_and_what_stopped_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+def test_the_bots_replies_saying_back_what_people_told_are_never_its_own_memories() -> None:
+    """The list "Here is what you told me: …; we decided to use Postgres 16; …" holds
+    "we decided": it was saved as the bot's own decision, and later quoted as what
+    "tierbot told me". Only what the bot itself commits to is kept."""
+    from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
+
+    bot = f"tierbot {BOT_MARK}"
+    entries = [
+        TranscriptEntry(
+            "b1",
+            bot,
+            "Here is what you told me: you're Raj; we decided to use Postgres 16 for the "
+            "ledger; and 11 more things (ask me about any of them, or what else I know "
+            "about you).",
+        ),
+        TranscriptEntry("b2", bot, "You also told me: we decided to skip Osaka."),
+        TranscriptEntry("b3", bot, "raj said on 2026-11-27: «We decided to use Postgres 16»"),
+        TranscriptEntry("b4", bot, "I will check the build tomorrow."),
+    ]
+    assert [m.source_id for m in extraction.extract_memories(entries)] == ["b4"]

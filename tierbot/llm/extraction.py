@@ -294,6 +294,8 @@ class _IdentityShape:
         r"\b(?:I'm|I am|Im|i'm|i am)\s+(?!I\b|A\b|An\b|The\b|So\b|Not\b|Just\b|Also\b|"
         r"Really\b|Very\b|Still\b|Sorry\b|Here\b|Back\b|Done\b|Fine\b|Good\b|Going\b|"
         r"Off\b|Out\b|On\b|In\b|At\b|OK\b|Ok\b|Okay\b|Sure\b)[A-Z][a-z]+(?:'s\s+\w+)?"
+        # "I'm Omar Haddad.": a family name after the given one.
+        r"(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)?"
         r"(?=\s*[,.!;:)]|\s*$|\s+(?:and|from|by|here|,|of|the)\b|'s\s)"
     )
     _DOER = _Folded(
@@ -794,9 +796,16 @@ def _unsaid(m: re.Match[str]) -> str:
     return m[1] or ""
 
 
+_FILLER = re.compile(r"^(?:(?:sorry|oops|whoops|no wait|wait|actually)\b[,:;!.-]*\s+)+", re.I)
+
+
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing."""
     s = split_greeting(_straight(sentence))[1].strip()
+    # "sorry, the flight number is JL 8": what follows the apology is the statement
+    # (unless it is a correction, "sorry, 4412": see below).
+    if read_correction(s) is None:
+        s = _FILLER.sub("", s) or s
     if _GROUP_REQUEST.match(s) or _NAMED_REQUEST.match(s):
         return "todo", 0.75
     if s.endswith("?") and not _QUESTION_START.match(s):
@@ -1007,11 +1016,23 @@ _MONTH_NAME = (
 # What a correction's new value can stand for in the sentence it corrects, by shape.
 _SHAPES = (
     ("day", re.compile(rf"\b{_WEEKDAY}\b", re.I)),
+    # "Oct 14", "March 15th", "5 May", "the 3rd of June": one value, not a month and a
+    # number ("oops, it's Oct 16" made "Oct 16 14" of "Oct 14").
+    (
+        "date",
+        re.compile(
+            rf"\b{_MONTH_NAME}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+            rf"\b(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME}\b",
+            re.I,
+        ),
+    ),
     ("month", re.compile(rf"\b{_MONTH_NAME}\b", re.I)),
     (
         "time",
         re.compile(r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b", re.I),
     ),
+    # "the 15th": a day of the month.
+    ("ordinal", re.compile(r"\b(?:the\s+)?\d{1,2}(?:st|nd|rd|th)\b", re.I)),
     ("number", re.compile(r"(?<![\w.])[#]?\d[\d.,:/-]*[A-Za-z]{0,3}\b|\b[A-Za-z]+\d[\w-]*\b")),
     # Not a sentence's first word ("My locker code…").
     ("name", re.compile(r"(?<=\S )(?!I\b)[A-Z][a-z]+(?: [A-Z][a-z]+)?\b")),
@@ -1021,7 +1042,8 @@ _SHAPES = (
 @dataclass(frozen=True, slots=True)
 class Correction:
     """A short correction: the value meant, the value it replaces ("" when unsaid) and
-    the shape the new value has ("day", "time", "number", "name"; "" for other words)."""
+    the shape the new value has ("day", "date", "month", "time", "ordinal", "number",
+    "name"; "" for other words)."""
 
     new: str
     old: str
@@ -1174,9 +1196,13 @@ class ExtractedMemory:
     source_id: str
 
 
+# The offline chat's replies that say back what people told ("Here is what you told me:
+# …; we decided to use Postgres 16; …"): what they repeat is never the bot's own.
 _REPORTING = re.compile(
     r"^\s*(«|earlier,|i remember|from an earlier summary|noted|hello|i don't know|"
-    r"let me look|sorry|you told me|done:|i forgot|on \d{4}-)",
+    r"let me look|sorry|you told me|done:|i forgot|on \d{4}-|here is what|you also told me|"
+    r"that is everything|your to-dos|your name is|you go by|corrected:|ok: i won't|"
+    r"i had nothing|i could not|i can't|nothing i could find|\S+ (said|told me) on \d{4}-)",
     re.I,
 )
 _BOT_COMMITMENT = _Folded(

@@ -116,7 +116,7 @@ _NATIONALITIES = frozenset(
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
-    r"anyway|plus|oh and|update|correction)\b[,:;!.-]*\s+)+",
+    r"anyway|plus|oh and|update|correction|sorry|oops|whoops|no wait|wait)\b[,:;!.-]*\s+)+",
     re.I,
 )
 _TODO_LEAD = re.compile(
@@ -126,6 +126,7 @@ _TODO_LEAD = re.compile(
 )
 # "My locker code is …" (or, said back, "your locker code is …"): a thing and its value.
 _SUBJECT = re.compile(r"^\s*((?:my|our|your)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
+_THE_SUBJECT = re.compile(r"^\s*the\s+([\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
 _THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
@@ -649,7 +650,8 @@ def _about(
             if kind is None and (asked is not None or e.requested):
                 kind = "fact"
             key = " ".join(sorted(set(stems(sent))))
-            subject = _SUBJECT.match(sent)
+            # "the flight number is JL 8" is the newer value of "our flight number…"
+            subject = _SUBJECT.match(sent) or _THE_SUBJECT.match(sent)
             topic = " ".join(stems(subject[1])) if subject else ""
             if kind is None or kind not in kinds or key in seen or (topic and topic in seen):
                 continue

@@ -1008,7 +1008,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 # Who they are, what they like and plan first, in a call of its own: in a
                 # small window a recall brings only what fits, and a list of the day's
                 # facts must not crowd out their name and their to-dos.
-                asks = (("", _PERSONAL), (".facts", _MENTIONED))
+                asks: tuple[tuple[str, list[str]], ...] = (("", _PERSONAL), (".facts", _MENTIONED))
                 if not _ABOUT_ME.search(plain):
                     asks = (("", ["identity"]),)  # "what is my name?": who they said they are
                 for suffix, kinds in asks:

@@ -173,3 +173,38 @@ async def test_what_a_recall_could_not_bring_is_said_to_be_there() -> None:
     assert done.text.endswith(
         "and 7 more things (ask me about any of them, or what else I know about you)."
     ), done.text
+
+
+async def test_what_else_says_what_it_cannot_bring_and_asks_what_it_continues() -> None:
+    """ "What else?" after a list, when the recall brings back only what was listed and
+    notes 3 more that did not fit: it says there are 3 more (it answered "You also told
+    me: and 3 more things"); "what else?" with no list in view asks what it is about
+    (it looked further back and found nothing)."""
+    import json
+
+    from tierbot.llm.base import ToolCall
+    from tierbot.llm.offline import OfflineProvider
+
+    listed = "Here is what you told me: you're Ann, a nurse; you prefer tea over coffee."
+    found = [
+        {"type": "identity", "content": "ann: I'm Ann, a nurse", "created_at": 100},
+        {"type": "preference", "content": "ann: I prefer tea over coffee", "created_at": 120},
+        {"left_out": 3, "note": "3 more memories were found but did not fit"},
+    ]
+    calls = (
+        ToolCall("recall-2", "memory_recall", {"query": "what else?", "from_asker": True}),
+        ToolCall("recall-2.facts", "memory_recall", {"query": "what else?", "from_asker": True}),
+    )
+    messages = [
+        ChatMessage("user", "what do you know about me?", name="ann"),
+        ChatMessage("assistant", listed),
+        ChatMessage("user", "what else?", name="ann"),
+        ChatMessage("assistant", "", tool_calls=calls),
+        ChatMessage("tool", json.dumps(found), tool_call_id="recall-2"),
+        ChatMessage("tool", "[]", tool_call_id="recall-2.facts"),
+    ]
+    done = await OfflineProvider().complete(messages, (), 300, purpose="chat")
+    assert done.text.startswith("There are 3 more things you told me"), done.text
+    alone = [ChatMessage("user", "what else?", name="ann")]
+    done = await OfflineProvider().complete(alone, (), 300, purpose="chat")
+    assert done.text.startswith("What else about what?"), done.text

@@ -512,6 +512,11 @@ ABOUT_YOU = "Here is what you told me: "
 #: How the rest of it opens, when asked "what else?".
 ABOUT_YOU_MORE = "You also told me: "
 ALL_TOLD = "That is everything you told me that I kept."
+WHAT_ELSE_OF_WHAT = (
+    'What else about what? Ask me the whole question, such as "what else do you know '
+    'about me?" or "what else did Ana say about the trip?".'
+)
+_MORE_ITEM = re.compile(r"^and (\d+) more things\b")
 _WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
 _ELSE = re.compile(r"\belse\b", re.I)
 
@@ -950,9 +955,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
-        if _WHAT_ELSE.match(plain) and _last_reply(messages[:at]).startswith(
-            (ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD)
-        ):
+        if _WHAT_ELSE.match(plain):
+            if not _last_reply(messages[:at]).startswith((ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD)):
+                # Nothing in view it continues (a long list may be compacted already).
+                answers.append((task, WHAT_ELSE_OF_WHAT))
+                continue
             plain = "what else do you know about me?"  # the rest of the list just given
         if task in done:
             answers.append((task, done.pop(task)))
@@ -1165,7 +1172,15 @@ def _personal_answer(
         )
         if shown and facts:
             rest = [f for f in facts if f.strip(" .!") not in shown]
-            return ABOUT_YOU_MORE + "; ".join(rest) + "." if rest else ALL_TOLD
+            if any(not _MORE_ITEM.match(f) for f in rest):
+                return ABOUT_YOU_MORE + "; ".join(rest) + "."
+            if rest and (more := _MORE_ITEM.match(rest[0])):
+                # The recall brought back what was listed; the rest did not fit.
+                return (
+                    f"There are {more[1]} more things you told me that I could not bring "
+                    "into this conversation at once: ask me about one of them by name."
+                )
+            return ALL_TOLD
         if facts:
             return ABOUT_YOU + "; ".join(facts) + "."
     return None

@@ -938,6 +938,35 @@ async def test_forget_it_and_forgetting_a_topic_forget_what_was_said(
         assert left == ["ann: My sister's locker code is 5555."], left
 
 
+async def test_deleting_what_was_told_forgets_it_and_a_skip_finding_nothing_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Please delete the sandbox API token", after telling it, was answered "OK." and
+    the token stayed answerable: it is forgotten now (the prod token stays); "delete
+    the staging bucket", nothing told of it, is no forget. "Don't remember Elif's
+    dietary stuff" names nothing told ("Elif is vegetarian"): the reply says so, not a
+    plain "OK" that let the person believe it was gone."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "The sandbox API token is sk-test-9981.", "t1")
+        await _say(rt, "The prod API token is sk-live-1234.", "t2")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "Please delete the sandbox API token.", "t3")
+        assert said == "Done: I forgot what you told me about the sandbox API token.", said
+        said = await _say(rt, "What's the sandbox API token?", "t4")
+        assert said == "Nothing I could find covers that.", said  # not the request either
+        assert "sk-live-1234" in await _say(rt, "What's the prod API token?", "t5")
+        contents = [str(m["content"]) for m in await _memories(rt)]
+        assert contents == ["ann: The prod API token is sk-live-1234."], contents
+        assert await _say(rt, "delete the staging bucket", "t6") == "OK, ann."
+        await _say(rt, "Elif is vegetarian and doesn't eat fish.", "e1")
+        said = await _say(rt, "Don't remember Elif's dietary stuff, she wants it private.", "e2")
+        assert said.startswith(
+            "OK: I won't save that. I found nothing you had told me about Elif's dietary "
+            "stuff to forget"
+        ), said
+
+
 async def test_what_someone_says_holds_no_more_is_not_told_as_theirs(
     make_config: Callable[..., Config],
 ) -> None:

@@ -237,7 +237,9 @@ def candidates(
         last_user = m
         if not is_quoted(m.content):
             request = read_request(m.content)
-            if request is None or request.kind == "remember":
+            if (request is None and not _DELETE_THING.match(m.content)) or (
+                request is not None and request.kind == "remember"
+            ):
                 said = Evidence(_said(m.content), m.name or "", m.sent_at)
                 out.append(replace(said, requested=True) if request is not None else said)
             continue
@@ -277,9 +279,13 @@ def candidates(
 
 
 def _forget_of(m: ChatMessage) -> Request | None:
+    """The forget ``m`` asks for: "forget my locker code", or "delete the sandbox API
+    token" (what it names of its author's is forgotten, if they told of one)."""
     if m.role != "user" or is_quoted(m.content):
         return None
     request = read_request(m.content)
+    if request is None and (delete := _DELETE_THING.match(m.content)) is not None:
+        return Request("forget", delete["what"])
     return request if request is not None and request.kind == "forget" else None
 
 
@@ -686,6 +692,9 @@ def _plan_saves(
         # "Forget it", right after saying something: that is what to forget.
         said = _last_said(speaker, before)
         return [ToolCall(f"forget-{at}", "memory_forget", {"query": said})] if said else []
+    if request is None and "memory_forget" in tools and (told := _deletes_told(m, before)):
+        # "Please delete the sandbox API token", after telling it: a forget.
+        return [ToolCall(f"forget-{at}", "memory_forget", {"query": told})]
     if request is not None and request.kind == "forget":
         if "memory_forget" not in tools or FORGET_ALL.match(request.what):
             return []  # "Forget everything": the reply says how (one request is one thing)
@@ -728,6 +737,35 @@ def _plan_saves(
     return calls
 
 
+# "Please delete the sandbox API token", "can you remove our door code": deleting a thing.
+_DELETE_THING = re.compile(
+    r"^\W*(?:please\s+|pls\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?"
+    r"(?:delete|erase|remove|wipe|scrub|purge|get rid of)\s+"
+    r"(?P<what>(?:my|the|our)\s[^.?!\n]{1,60}?)"
+    r"(?:\s+from\s+(?:your|the)\s+(?:memory|memories|notes))?"
+    r"(?:,?\s+(?:please|pls|thanks|thank you))?\s*[.!?]*$",
+    re.I,
+)
+
+
+def _deletes_told(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
+    """What ``m`` asks to delete when its author told it earlier in view ("The sandbox
+    API token is sk-test-9981", then "Please delete the sandbox API token"); "" for
+    anything else ("delete the staging bucket" is a job, unless they told of one)."""
+    asked = _DELETE_THING.match(m.content)
+    if asked is None:
+        return ""
+    what = asked["what"]
+    speaker = m.name or "someone"
+    for b in reversed(before):
+        if b.role != "user" or (b.name or "someone") != speaker or is_quoted(b.content):
+            continue
+        said = split_greeting(b.content)[1]
+        if not is_question(said) and any(names(what, s) for s in sentences(said)):
+            return what
+    return ""
+
+
 _FORGET_IT = re.compile(
     r"^\W*(?:(?:oh|no|actually|wait|sorry|ok|okay)\W+)*(?:please\s+|pls\s+)?"
     r"(?:forget|delete|erase|scratch|remove)\s+(?:it|that|this)(?:\s+(?:please|pls))?\W*$",
@@ -750,6 +788,8 @@ def _last_said(speaker: str, before: Sequence[ChatMessage]) -> str:
 
 
 _CORRECTED = "Corrected: "
+# A value told along with the request ("my PIN, it is 1234"): it is new, not referred back to.
+_TELLS = re.compile(r"\d|\b(?:is|are|was|were)\b", re.I)
 
 
 #: How many of the speaker's latest messages a correction looks back over.
@@ -850,6 +890,14 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 )
             elif "error" in body:
                 notes.append(f"I could not forget what you had told me about it: {body['error']}.")
+            elif not _TELLS.search(what):
+                # "Don't remember Elif's dietary stuff" refers back to something told: say
+                # that nothing it names was found, rather than a plain "OK".
+                topic = _short(what.split(",")[0]).rstrip(" .!")
+                notes.append(
+                    f"OK: I won't save that. I found nothing you had told me about {topic} "
+                    'to forget; if you did, tell me what to forget ("forget that …").'
+                )
             continue
         if call.name == "memory_forget" and call.id.startswith("fixold-"):
             # The value a correction replaces: the save that follows says what holds now.

@@ -692,9 +692,9 @@ def _plan_saves(
         # "Forget it", right after saying something: that is what to forget.
         said = _last_said(speaker, before)
         return [ToolCall(f"forget-{at}", "memory_forget", {"query": said})] if said else []
-    if request is None and "memory_forget" in tools and (told := _deletes_told(m, before)):
+    if request is None and "memory_forget" in tools and (deleted := _deletes_told(m, before)):
         # "Please delete the sandbox API token", after telling it: a forget.
-        return [ToolCall(f"forget-{at}", "memory_forget", {"query": told})]
+        return [ToolCall(f"forget-{at}", "memory_forget", {"query": deleted})]
     if request is not None and request.kind == "forget":
         if "memory_forget" not in tools or FORGET_ALL.match(request.what):
             return []  # "Forget everything": the reply says how (one request is one thing)
@@ -893,9 +893,9 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             elif not _TELLS.search(what):
                 # "Don't remember Elif's dietary stuff" refers back to something told: say
                 # that nothing it names was found, rather than a plain "OK".
-                topic = _short(what.split(",")[0]).rstrip(" .!")
+                named = _short(what.split(",")[0]).rstrip(" .!")
                 notes.append(
-                    f"OK: I won't save that. I found nothing you had told me about {topic} "
+                    f"OK: I won't save that. I found nothing you had told me about {named} "
                     'to forget; if you did, tell me what to forget ("forget that …").'
                 )
             continue

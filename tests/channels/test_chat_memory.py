@@ -1115,6 +1115,34 @@ async def _told_then_asked(
             assert value in answer, (question, answer)
 
 
+async def test_naming_whom_is_asked_about_does_not_answer_a_detail_never_told(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What is Elif afraid of?" quoted "Elif is vegetarian…", "When is Ana's
+    birthday?" the line naming her sister, "What time is our flight?" "We decided to
+    skip Osaka this time": a statement must hold something of what is asked beyond
+    the name (a date answers "when": Sofia "turns 40 on 2025-09-14")."""
+    facts = [
+        "My wife Sofia turns 40 on 2025-09-14.",
+        "My sister Ana lives in Madrid.",
+        "Elif is vegetarian and doesn't eat fish.",
+        "We decided to skip Osaka this time.",
+    ]
+    unsaid = [
+        "What is Elif afraid of?",
+        "What's Elif's passport number?",
+        "When is Ana's birthday?",
+        "What time is our flight?",
+    ]
+    said = {
+        "When is Sofia's birthday?": "2025-09-14",
+        "Where does Ana live?": "Madrid",
+        "Who is Elif?": "vegetarian",
+        "Does Elif eat fish?": "vegetarian",
+    }
+    await _told_then_asked(make_config, facts, unsaid, said)
+
+
 async def test_a_thing_of_the_same_kind_told_for_another_place_or_person_does_not_answer(
     make_config: Callable[..., Config],
 ) -> None:

@@ -329,6 +329,14 @@ _YES_NO = re.compile(
 # What is asked of a thing rather than which thing: "my landlord's number" is answered
 # by "My landlord's phone is …".
 _ASKED_OF_IT = frozenset(stems("number name called age old colour color time date day year"))
+# Asked for a date or time, and a statement that gives one.
+_WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
+_DATED = re.compile(
+    r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|"
+    r"march|april|may|june|july|august|september|october|november|december|today|"
+    r"tomorrow|tonight|yesterday|next|last)\b",
+    re.I,
+)
 # Not names, though capitalised or before "'s": the bot, "Let's".
 _NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 
@@ -343,6 +351,7 @@ class _Asked:
     words: frozenset[str]  # every stem of the question
     mine: bool  # asked of the asker ("where do I live?")
     confirm: bool  # a yes-or-no question
+    when: bool = False  # asks for a date or time ("When is Sofia's birthday?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -359,6 +368,7 @@ class _Asked:
             frozenset(overlap.query_stems(question)),
             bool(_ASKED_OF_ME.search(question)),
             bool(_YES_NO.match(question)),
+            bool(_WHEN.search(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -373,6 +383,17 @@ class _Asked:
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
                 return False
+        # Naming whom is asked about is not enough when the question asks a detail the
+        # statement never mentions: "Elif is vegetarian" does not answer "What is Elif
+        # afraid of?", nor "My sister Ana lives in Madrid" "When is Ana's birthday?".
+        detail = self.words - self.names - _ASKED_OF_IT
+        dated = self.when and _DATED.search(e.text) is not None  # "turns 40 on 2025-09-14"
+        if self.names and detail and not detail & have and not dated:
+            return False
+        # Nor a statement sharing nothing of the thing asked about: "We decided to skip
+        # Osaka this time" is not "What time is our flight?".
+        if self.about and not self.about & have and not dated:
+            return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
             return self.words - _ASKED_OF_IT <= have

@@ -1019,6 +1019,45 @@ async def test_what_someone_says_holds_no_more_is_not_told_as_theirs(
         await check("b")
 
 
+async def test_what_changed_since_is_kept_and_added_to_the_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "We sold the Honda", "I quit the library job", "Tariq moved from Glasgow to
+    Edinburgh" and "We migrated the ledger from Postgres 16 to CockroachDB" were
+    answered "OK." (not kept) or ignored: the old sentence kept being the whole answer.
+    Each is kept now and added after the sentence it changes; "My locker code changed
+    to 7720" no longer answers "What's my garage code?"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        pairs = [
+            ("I drive a grey Honda Civic.", "We sold the Honda.", "What car do I drive?"),
+            (
+                "I work part time at the campus library.",
+                "I quit the library job.",
+                "Where do I work?",
+            ),
+            (
+                "Tariq lives in Glasgow.",
+                "Tariq moved from Glasgow to Edinburgh.",
+                "Where does Tariq live?",
+            ),
+            (
+                "We decided to use Postgres 16 for the ledger service.",
+                "We migrated the ledger from Postgres 16 to CockroachDB.",
+                "What database does the ledger use?",
+            ),
+        ]
+        for i, (before, change, _) in enumerate(pairs):
+            await _say(rt, before, f"b{i}")
+            said = await _say(rt, change, f"c{i}")
+            assert said.startswith("Noted: "), (change, said)
+        for i, (before, change, question) in enumerate(pairs):
+            said = await _say(rt, question, f"q{i}")
+            assert f"«{before}» Later, ann said on " in said, (question, said)
+            assert said.endswith(f"«{change}»"), (question, said)
+        await _say(rt, "My locker code changed to 7720.", "l1")
+        assert await _say(rt, "What's my garage code?", "l2") == "Nothing I could find covers that."
+
+
 async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the_list(
     make_config: Callable[..., Config],
 ) -> None:

@@ -30,6 +30,7 @@ from tierbot.llm.text import sentences, stems, unshout, words
 from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 
 __all__ = [
+    "CHANGED",
     "ExtractedMemory",
     "Request",
     "classify",
@@ -779,6 +780,15 @@ def is_chitchat(sentence: str) -> bool:
     )
 
 
+# Something that held changed: a move, a job left, a thing sold, a switch.
+CHANGED = re.compile(
+    r"\b(?:moved|relocated|moving)\s+(?:from|to|into|back\s+to|out\s+of|away)\b|"
+    r"\b(?:quit|left|lost|resigned\s+from)\s+(?:my|the|his|her|our|their)\s+(?:\w+\s+)?"
+    r"(?:job|role|position|team|company|firm|band|club|course|school)\b|"
+    r"\b(?:sold|gave\s+away|got\s+rid\s+of)\s+(?:my|the|our|his|her|their)\s+\w+|"
+    r"\b(?:switched|changed|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?(?:from|to)\b",
+    re.I,
+)
 # "… no longer …", "… not … anymore": something that held and stopped.
 _STOPPED = re.compile(
     r"\bno\s+longer\b|\b(?:not|never|\w+n't)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
@@ -825,6 +835,10 @@ def classify(sentence: str) -> tuple[str | None, float]:
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
             return kind, importance
+    if CHANGED.search(s) and len(stems(s)) >= 3:
+        # "Tariq moved from Glasgow to Edinburgh", "I quit the library job", "We sold
+        # the Honda": what held changed; kept, so an answer can add it.
+        return "event", 0.6
     if _STOPPED.search(s) and (still := _STOPPED_WORDS.sub(_unsaid, s)) != s:
         # "I don't work at the bank anymore" is kept as what it undoes would be: the
         # chat reads it as retiring "I work at the bank".

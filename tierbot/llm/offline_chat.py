@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 
 from tierbot.llm.base import ChatMessage, ToolCall
 from tierbot.llm.extraction import (
+    CHANGED,
     FORGET_ALL,
     Correction,
     Request,
@@ -309,7 +310,7 @@ _ABOUT = re.compile(r"\b(?:(?i:my|our|your|his|her|their|the)|[A-Z]\w*'s)\s+(.+)
 # on the 28th", "Netflix renews on the 9th": what a statement is about.
 _TOLD_ABOUT = re.compile(
     r"^\W*(?:(?:my|our|your|his|her|their|the)\s+)?([^\W\d][\w' -]{0,50}?)\s+(?:is|are|was|"
-    r"were|renews|starts|opens|closes|lives|works|leaves|expires)\b",
+    r"were|renews|starts|opens|closes|lives|works|leaves|expires|changed|moved)\b",
     re.I,
 )
 # Whom a statement is about when it is someone else: "Mum lives at …", "Ana works at …".
@@ -459,14 +460,44 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and e.when > found.when
         and e.text != found.text
         and not is_question(e.text)
-        and ((about and about <= set(stems(e.text))) or (moved and _MOVED_TO.search(e.text)))
+        and (
+            (about and about <= set(stems(e.text)))
+            or (moved and _MOVED_TO.search(e.text))
+            or _changed_since(found, e, said, mine)
+        )
     ]
     return max(later, key=lambda e: e.when or 0.0) if later else None
 
 
+def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> bool:
+    """Whether ``e`` says what ``found`` tells changed: "We sold the Honda" after "I
+    drive a grey Honda Civic" (a name both give), "Tariq moved from Glasgow to
+    Edinburgh" after "Tariq lives in Glasgow", "I quit the library job" after "I work
+    part time at the campus library" (both said of oneself, a word in common)."""
+    if not CHANGED.search(e.text):
+        return False
+    if _proper(found.text) & _proper(e.text):
+        return True
+    return mine and bool(_I_SAID.search(e.text)) and bool(said & set(stems(e.text)) - _NOT_SAID)
+
+
+def _proper(text: str) -> set[str]:
+    """The stems of the capitalised words of ``text`` that are not a sentence's first."""
+    return {
+        t
+        for s in sentences(text)
+        for w in re.findall(r"(?<=\S )(?!I\b)[A-Z][\w-]+", s)
+        for t in stems(w)
+    }
+
+
 # Where someone lives, and the words that say it changed.
 _MOVED = re.compile(r"\b(live|lives|living|based|home)\b", re.I)
-_MOVED_TO = re.compile(r"\b(moved|moving|relocated|relocating)\s+(to|into|back to)\b", re.I)
+_MOVED_TO = re.compile(
+    r"\b(?:moved|moving|relocated|relocating)\s+(?:from\s+[\w' -]{1,40}?\s+)?"
+    r"(?:to|into|back to)\b",
+    re.I,
+)
 
 # "I don't live in Porto anymore", "I no longer drink coffee": what held before holds no
 # more.  A clause at a time: "…, I moved to Lisbon" says something else.

@@ -959,6 +959,13 @@ async def test_deleting_what_was_told_forgets_it_and_a_skip_finding_nothing_says
         contents = [str(m["content"]) for m in await _memories(rt)]
         assert contents == ["ann: The prod API token is sk-live-1234."], contents
         assert await _say(rt, "delete the staging bucket", "t6") == "OK, ann."
+        await _say(rt, "The wifi password at grandma's house is bluebird7.", "w1")
+        await rt.memory.indexer.flush()
+        said = await _say(rt, "Forget the wifi password at grandma's house.", "w2")
+        # (It said "Done: I forgot that the wifi password at grandma's house.")
+        assert said == (
+            "Done: I forgot what you told me about the wifi password at grandma's house."
+        ), said
         await _say(rt, "Elif is vegetarian and doesn't eat fish.", "e1")
         said = await _say(rt, "Don't remember Elif's dietary stuff, she wants it private.", "e2")
         assert said.startswith(

@@ -840,6 +840,10 @@ def _last_said(speaker: str, before: Sequence[ChatMessage]) -> str:
 
 
 _CORRECTED = "Corrected: "
+_HAS_COPULA = re.compile(
+    r"\b(?:is|are|was|were|am|has|have|had|'re|'m)\b|\w+(?:s|ed)\s+(?:to|at|in|on)\b",
+    re.I,
+)
 # A value told along with the request ("my PIN, it is 1234"): it is new, not referred back to.
 _TELLS = re.compile(r"\d|\b(?:is|are|was|were)\b", re.I)
 
@@ -971,7 +975,9 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 # The reply is kept and indexed like any other: it names what was
                 # forgotten ("your locker code"), not the value that was ("4411").
                 topic = _SUBJECT.match(what)
-                if topic is not None or not says_something(what):
+                # "the wifi password at grandma's house" names a thing, it says nothing.
+                phrase = not _HAS_COPULA.search(what)
+                if topic is not None or phrase or not says_something(what):
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"

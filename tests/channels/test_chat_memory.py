@@ -1065,6 +1065,36 @@ async def test_what_changed_since_is_kept_and_added_to_the_answer(
         assert await _say(rt, "What's my garage code?", "l2") == "Nothing I could find covers that."
 
 
+async def test_what_do_you_know_about_someone_lists_what_was_said_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What do you know about Elif?" gave one line; it lists every line said of her,
+    newest first, each with who said it and when; someone never named gets "I don't
+    know"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        told = [
+            "Elif is vegetarian and doesn't eat fish.",
+            "My brother Sami lives in Cambridge.",
+            "Elif's passport number is X1234567.",
+            "We're meeting Elif at the airport on Friday.",
+        ]
+        for i, line in enumerate(told):
+            await _say(rt, line, f"t{i}")
+        said = await _say(rt, "What do you know about Elif?", "q1")
+        assert said.startswith("What I know about Elif: «We're meeting Elif"), said
+        assert re.findall(r"«([^»]+)» \(ann, \d{4}-\d\d-\d\d\)", said) == [
+            told[3],
+            told[2],
+            told[0],
+        ], said
+        said = await _say(rt, "Tell me about Sami", "q2")
+        assert said == (
+            f"What I know about Sami: «{told[1]}» (ann, {said.split('(ann, ')[1][:10]})."
+        ), said
+        said = await _say(rt, "What do you know about Bob?", "q3")
+        assert said.startswith("I don't know yet"), said
+
+
 async def test_a_fact_told_beside_a_question_is_kept_and_what_else_continues_the_list(
     make_config: Callable[..., Config],
 ) -> None:

@@ -1084,6 +1084,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         # A lookup that failed is not a lookup that found nothing: say which it was.
         failed = _failure(results, f"recall-{key}")
 
+        # "What do you know about Elif?": everything said of her, not one line.
+        if (someone := _ABOUT_SOMEONE.search(plain)) is not None and not _ABOUT_ME.search(plain):
+            name = someone[1]
+            if recall_ok:
+                args = {"query": task, "limit": 20}
+                calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
+            else:
+                answers.append((task, _about_someone(name, pool) or _nothing(failed, UNKNOWN)))
+            continue
         # What the asker told long ago is in memory, not in view: look there first.
         about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
         personal = (
@@ -1230,6 +1239,38 @@ def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:
 def _nothing(failed: str | None, answer: str) -> str:
     """``answer`` (nothing was found), or why nothing could be looked up."""
     return f"I could not look further back: {failed}." if failed else answer
+
+
+_ABOUT_SOMEONE = re.compile(
+    r"(?i:\b(?:(?:what|anything)\s+(?:else\s+)?(?:do|did)\s+you\s+(?:know|remember)\s+"
+    r"(?:about|of)|tell\s+me\s+(?:everything\s+|all\s+|what\s+you\s+know\s+)?about)\s+)"
+    r"(?!(?:Me|Myself|Us|You|It|Them|Him|Her|That|This|The|My|Our)\b)([A-Z][\w-]+)\b"
+)
+
+
+def _about_someone(name: str, pool: Sequence[Evidence], limit: int = 8) -> str | None:
+    """What was said of ``name`` (a sentence naming them, or said by them), newest
+    first, each with who said it and when; None when nothing was."""
+    key = stems(name)
+    found: list[tuple[float, str]] = []
+    seen: set[str] = set()
+    for e in pool:
+        if e.kind == "branch" or is_question(e.text):
+            continue
+        for sent in sentences(e.text):
+            said = set(stems(sent))
+            if not key or not any(k in said or any(_same_name(k, w) for w in said) for k in key):
+                continue
+            if is_question(sent) or (k := " ".join(sorted(said))) in seen:
+                continue
+            seen.add(k)
+            date = f", {datetime.fromtimestamp(e.when, UTC).strftime('%Y-%m-%d')}" if e.when else ""
+            found.append((e.when or 0.0, f"«{sent}» ({e.author or 'someone'}{date})"))
+    if not found:
+        return None
+    told = [text for _, text in sorted(found, key=lambda f: -f[0])]
+    more = f"; and {len(told) - limit} more" if len(told) > limit else ""
+    return f"What I know about {name}: " + "; ".join(told[:limit]) + more + "."
 
 
 def _left_out(results: Sequence[ChatMessage], call_ids: Sequence[str]) -> int:

@@ -167,16 +167,6 @@ def environment_problems(
             problems.append(
                 ConfigProblem("memory.embedder_model", "must be the path of a local model folder")
             )
-        try:
-            import sentence_transformers  # noqa: F401
-        except ImportError:
-            problems.append(
-                ConfigProblem(
-                    "memory.embedder",
-                    "sentence-transformers is not installed: "
-                    "pip install 'tierbot[sentence-transformers]'",
-                )
-            )
     if cfg.storage.backend == "sqlite":
         db = cfg.storage_path()
         why = _writable_dir(db.parent)
@@ -196,7 +186,10 @@ def environment_problems(
 
     counter = get_counter(cfg.llm.encoding or encoding_for_model(cfg.llm.model))
     problems += window_problems(cfg, counter)
+    from memory_graph import embedder_problems
     from memory_graph.backends import index_base
+
+    problems += embedder_problems(mem)
 
     index = index_base(cfg)
     if mem.enabled and index is not None:

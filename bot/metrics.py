@@ -116,7 +116,8 @@ class Metrics:
         )
         self.context_overflows = Counter(
             "tierbot_context_overflows",
-            "Provider context-overflow errors, by where they happened (channel, branch, worker)",
+            "Prompts that did not fit the context window (refused by the provider, or not "
+            "sent for lack of room for a reply), by where (channel, branch, worker)",
             ["scope"],
             registry=r,
         )
@@ -305,7 +306,7 @@ class Metrics:
             self._failure(
                 "channel.context_overflow",
                 ev.channel,
-                reason="the provider reported a context overflow",
+                reason="the prompt did not fit the context window",
             )
 
     def _on_started(self, ev: CompactionStarted) -> None:

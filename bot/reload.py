@@ -5,9 +5,10 @@ seconds (a ``touch`` is not a change), waits until it stops changing
 (``debounce``), and reloads; SIGHUP (:meth:`ConfigWatcher.request_reload`)
 takes the same path at once.  A reload:
 
-1. loads and validates the whole file exactly like startup; an invalid edit
-   is rejected (``config.rejected`` with the ConfigError text naming every key
-   path) and the last good config keeps running;
+1. loads and validates the whole file exactly like startup, the context windows
+   included (:func:`check_windows`); an invalid edit is rejected
+   (``config.rejected`` with the ConfigError text naming every key path) and the
+   last good config keeps running;
 2. diffs it against the running config, key path by key path, and splits the
    changes into *live* keys (:data:`LIVE_KEYS`) and keys that need a restart;
 3. builds the effective config: the new file, with every restart-required key
@@ -39,9 +40,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 from pydantic import BaseModel
 
+from channels import window_problems
 from tierbot.config import Config, live_keys, load_config
-from tierbot.errors import ConfigError
+from tierbot.errors import ConfigError, ConfigProblem
 from tierbot.logging import set_log_level
+from tierbot.tokens import encoding_for_model, get_counter
 
 if TYPE_CHECKING:
     from bot.runtime import Runtime
@@ -119,6 +122,24 @@ def effective_config(new: Config, running: Config, restart_keys: list[str]) -> C
         out = _keep(out, running, key.split("."))
     assert isinstance(out, Config)
     return out
+
+
+def check_windows(new: Config, effective: Config) -> None:
+    """Raise :class:`ConfigError` when a ``context_window`` leaves its conversation too little
+    room (:func:`channels.window_problems`), as startup would.
+
+    Both configs are checked: ``new`` (the file, counted with the encoding it names) is what
+    the next start would refuse, and ``effective`` (the file with the restart-only keys at
+    their running values, such as ``[memory] enabled``, which decides the tools offered) is
+    what the channels would run with now.
+    """
+    problems: list[ConfigProblem] = []
+    for cfg in (new, effective) if effective is not new else (new,):
+        counter = get_counter(cfg.llm.encoding or encoding_for_model(cfg.llm.model))
+        seen = {p.path for p in problems}
+        problems += [p for p in window_problems(cfg, counter) if p.path not in seen]
+    if problems:
+        raise ConfigError(new.source, problems)
 
 
 def _digest(path: Path) -> str | None:
@@ -232,8 +253,13 @@ class ConfigWatcher:
         metrics = self.runtime.metrics
         now = time.time()
         self._digest = _digest(self.path)
+        running = self.runtime.config
         try:
             new = load_config(self.path, self._environ)
+            changes = changed_keys(running, new)
+            restart = tuple(k for k in changes if not is_live(k))
+            effective = effective_config(new, running, list(restart)) if restart else new
+            check_windows(new, effective)
         except ConfigError as exc:
             metrics.config_reloads.labels("rejected").inc()
             log.error(
@@ -251,10 +277,7 @@ class ConfigWatcher:
                 at=now,
                 trigger=trigger,
             )
-        running = self.runtime.config
-        changes = changed_keys(running, new)
         live = tuple(k for k in changes if is_live(k))
-        restart = tuple(k for k in changes if not is_live(k))
         if restart != self.restart_required and restart:
             log.warning(
                 "config.restart_required",
@@ -273,7 +296,6 @@ class ConfigWatcher:
                 restart_required=list(restart),
             )
             return ReloadResult("unchanged", (), restart, at=now, trigger=trigger)
-        effective = effective_config(new, running, list(restart)) if restart else new
         self.runtime.set_config(effective)
         if "logging.level" in live:
             set_log_level(effective.logging.level)

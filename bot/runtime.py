@@ -42,6 +42,7 @@ from bot.metered import MeteredMemory, MeteredProvider
 from bot.metrics import Metrics
 from channels import ChannelDeps, ChannelRegistry, to_message, window_problems
 from channels.memory import MemoryService
+from memory_graph import embedder_problems
 from tierbot.backends import AnyStore, open_store
 from tierbot.config import Config, RespondMode
 from tierbot.errors import ConfigError, FatalAdapterError
@@ -237,9 +238,10 @@ class Runtime(Dispatcher):
             opened.callback(metrics.close)
             encoding = cfg.llm.encoding or encoding_for_model(cfg.llm.model)
             counter = get_counter(encoding)
-            too_small = window_problems(cfg, counter)
-            if too_small:
-                raise ConfigError(cfg.source, too_small)
+            # Refused before the store is opened: a bot that cannot run writes nothing.
+            problems = window_problems(cfg, counter) + embedder_problems(cfg.memory)
+            if problems:
+                raise ConfigError(cfg.source, problems)
             shared = cfg.workers.queue == "shared"
             pg_tables = (TASK_TABLES_PG, CLUSTER_TABLES, *([job_tables()] if shared else []))
             store = await open_store(

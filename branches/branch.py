@@ -105,6 +105,8 @@ async def run_branch(
             () if last else specs,
             purpose="branch",
             max_tokens=limits.max_reply_tokens,
+            window=window,
+            prompt_tokens=ctx.tokens,
             retries=limits.max_overflow_retries,
             compact=force,
         )

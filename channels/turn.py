@@ -30,6 +30,7 @@ from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
 from tierbot.llm.base import ChatMessage, Completion, ToolCall, ToolSpec
 from tierbot.llm.text import Overlap, names, sentences, without_author
 from tierbot.messages import Message, Outbound, Role
+from tierbot.tokens import MIN_REPLY_TOKENS, reply_cap
 from workers.supervisor import TaskOutcome
 
 __all__ = ["MAX_TOOL_ROUNDS", "Turns"]
@@ -163,31 +164,54 @@ class Turns:
                 await handle.done()
 
     async def _complete(self) -> str:
-        s = self.history.settings
         overflowed = False
         for _ in range(MAX_TOOL_ROUNDS + 1):
+            cap = self._reply_cap()
+            completion: Completion | None = None
             try:
-                completion = await self._call_model(s.max_reply_tokens)
+                if cap is not None:
+                    completion = await self._call_model(cap)
             except ContextOverflowError:
-                if overflowed:
-                    return "Sorry, this conversation is too long for the model right now."
-                overflowed = True
                 self.log.warning("channel.context_overflow", usage=round(self.history.usage, 3))
-                self.deps.events.publish(ContextOverflow(self.key, "channel"))
-                await self.compaction.overflowed()
-                continue
             except LLMError as exc:
                 self.log.error("channel.llm_failed", error=str(exc), kind=type(exc).__name__)
                 self.deps.events.publish(
                     TurnFailed(self.key, f"{type(exc).__name__}: {exc}", by_model=True)
                 )
                 return f"Sorry, I could not reach the model ({type(exc).__name__})."
+            if completion is None:  # refused as too long, or no room for a reply: cut, retry once
+                self.deps.events.publish(ContextOverflow(self.key, "channel"))
+                if overflowed:
+                    return "Sorry, this conversation is too long for the model right now."
+                overflowed = True
+                await self.compaction.overflowed()
+                continue
             if completion.usage is not None and completion.usage.input_tokens:
                 self.history.ctx.report_input_tokens(completion.usage.input_tokens)
             if not completion.tool_calls:
                 return completion.text or "…"
             await self._run_tools(completion.text, completion.tool_calls)
         return "Sorry, I got lost using my tools."
+
+    def _reply_cap(self) -> int | None:
+        """``max_reply_tokens``, cut to the room the window leaves after the prompt the next
+        request sends (the live context's running total, tool specs included): a provider
+        rejects a prompt plus reply cap over its window.  None, said in the log, when not
+        even :data:`~tierbot.tokens.MIN_REPLY_TOKENS` fit: no request is sent then."""
+        s = self.history.settings
+        prompt = self.history.ctx.total
+        cap = reply_cap(s.max_reply_tokens, s.context_window, prompt)
+        if cap is None:
+            self.log.warning(
+                "channel.no_room_for_reply",
+                prompt_tokens=prompt,
+                context_window=s.context_window,
+                min_reply_tokens=MIN_REPLY_TOKENS,
+                hint="no request sent: an emergency cut makes room, or the turn answers that "
+                "the conversation is too long (a smaller system prompt or a larger "
+                "context_window helps)",
+            )
+        return cap
 
     async def _call_model(self, max_tokens: int) -> Completion:
         """One chat request for the current context; a check left due by the messages this

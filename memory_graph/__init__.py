@@ -16,7 +16,13 @@ third-party libraries; channels and the application reach it through
 ``channels.memory``.
 """
 
-from .embedders import Embedder, HashingEmbedder, OpenAIEmbedder, SentenceTransformerEmbedder
+from .embedders import (
+    Embedder,
+    HashingEmbedder,
+    OpenAIEmbedder,
+    SentenceTransformerEmbedder,
+    embedder_problems,
+)
 from .graph import MemoryGraph
 from .tools import (
     chat_memory_tools,
@@ -52,6 +58,7 @@ __all__ = [
     "SaveResult",
     "SentenceTransformerEmbedder",
     "chat_memory_tools",
+    "embedder_problems",
     "forget_query",
     "format_for_prompt",
     "memory_tools",

@@ -118,16 +118,7 @@ class SentenceTransformerEmbedder:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:  # pragma: no cover - depends on the optional extra
-            raise ConfigError(
-                "tierbot",
-                [
-                    ConfigProblem(
-                        "memory.embedder",
-                        "sentence-transformers is not installed: install the extra with "
-                        f"pip install 'tierbot[sentence-transformers]' ({exc})",
-                    )
-                ],
-            ) from None
+            raise ConfigError("tierbot", [_not_installed(exc)]) from None
         self._path = path
         self._model: Any = SentenceTransformer(path, device="cpu")
         self._dim = int(self._model.get_sentence_embedding_dimension())
@@ -171,6 +162,31 @@ class OpenAIEmbedder:
             resp = self._client.embeddings.create(model=self._model, input=batch)
             out.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
         return _normalise(np.asarray(out, dtype=np.float32))
+
+
+def _not_installed(exc: ImportError) -> ConfigProblem:
+    return ConfigProblem(
+        "memory.embedder",
+        "sentence-transformers is not installed: install the extra with "
+        f"pip install 'tierbot[sentence-transformers]' ({exc})",
+    )
+
+
+def embedder_problems(config: MemoryConfig) -> list[ConfigProblem]:
+    """Why the embedder ``config`` names cannot be built in this environment (empty when it
+    can, as far as can be told without loading a model or calling a server).
+
+    Asked before the store is opened, so a missing optional extra stops ``run`` before
+    anything is written; it imports the extra's library, which building the embedder
+    would import anyway.
+    """
+    if not config.enabled or config.embedder != "sentence-transformers":
+        return []
+    try:
+        import sentence_transformers  # noqa: F401
+    except ImportError as exc:
+        return [_not_installed(exc)]
+    return []
 
 
 def embedder_from_config(config: MemoryConfig) -> Embedder:

@@ -30,7 +30,7 @@ HEADER = (
 NOTES: dict[str, str] = {
     "defaults.context_window": "tokens a channel's live context may use (counted with tiktoken)",
     "defaults.respond": "always | mention (only when addressed or in a DM) | listen (record, never reply)",
-    "defaults.max_reply_tokens": "cap on one reply",
+    "defaults.max_reply_tokens": "cap on one reply; less is asked when the prompt leaves less of context_window",
     "defaults.idle_evict_seconds": "an idle channel leaves memory after this; it rehydrates from SQLite",
     "defaults.mailbox_size": "inbound batches a channel may have queued before senders wait",
     "defaults.compaction.branch_preflight_threshold": "branches compact their own copy above this before their first call",

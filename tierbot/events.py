@@ -82,7 +82,8 @@ class TurnFailed(Event):
 
 @dataclass(frozen=True, slots=True)
 class ContextOverflow(Event):
-    """A provider refused a prompt as too long; ``source`` is channel, branch or worker."""
+    """A prompt did not fit the context window: the provider refused it as too long, or it
+    left no room for a reply and was not sent; ``source`` is channel, branch or worker."""
 
     source: str = "channel"
 

@@ -26,6 +26,21 @@ from tierbot.errors import TokenizerError
 # per message on top of its text.
 MESSAGE_OVERHEAD = 4
 
+#: The smallest reply worth asking a model for (``max_reply_tokens`` may be no less).
+MIN_REPLY_TOKENS = 16
+
+
+def reply_cap(max_reply_tokens: int, window: int, prompt_tokens: int) -> int | None:
+    """The ``max_tokens`` to send with a request of ``prompt_tokens``: ``max_reply_tokens``,
+    cut to the room ``window`` leaves after the prompt; None when that room is under
+    :data:`MIN_REPLY_TOKENS` (providers reject a prompt plus reply cap over the window, so
+    such a request must not be sent: make room first)."""
+    room = window - prompt_tokens
+    if room < MIN_REPLY_TOKENS:
+        return None
+    return min(max_reply_tokens, room)
+
+
 _URL_BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 _PACKAGED = ("o200k_base", "cl100k_base")
 _seed_lock = threading.Lock()

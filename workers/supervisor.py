@@ -157,8 +157,8 @@ class TaskHandle:
     events: Bus = field(default_factory=Bus, repr=False)
 
     def overflowed(self) -> None:
-        """Tell the bus the provider refused this run's prompt as too long (it compacts and
-        retries)."""
+        """Tell the bus this run's prompt did not fit the window (refused as too long, or no
+        room left for a reply); it compacts and retries."""
         self.events.publish(ContextOverflow(self.channel, self.kind))
 
     def view(self) -> dict[str, Any]:

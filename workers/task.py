@@ -30,7 +30,7 @@ import structlog
 from tierbot.errors import ContextOverflowError, LLMError
 from tierbot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
 from tierbot.llm.quoting import quote, quote_tool_result, unquote
-from tierbot.tokens import TokenCounter
+from tierbot.tokens import MIN_REPLY_TOKENS, TokenCounter, reply_cap
 from workers.records import Transcript
 from workers.supervisor import TaskFailed, TaskHandle
 from workers.tools import ToolRegistry, ToolResult, message_tokens, specs_tokens, units
@@ -54,19 +54,38 @@ async def complete_with_overflow_retry(
     *,
     purpose: Purpose,
     max_tokens: int,
+    window: int,
+    prompt_tokens: Callable[[], int],
     retries: int,
     compact: Callable[[int], Awaitable[bool]],
 ) -> Completion:
     """One completion; on a context overflow, ``compact(attempt)`` harder and retry.
 
+    The reply cap sent is ``max_tokens`` cut to the room ``window`` leaves after
+    ``prompt_tokens()`` (:func:`~tierbot.tokens.reply_cap`); a prompt that leaves less
+    than :data:`~tierbot.tokens.MIN_REPLY_TOKENS` is not sent, it counts as an overflow.
     At most ``retries`` retries; ``compact`` returns False when nothing is left
     to drop.  Raises :class:`TaskFailed` when the overflow persists, and for any
     other provider error (the provider has already retried transient ones).
     """
     attempt = 0
     while True:
+        tokens = prompt_tokens()
+        cap = reply_cap(max_tokens, window, tokens)
         try:
-            return await llm.complete(prompt(), tools, max_tokens=max_tokens, purpose=purpose)
+            if cap is None:
+                log.warning(
+                    "task.no_room_for_reply",
+                    purpose=purpose,
+                    prompt_tokens=tokens,
+                    context_window=window,
+                    min_reply_tokens=MIN_REPLY_TOKENS,
+                )
+                raise ContextOverflowError(
+                    f"the prompt ({tokens} tokens) leaves less than {MIN_REPLY_TOKENS} tokens "
+                    f"of the {window}-token window for a reply; not sent"
+                )
+            return await llm.complete(prompt(), tools, max_tokens=cap, purpose=purpose)
         except ContextOverflowError as exc:
             if attempt >= retries:
                 raise TaskFailed(
@@ -193,6 +212,10 @@ class TaskWorker:
     def usage(self) -> float:
         return self.tokens() / self.limits.context_window
 
+    def _request_tokens(self, specs: Sequence[ToolSpec]) -> int:
+        """Tokens the next request sends: the prompt, and the schemas of ``specs``."""
+        return self.tokens() - self._fixed + specs_tokens(self.counter, specs)
+
     async def _add(self, messages: Sequence[ChatMessage], kind: str = "message") -> None:
         seqs = await self.transcript.add(self.segment, messages, kind)
         self.body.extend(zip(messages, seqs, strict=True))
@@ -293,6 +316,8 @@ class TaskWorker:
             specs,
             purpose="worker",
             max_tokens=self.limits.max_reply_tokens,
+            window=self.limits.context_window,
+            prompt_tokens=lambda: self._request_tokens(specs),
             retries=self.limits.max_overflow_retries,
             compact=self._force,
         )

@@ -171,6 +171,53 @@ async def test_an_invalid_edit_is_rejected_with_its_key_path_and_the_old_config_
         assert "invalid TOML" in rejected["error"]
 
 
+PROMPT = "Answer kindly and cite who said what, with the date it was said. " * 18
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (lambda t: t.replace("context_window = 1000", "context_window = 400"), "defaults"),
+        (lambda t: t + '[[channels]]\nmatch = "test:*"\ncontext_window = 400\n', "channels[0]"),
+        (lambda t: t.replace(PROMPT, PROMPT * 3), "defaults"),
+    ],
+    ids=["smaller-window", "smaller-override", "longer-prompt"],
+)
+async def test_a_reload_that_leaves_a_window_too_little_room_is_rejected_like_at_start(
+    rt: Runtime, config_path: Path, tmp_path: Path, edit: Any, key: str
+) -> None:
+    """An edit whose context window (the default's or an override's) the system prompt would
+    nearly fill is rejected as startup refuses it: config.rejected names the key and the
+    smallest window that works, the running channel keeps its window, and saving that
+    smallest window then applies (such edits used to be applied unchecked)."""
+    actor = await rt.registry.actor(CH)
+    good = config_text(tmp_path / "tierbot.db").replace('"sys"', f'"{PROMPT}"')
+    bad = edit(good)
+    with structlog.testing.capture_logs() as logs:
+        async with watcher(rt, config_path) as w:
+            save(config_path, good)
+            await wait_for(lambda: w.last is not None and w.last.outcome == "applied")
+            before = rt.config
+            save(config_path, bad)
+            await wait_for(lambda: w.last is not None and w.last.outcome == "rejected")
+            assert rt.config is before
+            assert actor.settings.context_window == 1000
+            smallest = int(re.findall(r"set it to at least (\d+)", w.last.error)[0])
+            window = "400" if "= 400" in bad else "1000"
+            save(
+                config_path,
+                bad.replace(f"context_window = {window}", f"context_window = {smallest}"),
+            )
+            await wait_for(lambda: w.last is not None and w.last.outcome == "applied")
+    [rejected] = [e for e in logs if e["event"] == "config.rejected"]
+    assert rejected["keys"] == [f"{key}.context_window"]
+    assert f"{key}.context_window: " in rejected["error"]
+    assert "leave the conversation too little room" in rejected["error"]
+    await rt.submit(inbound(CH, text(50), pid="after-edit"))
+    await rt.drain()
+    assert actor.settings.context_window == smallest
+
+
 async def test_sighup_reloads_the_file_without_waiting_for_the_poll(
     rt: Runtime, config_path: Path, tmp_path: Path
 ) -> None:

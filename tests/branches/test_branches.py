@@ -157,6 +157,29 @@ async def test_two_overflows_in_a_row_force_compact_twice_then_the_branch_conclu
     assert len(events(logs, "branch.concluded")) == 1
 
 
+async def test_regression_a_branch_asks_for_no_more_reply_than_its_window_leaves(
+    make_config,
+) -> None:
+    """With max_reply_tokens set to nearly the whole window, a branch still sends a request
+    that fits: the reply cap is what the window leaves after the branch's prompt (the full
+    cap used to be sent on top of it)."""
+    llm = ScriptedLLM()
+    cfg = settings()
+    cfg["defaults"]["max_reply_tokens"] = WINDOW - 100
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
+        await fill(rt, 0.30)
+        llm.push("chat", branch_call("find it"), Completion("looking"))
+        llm.push("branch", Completion(text="found it"))
+        await rt.submit(inbound(CH, "where is it?", pid="q"))
+        await wait_for(lambda: len(rt.outbox.sent) == 2)
+        await rt.drain()
+        specs = builtin_tools(CH, store=rt.store, general=False).specs()
+    [call] = [c for c in llm.calls if c.purpose == "branch"]
+    sent = request_tokens(get_counter(), call.messages, specs)
+    assert sent > 100
+    assert call.max_tokens == WINDOW - sent
+
+
 async def test_three_overflows_in_a_row_fail_cleanly_and_the_channel_is_told(make_config) -> None:
     """A third overflow is not retried: the branch fails, the failure enters the channel's
     history and the channel answers with it in view."""

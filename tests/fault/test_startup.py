@@ -106,6 +106,44 @@ def test_a_store_path_that_cannot_be_opened_names_storage_path_and_exits_1(
         assert db.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["run", "replay"])
+def test_a_missing_sentence_transformers_extra_exits_before_the_store_is_created(
+    tmp_path: Path, command: str
+) -> None:
+    """With `[memory] embedder = "sentence-transformers"` and the package missing (an import
+    of it fails, installed or not), `run` / `replay` exit 2 within seconds naming
+    memory.embedder and the extra to install, and write nothing: no store folder, no store
+    file, no lock (the store used to be created and migrated first)."""
+    missing = tmp_path / "site"
+    (missing / "sentence_transformers").mkdir(parents=True)
+    (missing / "sentence_transformers" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'sentence_transformers'\", "
+        "name='sentence_transformers')\n"
+    )
+    bot = tmp_path / "bot"
+    bot.mkdir()
+    cfg = write_config(bot, memory=True)
+    cfg.write_text(
+        cfg.read_text()
+        .replace(str(bot / "bot.db"), str(bot / "data" / "bot.db"))
+        .replace(
+            "[memory]\nenabled = true\n",
+            f'[memory]\nenabled = true\nembedder = "sentence-transformers"\n'
+            f'embedder_model = "{tmp_path}"\n',
+        )
+    )
+    feed = write_lines(tmp_path / "feed.jsonl", messages(3))
+    args = ["run"] if command == "run" else ["replay", str(feed), "--channel", "s:1"]
+    pythonpath = f"{missing}{os.pathsep}{env()['PYTHONPATH']}"
+    code, err = _run_bounded([*args, "--config", str(cfg)], {"PYTHONPATH": pythonpath})
+    assert code == 2, err
+    assert sorted(f.name for f in bot.iterdir()) == ["config.toml"]
+    line = last_line(err)
+    assert line.startswith(f"{cfg}: memory.embedder: sentence-transformers is not installed")
+    assert "pip install 'tierbot[sentence-transformers]'" in line, line
+    assert no_traceback(err)
+
+
 def test_no_adapter_exits_within_seconds(tmp_path: Path) -> None:
     """`tierbot run` with every adapter off says so and exits 1 within seconds."""
     cfg = write_config(tmp_path)

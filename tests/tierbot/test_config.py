@@ -162,16 +162,18 @@ def test_embedder_without_a_model_is_named_once_and_nothing_is_written(
 def test_missing_sentence_transformers_names_the_key_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Without the optional extra, `run` exits 2 with one line naming memory.embedder once."""
+    """Without the optional extra, `run` exits 2 with one line naming memory.embedder once,
+    before the store (or anything else) is created."""
     p = write(
         tmp_path,
         f'[storage]\npath = "{tmp_path / "emb.db"}"\n[adapters.console]\nenabled = false\n'
         f'[memory]\nembedder = "sentence-transformers"\nembedder_model = "{tmp_path}"\n',
     )
     assert main(["run", "--config", str(p)]) == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the store's log lines
-    assert last.startswith("tierbot: memory.embedder: sentence-transformers is not installed")
-    assert last.count("memory.embedder") == 1
+    assert [f.name for f in tmp_path.iterdir()] == ["config.toml"]
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"{p}: memory.embedder: sentence-transformers is not installed")
+    assert line.count("memory.embedder") == 1
 
 
 def test_environment_overrides_any_key(tmp_path: Path) -> None:

@@ -112,6 +112,29 @@ async def test_worker_with_60_tool_calls_compacts_between_segments_and_keeps_its
     assert not [e for e in logs if e["event"] == "worker.overflow"]
 
 
+async def test_regression_a_workers_reply_cap_shrinks_as_its_context_fills(make_config) -> None:
+    """A worker asks for max_reply_tokens while its window has room for it and, as tool
+    results fill its context, for what the window has left: prompt plus cap never pass the
+    window (the full cap on top of a nearly full context used to)."""
+    llm = ScriptedLLM()
+    cfg = settings(turns_per_segment=40, max_segments=1)
+    cfg["defaults"]["max_reply_tokens"] = 2000
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
+        register_fetch(rt)
+        llm.push("chat", spawn(), Completion("started a worker"))
+        llm.push("worker", *[fetch_turn(i) for i in range(1, 31)], Completion(text="30 pages"))
+        await rt.submit(inbound(CH, "please fetch the report", pid="q"))
+        await wait_for(lambda: len(rt.outbox.sent) == 2)
+        await rt.drain()
+        actor = await rt.registry.actor(CH)
+        specs = actor.delegation.worker_tools().specs()
+    assert rt.outbox.sent[1].text == "30 pages"
+    calls = [c for c in llm.calls if c.purpose == "worker"]
+    sent = [request_tokens(get_counter(), c.messages, specs) for c in calls]
+    assert [c.max_tokens for c in calls] == [min(2000, WINDOW - n) for n in sent]
+    assert calls[0].max_tokens == 2000 and calls[-1].max_tokens < 1000
+
+
 async def test_worker_overflow_is_force_compacted_and_retried_at_most_twice(make_config) -> None:
     """Two overflows in a row are force-compacted and retried; a third fails the worker
     cleanly and the failure is posted to the channel."""

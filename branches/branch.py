@@ -21,8 +21,8 @@ from tierbot.llm.quoting import quote_tool_result
 from tierbot.tokens import TokenCounter
 from workers.records import Transcript
 from workers.supervisor import TaskFailed, TaskHandle
-from workers.task import complete_with_overflow_retry, unique_call_ids
-from workers.tools import ToolRegistry
+from workers.task import complete_with_overflow_retry, fit_search, unique_call_ids
+from workers.tools import ToolRegistry, message_tokens
 
 log = structlog.get_logger("tierbot.branches")
 
@@ -122,7 +122,9 @@ async def run_branch(
         turn_messages = [ChatMessage("assistant", completion.text, tool_calls=calls)]
         for call in calls:
             result = await tools.run(call)
-            text = quote_tool_result(call.name, result.text)  # user-derived: quoted material
+            used = ctx.tokens() + sum(message_tokens(counter, m) for m in turn_messages)
+            found = fit_search(call.name, result.text, window, used, counter)
+            text = quote_tool_result(call.name, found)  # user-derived: quoted material
             turn_messages.append(ChatMessage("tool", text, tool_call_id=call.id))
         ctx.own.extend(turn_messages)
         await record(turn_messages)

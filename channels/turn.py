@@ -24,6 +24,7 @@ from channels.deps import ChannelDeps
 from channels.history import History
 from channels.prompt import build_prompt
 from compactor.scheduler import in_flight_ids
+from memory_graph import fit_hits
 from tierbot.config import RespondMode
 from tierbot.errors import ContextOverflowError, LLMError, ToolError
 from tierbot.events import ContextOverflow, TurnCompleted, TurnFailed
@@ -36,15 +37,6 @@ from workers.supervisor import TaskOutcome
 __all__ = ["MAX_TOOL_ROUNDS", "Turns"]
 
 MAX_TOOL_ROUNDS = 4
-
-
-def _left_out(n: int) -> dict[str, object]:
-    """The note ending a recall's hits when ``n`` more did not fit in the window."""
-    return {
-        "left_out": n,
-        "note": f"{n} more memories were found but did not fit in the context window; "
-        "a narrower question finds them",
-    }
 
 
 _MEMORY_TOOLS = ("memory_recall", "memory_save", "memory_forget")
@@ -294,45 +286,14 @@ class Turns:
             return json.dumps({"error": f"the memory store failed ({kind}); {outcome}"})
 
     def _fitted(self, found: str) -> str:
-        """A recall's hits, as many as the window holds under its emergency threshold:
-        in a small window twenty hits (~75 tokens each) put the request past the window
-        itself.  When they do not all fit, each is cut to what the model reads (the
-        message ids behind it and the channel, when it is this one, go) and the best
-        are kept, followed by a note saying how many were left out; none fitting is
-        said, never passed off as nothing found."""
-        try:
-            hits = json.loads(found)
-        except ValueError:
-            return found
+        """A recall's hits, as many as the window holds under its emergency threshold
+        (see :func:`memory_graph.fit_hits`)."""
         s = self.history.settings
         room = int(s.context_window * s.compaction.emergency_threshold) - self.history.ctx.total
-        count = self.deps.counter.count_message
-        if not isinstance(hits, list) or count(found) <= room:
-            return found
-        kept = [self._lean(h) for h in hits]
-        left_out = 0
-        while kept and count(json.dumps([*kept, _left_out(len(hits))], ensure_ascii=False)) > room:
-            kept.pop()
-            left_out += 1
-        self.log.info("channel.recall_trimmed", found=len(hits), kept=len(kept), room=room)
-        if not kept:
-            return json.dumps(
-                {"error": f"the context window has no room for the {len(hits)} memories found"}
-            )
-        if left_out:
-            kept.append(_left_out(left_out))
-        return json.dumps(kept, ensure_ascii=False)
-
-    def _lean(self, hit: object) -> object:
-        """One recall hit without what only the store reads."""
-        if not isinstance(hit, dict):
-            return hit
-        lean = {k: v for k, v in hit.items() if k != "source_message_ids"}
-        if lean.get("channel") == self.key:
-            del lean["channel"]
-        if isinstance(lean.get("created_at"), float):
-            lean["created_at"] = round(lean["created_at"])
-        return lean
+        fitted = fit_hits(found, room, self.deps.counter.count_message, channel=self.key)
+        if fitted is not found:
+            self.log.info("channel.recall_trimmed", room=room)
+        return fitted
 
     async def _archive_spent_memory_traffic(self, reply: Message) -> None:
         """Move the memory-tool exchanges of earlier turns out of the live context.

@@ -26,6 +26,7 @@ from .embedders import (
 from .graph import MemoryGraph
 from .tools import (
     chat_memory_tools,
+    fit_hits,
     forget_query,
     format_for_prompt,
     memory_tools,
@@ -59,6 +60,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "chat_memory_tools",
     "embedder_problems",
+    "fit_hits",
     "forget_query",
     "format_for_prompt",
     "memory_tools",

@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from memory_graph import fit_hits
 from tierbot.errors import ContextOverflowError, LLMError
 from tierbot.llm.base import ChatMessage, Completion, LLMProvider, Purpose, ToolCall, ToolSpec
 from tierbot.llm.quoting import quote, quote_tool_result, unquote
@@ -326,13 +327,28 @@ class TaskWorker:
         calls = unique_call_ids(completion.tool_calls, self._ids, "call")
         results: list[ToolResult] = [await self.tools.run(c) for c in calls]
         messages = [ChatMessage("assistant", completion.text, tool_calls=calls)]
-        messages += [
-            ChatMessage("tool", quote_tool_result(c.name, r.text), tool_call_id=c.id)
-            for c, r in zip(calls, results, strict=True)
-        ]
+        for c, r in zip(calls, results, strict=True):
+            used = self.tokens() + sum(message_tokens(self.counter, m) for m in messages)
+            text = fit_search(c.name, r.text, self.limits.context_window, used, self.counter)
+            messages.append(ChatMessage("tool", quote_tool_result(c.name, text), tool_call_id=c.id))
         await self._add(messages)
         self.turns += 1
         self.calls += len(calls)
+
+
+#: The search tools whose results are lists a small window may not hold whole.
+SEARCH_TOOLS = frozenset({"memory_recall", "conversation_search"})
+#: The share of the window a search's result may fill up to.
+SEARCH_ROOM_SHARE = 0.95
+
+
+def fit_search(name: str, text: str, window: int, used: int, counter: TokenCounter) -> str:
+    """A search tool's result cut to the room ``window`` leaves after ``used`` tokens
+    (under :data:`SEARCH_ROOM_SHARE` of it), saying what it left out; any other tool's
+    result as it is.  See :func:`memory_graph.fit_hits`."""
+    if name not in SEARCH_TOOLS:
+        return text
+    return fit_hits(text, int(window * SEARCH_ROOM_SHARE) - used, counter.count_message)
 
 
 def unique_call_ids(

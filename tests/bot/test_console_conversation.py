@@ -125,15 +125,8 @@ synchronous = "normal"
 enabled = true
 [adapters.console]
 user = "dana"
-# Compaction starts where it would in a 2,200-token window (at 1,760 tokens), but the
-# window holds a request carrying a 20-memory recall result (~2,000 tokens) beside the
-# system prompt and tools: a request over the window is not sent.
 [defaults]
-context_window = 4000
-[defaults.compaction]
-branch_preflight_threshold = 0.40
-background_threshold = 0.44
-aggressive_threshold = 0.47
+context_window = 2200
 """
     )
     term = Terminal(config, tmp_path / "stderr.log")

@@ -39,6 +39,21 @@ __all__ = ["MAX_TOOL_ROUNDS", "Turns"]
 MAX_TOOL_ROUNDS = 4
 
 
+#: Fewer recall hits than this fitting in the window makes room first.
+_FEW_HITS = 3
+
+
+def _hits(found: str) -> int:
+    """How many hits a search's result brings (its left-out note is none)."""
+    try:
+        hits = json.loads(found)
+    except ValueError:
+        return 0
+    if not isinstance(hits, list):
+        return 0
+    return sum(1 for h in hits if not (isinstance(h, dict) and "left_out" in h))
+
+
 _MEMORY_TOOLS = ("memory_recall", "memory_save", "memory_forget")
 
 
@@ -259,7 +274,13 @@ class Turns:
                     exclude=live,
                     asker_id=asker.author_id if asker is not None else "",
                 )
-                return self._fitted(found)
+                fitted = self._fitted(found)
+                if _hits(fitted) < min(_FEW_HITS, _hits(found)):
+                    # The window is nearly full: make room as an overflow would (an
+                    # emergency cut of the oldest live messages, archived), then fit again.
+                    await self.compaction.overflowed()
+                    fitted = self._fitted(found)
+                return fitted
             if asker is None:
                 return json.dumps({"error": "there is no message of anyone's to save from"})
             if call.name == "memory_save":

@@ -1203,6 +1203,7 @@ async def test_naming_whom_is_asked_about_does_not_answer_a_detail_never_told(
         "My sister Ana lives in Madrid.",
         "Elif is vegetarian and doesn't eat fish.",
         "We decided to skip Osaka this time.",
+        "Lucia's replacement during leave is Omar.",
     ]
     unsaid = [
         "What is Elif afraid of?",
@@ -1215,6 +1216,7 @@ async def test_naming_whom_is_asked_about_does_not_answer_a_detail_never_told(
         "Where does Ana live?": "Madrid",
         "Who is Elif?": "vegetarian",
         "Does Elif eat fish?": "vegetarian",
+        "Who is covering for Lucia?": "Omar",  # a "who" is answered by another name
     }
     await _told_then_asked(make_config, facts, unsaid, said)
 

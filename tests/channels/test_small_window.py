@@ -105,3 +105,59 @@ async def test_a_recall_brings_only_what_the_window_has_room_for(
     assert all("locker" in h["content"] for h in hits)
     assert note["left_out"] == 20 - len(hits), note  # said, not passed off as all there was
     assert peak <= 0.95, peak
+
+
+async def test_a_recall_with_room_for_too_few_hits_makes_room_first(
+    make_config: Callable[..., Config],
+) -> None:
+    """The window is nearly full (under the background threshold) when a recall of
+    twenty memories comes: rather than bring one hit or none ("no room"), the turn cuts
+    the oldest live messages as an overflow would (archived, not lost) and brings at
+    least three."""
+    llm = ScriptedLLM(chat_reply="ok")
+    thresholds = {
+        "branch_preflight_threshold": 0.5,
+        "background_threshold": 0.95,
+        "aggressive_threshold": 0.96,
+        "emergency_threshold": 0.97,
+    }
+    cfg = make_config(
+        {
+            "memory": {"enabled": True},
+            "defaults": {"context_window": 1500, "compaction": thresholds},
+        }
+    )
+    async with Runtime.open(cfg, llm=llm) as rt:
+        assert rt.memory is not None
+        for i in range(20):
+            await rt.memory.graph.save(
+                f"ann: my locker number {i} at the pool in building {i} has code {4400 + i}",
+                "fact",
+                channel=CH,
+                author_id="ann",
+            )
+        actor = None
+        for i in range(200):
+            await rt.submit(
+                inbound(CH, f"note {i}: the crate of apples went to stall {i}", pid=f"n{i}")
+            )
+            await rt.drain()
+            actor = rt.registry.actors[CH]
+            if actor.history.usage >= 0.90:
+                break
+        assert actor is not None and 0.90 <= actor.history.usage < 0.95, actor.history.usage
+        recall = ToolCall("r1", "memory_recall", {"query": "locker", "limit": 20})
+        llm.push("chat", Completion("", tool_calls=(recall,)))
+        await rt.submit(inbound(CH, "what are my locker codes?", pid="q1", author="ann"))
+        await rt.drain()
+        answered = next(
+            c.messages
+            for c in reversed(llm.calls)
+            if c.purpose == "chat" and any(m.role == "tool" for m in c.messages)
+        )
+        archived = [m async for m in rt.store.export(CH) if m.text.startswith("note 0:")]
+    [result] = [m for m in answered if m.role == "tool"]
+    hits = [h for h in json.loads(unquote(result.content)) if "content" in h]
+    assert len(hits) >= 3, result.content
+    assert archived, "the oldest note is kept in the archive"
+    assert not any("note 0:" in m.content for m in answered)  # cut from the live context

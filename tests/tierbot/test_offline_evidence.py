@@ -208,3 +208,43 @@ async def test_what_else_says_what_it_cannot_bring_and_asks_what_it_continues() 
     alone = [ChatMessage("user", "what else?", name="ann")]
     done = await OfflineProvider().complete(alone, (), 300, purpose="chat")
     assert done.text.startswith("What else about what?"), done.text
+
+
+async def test_a_list_whose_second_recall_failed_never_says_it_is_all() -> None:
+    """The recall of facts failed (the window had no room) while the personal one
+    worked: the list says there may be more and why; "what else?" then answered "That
+    is everything you told me that I kept" while many things were kept. A "what else?"
+    whose list a compaction took out of view in the middle of its turn still continues
+    it (it answered "What else about what?")."""
+    import json
+
+    from tierbot.llm.base import ToolCall
+    from tierbot.llm.offline import OfflineProvider
+
+    no_room = json.dumps({"error": "the context window has no room for the 9 results found"})
+    found = [{"type": "identity", "content": "ann: I'm Ann, a nurse", "created_at": 100}]
+
+    def turn(question: str, before: list[ChatMessage]) -> list[ChatMessage]:
+        calls = (
+            ToolCall("recall-a", "memory_recall", {"query": question, "from_asker": True}),
+            ToolCall("recall-b", "memory_recall", {"query": question, "from_asker": True}),
+        )
+        return [
+            *before,
+            ChatMessage("user", question, name="ann"),
+            ChatMessage("assistant", "", tool_calls=calls),
+            ChatMessage("tool", json.dumps(found), tool_call_id="recall-a"),
+            ChatMessage("tool", no_room, tool_call_id="recall-b"),
+        ]
+
+    done = await OfflineProvider().complete(turn("what do you know about me?", []), (), 300)
+    assert done.text.startswith("Here is what you told me: you're Ann, a nurse."), done.text
+    assert done.text.endswith(
+        "(There may be more: I could not look further back: the "
+        "context window has no room for the 9 results found.)"
+    ), done.text
+    listed = [ChatMessage("assistant", "Here is what you told me: you're Ann, a nurse.")]
+    done = await OfflineProvider().complete(turn("what else?", listed), (), 300)
+    assert done.text.startswith("I could not look further back: the context window"), done.text
+    done = await OfflineProvider().complete(turn("what else?", []), (), 300)
+    assert done.text.startswith("Here is what you told me: you're Ann"), done.text

@@ -330,6 +330,7 @@ _YES_NO = re.compile(
 # What is asked of a thing rather than which thing: "my landlord's number" is answered
 # by "My landlord's phone is …".
 _ASKED_OF_IT = frozenset(stems("number name called age old colour color time date day year"))
+_WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
 _DATED = re.compile(
@@ -353,6 +354,7 @@ class _Asked:
     mine: bool  # asked of the asker ("where do I live?")
     confirm: bool  # a yes-or-no question
     when: bool = False  # asks for a date or time ("When is Sofia's birthday?")
+    who: bool = False  # asks for a person ("Who is covering for Lucia?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -370,6 +372,7 @@ class _Asked:
             bool(_ASKED_OF_ME.search(question)),
             bool(_YES_NO.match(question)),
             bool(_WHEN.search(question)),
+            bool(_WHO.match(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -389,7 +392,10 @@ class _Asked:
         # afraid of?", nor "My sister Ana lives in Madrid" "When is Ana's birthday?".
         detail = self.words - self.names - _ASKED_OF_IT
         dated = self.when and _DATED.search(e.text) is not None  # "turns 40 on 2025-09-14"
-        if self.names and detail and not detail & have and not dated:
+        # "Who is covering for Lucia?" is answered by a line naming someone else too:
+        # "Lucia's replacement during leave is Omar".
+        someone = self.who and bool(_proper(e.text) - self.names)
+        if self.names and detail and not detail & have and not dated and not someone:
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
         # Osaka this time" is not "What time is our flight?".
@@ -1062,7 +1068,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
         if _WHAT_ELSE.match(plain):
-            if not _last_reply(messages[:at]).startswith((ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD)):
+            # The list it continues, or this turn's recalls for it (a compaction landing
+            # in the middle of the turn may take the list out of view).
+            continued = bool(_recalls_for(task, asked)) or _last_reply(messages[:at]).startswith(
+                (ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD)
+            )
+            if not continued:
                 # Nothing in view it continues (a long list may be compacted already).
                 answers.append((task, WHAT_ELSE_OF_WHAT))
                 continue
@@ -1082,7 +1093,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         speaker = q.name or ""
         recall_ok = "memory_recall" in tools and "memory_recall" not in tried
         # A lookup that failed is not a lookup that found nothing: say which it was.
-        failed = _failure(results, f"recall-{key}")
+        # (By the question asked: a compaction in the middle of the turn may shift the
+        # position a call's id was made from.)
+        mine_ids = _recalls_for(task, asked)
+        failed = next((f for i in mine_ids if (f := _failure(results, i))), None)
 
         # "What do you know about Elif?": everything said of her, not one line.
         if (someone := _ABOUT_SOMEONE.search(plain)) is not None and not _ABOUT_ME.search(plain):
@@ -1103,7 +1117,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 speaker,
                 pool,
                 _listed(messages[:at]) if _ELSE.search(plain) else (),
-                _left_out(results, (f"recall-{key}", f"recall-{key}.facts")),
+                _left_out(results, mine_ids),
+                failed,
             )
         )
         if personal is not None:
@@ -1273,6 +1288,15 @@ def _about_someone(name: str, pool: Sequence[Evidence], limit: int = 8) -> str |
     return f"What I know about {name}: " + "; ".join(told[:limit]) + more + "."
 
 
+def _recalls_for(task: str, asked: dict[str, ToolCall]) -> list[str]:
+    """The ids of the recalls made for the question ``task``."""
+    return [
+        c.id
+        for c in asked.values()
+        if c.name == "memory_recall" and c.arguments.get("query") == task
+    ]
+
+
 def _left_out(results: Sequence[ChatMessage], call_ids: Sequence[str]) -> int:
     """How many hits the recalls ``call_ids`` found but could not bring (the window had
     no room for them)."""
@@ -1291,12 +1315,14 @@ def _personal_answer(
     pool: Sequence[Evidence],
     shown: Sequence[str] = (),
     left_out: int = 0,
+    failed: str | None = None,
 ) -> str | None:
     """ "What is my name?" and "What do you know about me?" from what the asker said;
     None when it is another question, or nothing in ``pool`` answers it.  What the
     replies just before listed (``shown``) is not listed again: "what else?" gets the
     rest, or is told there is no more; what a recall found but could not bring
-    (``left_out``) is said to be there."""
+    (``left_out``) is said to be there, and a recall that ``failed`` is never passed
+    off as all there is."""
     if _MY_NAME.search(question):
         name = _known_name(speaker, pool)
         # The message that gave the name, not any "I'm thinking…".
@@ -1327,9 +1353,10 @@ def _personal_answer(
                     f"There are {more[1]} more things you told me that I could not bring "
                     "into this conversation at once: ask me about one of them by name."
                 )
-            return ALL_TOLD
+            return _nothing(failed, ALL_TOLD) if failed else ALL_TOLD
         if facts:
-            return ABOUT_YOU + "; ".join(facts) + "."
+            more = f" (There may be more: {_nothing(failed, '')})" if failed else ""
+            return ABOUT_YOU + "; ".join(facts) + "." + more
     return None
 
 

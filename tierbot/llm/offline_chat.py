@@ -1355,8 +1355,8 @@ def _personal_answer(
                 )
             return _nothing(failed, ALL_TOLD) if failed else ALL_TOLD
         if facts:
-            more = f" (There may be more: {_nothing(failed, '')})" if failed else ""
-            return ABOUT_YOU + "; ".join(facts) + "." + more
+            maybe = f" (There may be more: {_nothing(failed, '')})" if failed else ""
+            return ABOUT_YOU + "; ".join(facts) + "." + maybe
     return None
 
 

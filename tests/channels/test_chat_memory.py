@@ -1052,6 +1052,21 @@ async def test_what_changed_since_is_kept_and_added_to_the_answer(
                 "We migrated the ledger from Postgres 16 to CockroachDB.",
                 "What database does the ledger use?",
             ),
+            (
+                "Our head baker Rui is allergic to sesame.",
+                "Rui doesnt work for us anymore.",
+                "Who is our head baker?",
+            ),
+            (
+                "George takes his blood pressure pills at 8am.",
+                "George's pills are at 9am now, the doctor changed it.",
+                "When does George take his pills?",
+            ),
+            (
+                "My sister Claire lives in Cardiff.",
+                "Claire moved to Swansea last month.",
+                "Where does Claire live?",
+            ),
         ]
         for i, (before, change, _) in enumerate(pairs):
             await _say(rt, before, f"b{i}")
@@ -1061,6 +1076,10 @@ async def test_what_changed_since_is_kept_and_added_to_the_answer(
             said = await _say(rt, question, f"q{i}")
             assert f"«{before}» Later, ann said on " in said, (question, said)
             assert said.endswith(f"«{change}»"), (question, said)
+        await _say(rt, "We booked a trip to Cornwall in May.", "w1")
+        assert (await _say(rt, "We cancelled the Cornwall trip.", "w2")).startswith("Noted")
+        said = await _say(rt, "When is the Cornwall trip?", "w3")
+        assert said.endswith("«We cancelled the Cornwall trip.»"), said
         await _say(rt, "My locker code changed to 7720.", "l1")
         assert await _say(rt, "What's my garage code?", "l2") == "Nothing I could find covers that."
 

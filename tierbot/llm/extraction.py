@@ -785,18 +785,20 @@ CHANGED = re.compile(
     r"\b(?:moved|relocated|moving)\s+(?:from|to|into|back\s+to|out\s+of|away)\b|"
     r"\b(?:quit|left|lost|resigned\s+from)\s+(?:my|the|his|her|our|their)\s+(?:\w+\s+)?"
     r"(?:job|role|position|team|company|firm|band|club|course|school)\b|"
-    r"\b(?:sold|gave\s+away|got\s+rid\s+of)\s+(?:my|the|our|his|her|their)\s+\w+|"
+    r"\b(?:sold|gave\s+away|got\s+rid\s+of|cancell?ed|called\s+off|postponed)\s+"
+    r"(?:my|the|our|his|her|their)\s+\w+|"
     r"\b(?:switched|changed|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?(?:from|to)\b",
     re.I,
 )
 # "… no longer …", "… not … anymore": something that held and stopped.
 _STOPPED = re.compile(
-    r"\bno\s+longer\b|\b(?:not|never|\w+n't)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
+    r"\bno\s+longer\b|\b(?:not|never|(?:do|does|did|is|are|was|were|has|have|had|ca|wo)"
+    r"n'?t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
     re.I,
 )
 # The words that say it stopped, and what "I don't work…" is without them ("I work…").
 _STOPPED_WORDS = re.compile(
-    r"\bno\s+longer\s+|\b(?:do|does|did)(?:n't|\s+not)\s+|\b(is|are|was|were)n't\b|"
+    r"\bno\s+longer\s+|\b(?:do|does|did)(?:n'?t|\s+not)\s+|\b(is|are|was|were)n'?t\b|"
     r"\b(?:not|never)\s+|,?\s*\b(?:anymore|any\s+more|any\s+longer)\b",
     re.I,
 )
@@ -841,8 +843,17 @@ def classify(sentence: str) -> tuple[str | None, float]:
         return "event", 0.6
     if _STOPPED.search(s) and (still := _STOPPED_WORDS.sub(_unsaid, s)) != s:
         # "I don't work at the bank anymore" is kept as what it undoes would be: the
-        # chat reads it as retiring "I work at the bank".
-        return classify(still)
+        # chat reads it as retiring "I work at the bank"; "Rui doesn't work for us
+        # anymore", what it undoes not typed, as a change (an event).
+        undone = classify(still)
+        if (
+            undone[0] is None
+            and len(stems(still)) >= 2
+            and not _OPINION.search(s)
+            and not _LAUGH_START.match(s)
+        ):
+            return "event", 0.5
+        return undone
     if len(words(s)) < 3 or _OPINION.search(s) or _LAUGH_START.match(s):
         return None, 0.0
     s = _VOCATIVE.sub(" ", s)

@@ -45,7 +45,7 @@ from tierbot.llm.extraction import (
     to_second_person,
 )
 from tierbot.llm.quoting import blocks, is_quoted, unquote
-from tierbot.llm.text import Overlap, names, sentences, stems
+from tierbot.llm.text import STOPWORDS, Overlap, names, sentences, stems
 from tierbot.llm.transcript import BOT_MARK
 
 __all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
@@ -479,22 +479,38 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     """Whether ``e`` says what ``found`` tells changed: "We sold the Honda" after "I
     drive a grey Honda Civic" (a name both give), "Tariq moved from Glasgow to
     Edinburgh" after "Tariq lives in Glasgow", "I quit the library job" after "I work
-    part time at the campus library" (both said of oneself, a word in common)."""
-    if not CHANGED.search(e.text):
+    part time at the campus library" (both said of oneself, a word in common); "Rui
+    doesn't work for us anymore" after "Our head baker Rui is allergic to sesame";
+    "George's pills are at 9am now" after "George takes his pills at 8am" (two words in
+    common)."""
+    if not (CHANGED.search(e.text) or _no_longer(e.text) or _NOW.search(e.text)):
         return False
     if _proper(found.text) & _proper(e.text):
         return True
+    if _NOW.search(e.text) and len(said & set(stems(e.text)) - _NOT_SAID) >= 2:
+        return True  # "George's pills are at 9am now" after "George takes his pills at 8am"
     return mine and bool(_I_SAID.search(e.text)) and bool(said & set(stems(e.text)) - _NOT_SAID)
 
 
 def _proper(text: str) -> set[str]:
-    """The stems of the capitalised words of ``text`` that are not a sentence's first."""
+    """The stems of the names in ``text``: capitalised words, a sentence's first too
+    unless a common word opens it ("Nadia got a new job", not "We sold…")."""
     return {
         t
         for s in sentences(text)
-        for w in re.findall(r"(?<=\S )(?!I\b)[A-Z][\w-]+", s)
+        for w in re.findall(r"(?<![\w'])(?!I\b)[A-Z][\w-]+", s)
+        if not (s.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
         for t in stems(w)
     }
+
+
+# Words that open a sentence with a capital without being a name.
+_OPENERS = frozenset(
+    "actually also anyway btw but hey hi hello oh ok okay please so sorry thanks well yes "
+    "yeah no not just maybe today tomorrow yesterday tonight".split()
+)
+# "… now": a newer value of something said before ("George's pills are at 9am now").
+_NOW = re.compile(r"\bnow\b", re.I)
 
 
 # Where someone lives, and the words that say it changed.
@@ -508,7 +524,8 @@ _MOVED_TO = re.compile(
 # "I don't live in Porto anymore", "I no longer drink coffee": what held before holds no
 # more.  A clause at a time: "…, I moved to Lisbon" says something else.
 _NO_LONGER = re.compile(
-    r"\bno\s+longer\b|\b(?:not|never|\w+n['’]t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
+    r"\bno\s+longer\b|\b(?:not|never|(?:do|does|did|is|are|was|were|has|have|had|ca|wo)"
+    r"n['\u2019]?t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
     re.I,
 )
 _CLAUSE = re.compile(r"\s*(?:[,;:]|\s-\s|\bbut\b)\s*", re.I)

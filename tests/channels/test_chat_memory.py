@@ -1110,6 +1110,10 @@ async def test_what_do_you_know_about_someone_lists_what_was_said_of_them(
         assert said == (
             f"What I know about Sami: «{told[1]}» (ann, {said.split('(ann, ')[1][:10]})."
         ), said
+        said = await _say(rt, "What do you know about Sami and Elif?", "q4")
+        sami, elif_ = said.splitlines()
+        assert sami.startswith("«What do you know about Sami?» What I know about Sami:"), said
+        assert elif_.startswith("«What do you know about Elif?» What I know about Elif:"), said
         said = await _say(rt, "What do you know about Bob?", "q3")
         assert said.startswith("I don't know yet"), said
 
@@ -1223,8 +1227,12 @@ async def test_naming_whom_is_asked_about_does_not_answer_a_detail_never_told(
         "Elif is vegetarian and doesn't eat fish.",
         "We decided to skip Osaka this time.",
         "Lucia's replacement during leave is Omar.",
+        "I live in Bristol with my husband George.",
+        "Claire's husband is called Mark, he's a firefighter.",
+        "George takes his blood pressure pills at 8am.",
     ]
     unsaid = [
+        "When is George's appointment?",  # a time George does something else is no answer
         "What is Elif afraid of?",
         "What's Elif's passport number?",
         "When is Ana's birthday?",
@@ -1236,6 +1244,7 @@ async def test_naming_whom_is_asked_about_does_not_answer_a_detail_never_told(
         "Who is Elif?": "vegetarian",
         "Does Elif eat fish?": "vegetarian",
         "Who is covering for Lucia?": "Omar",  # a "who" is answered by another name
+        "What is my husband's name?": "George",  # not Claire's husband
     }
     await _told_then_asked(make_config, facts, unsaid, said)
 

@@ -362,6 +362,9 @@ def test_deleting_what_was_told_is_a_forget_and_other_deleting_is_not(
         ("I don't work at the bank anymore.", "identity"),  # typed as what it undoes
         ("I am no longer vegetarian", "preference"),
         ("I can't do this anymore", None),
+        ("Rui doesnt work for us anymore.", "event"),  # no apostrophe; undoes nothing typed
+        ("Mark isn't a firefighter anymore, he retrained as a paramedic.", "event"),  # no to-do
+        ("We cancelled the Cornwall trip.", "event"),
     ],
 )
 def test_names_apologies_and_what_stopped_are_typed(line: str, kind: str | None) -> None:

@@ -505,7 +505,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"install|upgrade|back up|test|deploy|post|share|invite|confirm|"
             r"make sure|double-check|learn|label|wash|fill (in|out)|upload|tidy|put|leave|"
             r"lock|unlock|turn off|switch off|charge|pack|move|sort|restock|mark|"
-            r"practi[sc]e|rehearse|wear|bring|text|message|don'?t)\b|"
+            # (a name like a verb: "Mark isn't a firefighter", "Bill has left")
+            r"practi[sc]e|rehearse|wear|bring|text|message|don'?t)\b"
+            r"(?!\s+(?:is|isn'?t|was|wasn'?t|has|hasn'?t|had|does|doesn'?t|did|said|says)\b)|"
             r"^(everyone|everybody|all|folks|team|guys|people|y'all)\b[,:]?\s+(please |pls |"
             r"just |also )?(?!(is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
             r"wants|needs|seems|looks|got|gets|here|else|okay|ok)\b)[a-z]+(?<!ed)(?<!s)\b|"
@@ -841,7 +843,8 @@ def classify(sentence: str) -> tuple[str | None, float]:
         # "Tariq moved from Glasgow to Edinburgh", "I quit the library job", "We sold
         # the Honda": what held changed; kept, so an answer can add it.
         return "event", 0.6
-    if _STOPPED.search(s) and (still := _STOPPED_WORDS.sub(_unsaid, s)) != s:
+    stopped = next((c for c in re.split(r"\s*[,;]\s*", s) if _STOPPED.search(c)), "")
+    if stopped and (still := _STOPPED_WORDS.sub(_unsaid, stopped)) != stopped:
         # "I don't work at the bank anymore" is kept as what it undoes would be: the
         # chat reads it as retiring "I work at the bank"; "Rui doesn't work for us
         # anymore", what it undoes not typed, as a change (an event).

@@ -329,8 +329,13 @@ _YES_NO = re.compile(
 )
 # What is asked of a thing rather than which thing: "my landlord's number" is answered
 # by "My landlord's phone is …".
-_ASKED_OF_IT = frozenset(stems("number name called age old colour color time date day year"))
+_ASKED_OF_IT = frozenset(
+    stems("number name called age old colour color time date day year birthday born birth")
+)
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
+_MY_THING = re.compile(r"\bmy\s+\w", re.I)
+# A statement about someone's thing by name: "Claire's husband is called Mark".
+_WHOSE = re.compile(r"[A-Z][\w-]*'s\s")
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
 _DATED = re.compile(
@@ -355,6 +360,7 @@ class _Asked:
     confirm: bool  # a yes-or-no question
     when: bool = False  # asks for a date or time ("When is Sofia's birthday?")
     who: bool = False  # asks for a person ("Who is covering for Lucia?")
+    my_thing: bool = False  # asks of something the asker's ("my husband's name")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -373,6 +379,7 @@ class _Asked:
             bool(_YES_NO.match(question)),
             bool(_WHEN.search(question)),
             bool(_WHO.match(question)),
+            bool(_MY_THING.search(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -395,7 +402,7 @@ class _Asked:
         # "Who is covering for Lucia?" is answered by a line naming someone else too:
         # "Lucia's replacement during leave is Omar".
         someone = self.who and bool(_proper(e.text) - self.names)
-        if self.names and detail and not detail & have and not dated and not someone:
+        if self.names and detail and not detail & have and not someone:
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
         # Osaka this time" is not "What time is our flight?".
@@ -408,6 +415,8 @@ class _Asked:
         said_of = [m[1] for m in subjects if m is not None]
         if self.mine and any(_someone_else(x) for x in said_of):
             return False  # "Where do I live?" is not answered by "Mum lives at …"
+        if self.my_thing and said_of and all(_named_whose(x) for x in said_of):
+            return False  # "my husband's name" is not "Claire's husband is called Mark"
         if self.about - _ASKED_OF_IT <= have:
             return True
         for subject in said_of:
@@ -416,6 +425,13 @@ class _Asked:
             if kind and not Overlap.stems(kind) <= self.words:
                 return False
         return True
+
+
+def _named_whose(subject: str) -> bool:
+    """Whether ``subject`` is someone's thing by their name ("Claire's husband"), not a
+    relative's ("Mum's birthday" is the asker's mother's)."""
+    m = _WHOSE.match(subject)
+    return m is not None and not Overlap.stems(m[0].split("'")[0]) & _FAMILY
 
 
 def _someone_else(subject: str) -> bool:
@@ -965,7 +981,7 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             if body.get("forgotten"):
                 notes.append(
                     "OK: I won't keep that, and I forgot what you had told me about "
-                    f"{_short(what).rstrip(' .!')}."
+                    f"{_short(what.split(',')[0]).rstrip(' .!')}."
                 )
             elif "error" in body:
                 notes.append(f"I could not forget what you had told me about it: {body['error']}.")
@@ -1227,14 +1243,16 @@ _AND_ASKS = re.compile(
 
 # "Where do Ana and Rui live?": two people named, each to be answered.
 _BOTH = re.compile(r"(?<=\S )([A-Z][\w-]+),?\s+and\s+([A-Z][\w-]+)\b(?!['\u2019])")
-_PLURAL_VERB = re.compile(r"\b(do|are|were|have)\b(?=.*?\{\})", re.I)
+# The verb of the two people asked about, right before them ("where do {} live?"), not
+# another's ("what do you know about {}?").
+_PLURAL_VERB = re.compile(r"\b(do|are|were|have)\s+(?=\{\})", re.I)
 _ONE = {"do": "does", "are": "is", "were": "was", "have": "has"}
 
 
 def _one(verb: str) -> str:
     """The verb for one person: "does" for "do", "Does" for "Do"."""
     one = _ONE[verb.lower()]
-    return one.capitalize() if verb[0].isupper() else one
+    return (one.capitalize() if verb[0].isupper() else one) + " "
 
 
 def _each_named(question: str) -> list[str]:

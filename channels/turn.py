@@ -175,6 +175,10 @@ class Turns:
         for _ in range(MAX_TOOL_ROUNDS + 1):
             cap = self._reply_cap()
             completion: Completion | None = None
+            # Whom the model is answering, as its prompt shows them: a compaction landing
+            # while the request is in flight may swap their messages for a summary, and a
+            # memory saved from one of them must still cite it and name its author.
+            users = self._turn_users()
             try:
                 if cap is not None:
                     completion = await self._call_model(cap)
@@ -197,7 +201,7 @@ class Turns:
                 self.history.ctx.report_input_tokens(completion.usage.input_tokens)
             if not completion.tool_calls:
                 return completion.text or "…"
-            await self._run_tools(completion.text, completion.tool_calls)
+            await self._run_tools(completion.text, completion.tool_calls, users)
         return "Sorry, I got lost using my tools."
 
     def _reply_cap(self) -> int | None:
@@ -242,11 +246,11 @@ class Turns:
             raise
         return await call
 
-    async def _run_tools(self, text: str, calls: Sequence[ToolCall]) -> None:
+    async def _run_tools(self, text: str, calls: Sequence[ToolCall], users: list[Message]) -> None:
         payload = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
         shown = text or "; ".join(f"{c.name}({json.dumps(c.arguments)})" for c in calls)
         await self.append(self.history.new(Role.TOOL_CALL, shown, calls=payload))
-        askers = _Askers(self._turn_users())
+        askers = _Askers(users)
         for c in calls:
             result = await self._tool(c, askers)
             if c.name == "branch" and result.startswith('{"started"'):

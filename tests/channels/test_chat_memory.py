@@ -1068,6 +1068,7 @@ async def test_what_changed_since_is_kept_and_added_to_the_answer(
                 "Where does Claire live?",
             ),
         ]
+        await _say(rt, "I live in Leeds.", "m1")
         for i, (before, change, _) in enumerate(pairs):
             await _say(rt, before, f"b{i}")
             said = await _say(rt, change, f"c{i}")
@@ -1076,6 +1077,9 @@ async def test_what_changed_since_is_kept_and_added_to_the_answer(
             said = await _say(rt, question, f"q{i}")
             assert f"«{before}» Later, ann said on " in said, (question, said)
             assert said.endswith(f"«{change}»"), (question, said)
+        # Someone else's later move is not the asker's: nothing is added to where they live.
+        said = await _say(rt, "Where do I live?", "m2")
+        assert said.endswith("«I live in Leeds.»") and "Tariq" not in said, said
         await _say(rt, "We booked a trip to Cornwall in May.", "w1")
         assert (await _say(rt, "We cancelled the Cornwall trip.", "w2")).startswith("Noted")
         said = await _say(rt, "When is the Cornwall trip?", "w3")

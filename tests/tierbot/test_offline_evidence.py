@@ -247,4 +247,8 @@ async def test_a_list_whose_second_recall_failed_never_says_it_is_all() -> None:
     done = await OfflineProvider().complete(turn("what else?", listed), (), 300)
     assert done.text.startswith("I could not look further back: the context window"), done.text
     done = await OfflineProvider().complete(turn("what else?", []), (), 300)
-    assert done.text.startswith("Here is what you told me: you're Ann"), done.text
+    # ... and says why it starts over: what it listed is out of view.
+    assert done.text.startswith(
+        "(The list I just gave has already left this conversation's view, so I cannot "
+        "tell what I listed: here it is from the top.) Here is what you told me: you're Ann"
+    ), done.text

@@ -484,7 +484,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and not is_question(e.text)
         and (
             (about and about <= set(stems(e.text)))
-            or (moved and _MOVED_TO.search(e.text))
+            or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
             or _changed_since(found, e, said, mine)
         )
     ]
@@ -524,6 +524,10 @@ def _proper(text: str) -> set[str]:
 _OPENERS = frozenset(
     "actually also anyway btw but hey hi hello oh ok okay please so sorry thanks well yes "
     "yeah no not just maybe today tomorrow yesterday tonight".split()
+)
+# The mover is the speaker: "I moved to Lisbon", "we moved", not "Tariq moved to …".
+_WE_MOVED = re.compile(
+    r"\b(?:I|I've|we|we've)\s+(?:just\s+|finally\s+)?(?:moved|relocated)\b", re.I
 )
 # "… now": a newer value of something said before ("George's pills are at 9am now").
 _NOW = re.compile(r"\bnow\b", re.I)
@@ -612,6 +616,10 @@ ALL_TOLD = "That is everything you told me that I kept."
 WHAT_ELSE_OF_WHAT = (
     'What else about what? Ask me the whole question, such as "what else do you know '
     'about me?" or "what else did Ana say about the trip?".'
+)
+LIST_LOST = (
+    "(The list I just gave has already left this conversation's view, so I cannot tell "
+    "what I listed: here it is from the top.) "
 )
 _MORE_ITEM = re.compile(r"^and (\d+) more things\b")
 _WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
@@ -1100,12 +1108,13 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
+        lost_list = False
         if _WHAT_ELSE.match(plain):
             # The list it continues, or this turn's recalls for it (a compaction landing
             # in the middle of the turn may take the list out of view).
-            continued = bool(_recalls_for(task, asked)) or _last_reply(messages[:at]).startswith(
-                (ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD)
-            )
+            in_view = _last_reply(messages[:at]).startswith((ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD))
+            continued = in_view or bool(_recalls_for(task, asked))
+            lost_list = not in_view
             if not continued:
                 # Nothing in view it continues (a long list may be compacted already).
                 answers.append((task, WHAT_ELSE_OF_WHAT))
@@ -1154,6 +1163,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 failed,
             )
         )
+        if personal is not None and lost_list and personal.startswith(ABOUT_YOU):
+            # What was listed is no longer in view: say why the list starts over.
+            personal = LIST_LOST + personal
         if personal is not None:
             answers.append((task, personal))
             continue

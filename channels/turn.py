@@ -39,8 +39,10 @@ __all__ = ["MAX_TOOL_ROUNDS", "Turns"]
 MAX_TOOL_ROUNDS = 4
 
 
-#: Fewer recall hits than this fitting in the window makes room first.
-_FEW_HITS = 3
+#: Fewer recall hits than this fitting in the window makes room first: only none, as
+#: making room is an emergency cut (three made a 60-turn chat in a 1,500-token window
+#: cut 5 times instead of 3).
+_FEW_HITS = 1
 
 
 def _hits(found: str) -> int:

@@ -111,9 +111,9 @@ async def test_a_recall_with_room_for_too_few_hits_makes_room_first(
     make_config: Callable[..., Config],
 ) -> None:
     """The window is nearly full (under the background threshold) when a recall of
-    twenty memories comes: rather than bring one hit or none ("no room"), the turn cuts
-    the oldest live messages as an overflow would (archived, not lost) and brings at
-    least three."""
+    twenty memories comes: rather than bring none ("no room"), the turn cuts the oldest
+    live messages as an overflow would (archived, not lost) and brings at least
+    three."""
     llm = ScriptedLLM(chat_reply="ok")
     thresholds = {
         "branch_preflight_threshold": 0.5,

@@ -281,7 +281,7 @@ class Turns:
                     asker_id=asker.author_id if asker is not None else "",
                 )
                 fitted = self._fitted(found)
-                if _hits(fitted) < min(_FEW_HITS, _hits(found)):
+                if fitted is not found and _hits(fitted) < min(_FEW_HITS, _hits(found)):
                     # The window is nearly full: make room as an overflow would (an
                     # emergency cut of the oldest live messages, archived), then fit again.
                     await self.compaction.overflowed()

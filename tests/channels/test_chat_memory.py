@@ -210,6 +210,12 @@ async def _say(rt: Runtime, text: str, pid: str, author: str = "ann") -> str:
     return rt.outbox.sent[-1].text
 
 
+async def _tell(rt: Runtime, lines: list[str]) -> None:
+    """Say each of ``lines`` in turn, as ann."""
+    for i, line in enumerate(lines):
+        await _say(rt, line, f"t{i}")
+
+
 async def test_a_polite_request_to_remember_is_saved_not_taken_as_a_question(
     make_config: Callable[..., Config],
 ) -> None:
@@ -995,8 +1001,7 @@ async def test_what_someone_says_holds_no_more_is_not_told_as_theirs(
             "I don't live in Porto anymore, I moved to Lisbon.",
             "I no longer drink coffee.",
         ]
-        for i, line in enumerate(told):
-            await _say(rt, line, f"t{i}")
+        await _tell(rt, told)
 
         async def check(stage: str) -> None:
             said = await _say(rt, "what do you know about me?", f"{stage}1")
@@ -1101,8 +1106,7 @@ async def test_what_do_you_know_about_someone_lists_what_was_said_of_them(
             "Elif's passport number is X1234567.",
             "We're meeting Elif at the airport on Friday.",
         ]
-        for i, line in enumerate(told):
-            await _say(rt, line, f"t{i}")
+        await _tell(rt, told)
         said = await _say(rt, "What do you know about Elif?", "q1")
         assert said.startswith("What I know about Elif: «We're meeting Elif"), said
         assert re.findall(r"«([^»]+)» \(ann, \d{4}-\d\d-\d\d\)", said) == [

@@ -31,6 +31,7 @@ from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 
 __all__ = [
     "CHANGED",
+    "NO_LONGER",
     "ExtractedMemory",
     "Request",
     "classify",
@@ -792,10 +793,11 @@ CHANGED = re.compile(
     r"\b(?:switched|changed|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?(?:from|to)\b",
     re.I,
 )
-# "… no longer …", "… not … anymore": something that held and stopped.
-_STOPPED = re.compile(
+# "… no longer …", "… not … anymore": something that held and stopped (the chat reads it
+# too: what a later statement says holds no more).
+NO_LONGER = re.compile(
     r"\bno\s+longer\b|\b(?:not|never|(?:do|does|did|is|are|was|were|has|have|had|ca|wo)"
-    r"n'?t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
+    r"n['\u2019]?t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
     re.I,
 )
 # The words that say it stopped, and what "I don't work…" is without them ("I work…").
@@ -843,7 +845,7 @@ def classify(sentence: str) -> tuple[str | None, float]:
         # "Tariq moved from Glasgow to Edinburgh", "I quit the library job", "We sold
         # the Honda": what held changed; kept, so an answer can add it.
         return "event", 0.6
-    stopped = next((c for c in re.split(r"\s*[,;]\s*", s) if _STOPPED.search(c)), "")
+    stopped = next((c for c in re.split(r"\s*[,;]\s*", s) if NO_LONGER.search(c)), "")
     if stopped and (still := _STOPPED_WORDS.sub(_unsaid, stopped)) != stopped:
         # "I don't work at the bank anymore" is kept as what it undoes would be: the
         # chat reads it as retiring "I work at the bank"; "Rui doesn't work for us

@@ -31,6 +31,7 @@ from tierbot.llm.base import ChatMessage, ToolCall
 from tierbot.llm.extraction import (
     CHANGED,
     FORGET_ALL,
+    NO_LONGER,
     Correction,
     Request,
     classify,
@@ -543,11 +544,6 @@ _MOVED_TO = re.compile(
 
 # "I don't live in Porto anymore", "I no longer drink coffee": what held before holds no
 # more.  A clause at a time: "…, I moved to Lisbon" says something else.
-_NO_LONGER = re.compile(
-    r"\bno\s+longer\b|\b(?:not|never|(?:do|does|did|is|are|was|were|has|have|had|ca|wo)"
-    r"n['\u2019]?t)\b.*\b(?:anymore|any\s+more|any\s+longer)\b",
-    re.I,
-)
 _CLAUSE = re.compile(r"\s*(?:[,;:]|\s-\s|\bbut\b)\s*", re.I)
 _NOT_SAID = frozenset(stems("anymore any more longer"))
 
@@ -559,7 +555,7 @@ def _no_longer(text: str) -> list[tuple[bool, set[str]]]:
     return [
         (bool(_I_SAID.search(c)), set(stems(c)) - _NOT_SAID)
         for c in _CLAUSE.split(text)
-        if _NO_LONGER.search(c) and len(set(stems(c)) - _NOT_SAID) >= 2
+        if NO_LONGER.search(c) and len(set(stems(c)) - _NOT_SAID) >= 2
     ]
 
 

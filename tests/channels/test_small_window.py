@@ -12,7 +12,7 @@ from bot.runtime import Runtime
 from tests.helpers import SMALL_TALK, inbound
 from tierbot.config import Config
 from tierbot.errors import ConfigError
-from tierbot.llm.base import Completion, ToolCall
+from tierbot.llm.base import ChatMessage, Completion, ToolCall
 from tierbot.llm.offline import OfflineProvider
 from tierbot.llm.quoting import unquote
 from tierbot.testing.scripted import ScriptedLLM
@@ -74,6 +74,18 @@ async def test_a_window_the_fixed_prompt_nearly_fills_is_refused_at_start_naming
     assert re.search(r"set it to at least 14\d\d", message), message
 
 
+async def _save_lockers(rt: Runtime) -> None:
+    """Twenty memories of Ann's, each a locker and its code."""
+    assert rt.memory is not None
+    for i in range(20):
+        await rt.memory.graph.save(
+            f"ann: my locker number {i} at the pool in building {i} has code {4400 + i}",
+            "fact",
+            channel=CH,
+            author_id="ann",
+        )
+
+
 async def test_a_recall_brings_only_what_the_window_has_room_for(
     make_config: Callable[..., Config],
 ) -> None:
@@ -86,14 +98,7 @@ async def test_a_recall_brings_only_what_the_window_has_room_for(
     llm.push("chat", Completion("", tool_calls=(recall,)))
     cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 1500}})
     async with Runtime.open(cfg, llm=llm) as rt:
-        assert rt.memory is not None
-        for i in range(20):
-            await rt.memory.graph.save(
-                f"ann: my locker number {i} at the pool in building {i} has code {4400 + i}",
-                "fact",
-                channel=CH,
-                author_id="ann",
-            )
+        await _save_lockers(rt)
         await rt.submit(inbound(CH, "what are my locker codes?", pid="q1", author="ann"))
         await rt.drain()
         actor = rt.registry.actors[CH]
@@ -107,6 +112,40 @@ async def test_a_recall_brings_only_what_the_window_has_room_for(
     assert peak <= 0.95, peak
 
 
+#: Thresholds that let a window fill to 90 % without a background compaction.
+LATE = {
+    "branch_preflight_threshold": 0.5,
+    "background_threshold": 0.95,
+    "aggressive_threshold": 0.96,
+    "emergency_threshold": 0.97,
+}
+
+
+async def _recall_when_nearly_full(rt: Runtime, llm: ScriptedLLM) -> list[ChatMessage]:
+    """Fill the channel to 90-95 % with notes, then have the model recall twenty lockers;
+    the messages of the request that reads the recall's result."""
+    await _save_lockers(rt)
+    actor = None
+    for i in range(200):
+        await rt.submit(
+            inbound(CH, f"note {i}: the crate of apples went to stall {i}", pid=f"n{i}")
+        )
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+        if actor.history.usage >= 0.90:
+            break
+    assert actor is not None and 0.90 <= actor.history.usage < 0.95, actor.history.usage
+    recall = ToolCall("r1", "memory_recall", {"query": "locker", "limit": 20})
+    llm.push("chat", Completion("", tool_calls=(recall,)))
+    await rt.submit(inbound(CH, "what are my locker codes?", pid="q1", author="ann"))
+    await rt.drain()
+    return next(
+        c.messages
+        for c in reversed(llm.calls)
+        if c.purpose == "chat" and any(m.role == "tool" for m in c.messages)
+    )
+
+
 async def test_a_recall_with_room_for_too_few_hits_makes_room_first(
     make_config: Callable[..., Config],
 ) -> None:
@@ -115,49 +154,45 @@ async def test_a_recall_with_room_for_too_few_hits_makes_room_first(
     live messages as an overflow would (archived, not lost) and brings at least
     three."""
     llm = ScriptedLLM(chat_reply="ok")
-    thresholds = {
-        "branch_preflight_threshold": 0.5,
-        "background_threshold": 0.95,
-        "aggressive_threshold": 0.96,
-        "emergency_threshold": 0.97,
-    }
     cfg = make_config(
-        {
-            "memory": {"enabled": True},
-            "defaults": {"context_window": 1500, "compaction": thresholds},
-        }
+        {"memory": {"enabled": True}, "defaults": {"context_window": 1500, "compaction": LATE}}
     )
     async with Runtime.open(cfg, llm=llm) as rt:
-        assert rt.memory is not None
-        for i in range(20):
-            await rt.memory.graph.save(
-                f"ann: my locker number {i} at the pool in building {i} has code {4400 + i}",
-                "fact",
-                channel=CH,
-                author_id="ann",
-            )
-        actor = None
-        for i in range(200):
-            await rt.submit(
-                inbound(CH, f"note {i}: the crate of apples went to stall {i}", pid=f"n{i}")
-            )
-            await rt.drain()
-            actor = rt.registry.actors[CH]
-            if actor.history.usage >= 0.90:
-                break
-        assert actor is not None and 0.90 <= actor.history.usage < 0.95, actor.history.usage
-        recall = ToolCall("r1", "memory_recall", {"query": "locker", "limit": 20})
-        llm.push("chat", Completion("", tool_calls=(recall,)))
-        await rt.submit(inbound(CH, "what are my locker codes?", pid="q1", author="ann"))
-        await rt.drain()
-        answered = next(
-            c.messages
-            for c in reversed(llm.calls)
-            if c.purpose == "chat" and any(m.role == "tool" for m in c.messages)
-        )
+        answered = await _recall_when_nearly_full(rt, llm)
         archived = [m async for m in rt.store.export(CH) if m.text.startswith("note 0:")]
     [result] = [m for m in answered if m.role == "tool"]
     hits = [h for h in json.loads(unquote(result.content)) if "content" in h]
     assert len(hits) >= 3, result.content
     assert archived, "the oldest note is kept in the archive"
     assert not any("note 0:" in m.content for m in answered)  # cut from the live context
+
+
+async def test_a_store_failing_to_make_room_for_a_recall_is_said_and_the_chat_goes_on(
+    make_config: Callable[..., Config],
+) -> None:
+    """Making room for the recall fails (the store cannot archive the cut): the model is
+    told the lookup failed (never an empty "nothing found"), the person still gets a
+    reply, and the next message is answered as usual."""
+    llm = ScriptedLLM(chat_reply="ok")
+    cfg = make_config(
+        {"memory": {"enabled": True}, "defaults": {"context_window": 1500, "compaction": LATE}}
+    )
+    async with Runtime.open(cfg, llm=llm) as rt:
+        await rt.submit(inbound(CH, "hello", pid="h0"))
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+
+        async def failing_overflowed() -> None:
+            raise OSError("disk I/O error")
+
+        actor.compaction.overflowed = failing_overflowed  # type: ignore[method-assign]
+        answered = await _recall_when_nearly_full(rt, llm)
+        replied = rt.outbox.sent[-1]
+        await rt.submit(inbound(CH, "are you still there?", pid="q2", author="ann"))
+        await rt.drain()
+        last = rt.outbox.sent[-1]
+    [result] = [m for m in answered if m.role == "tool"]
+    body = json.loads(unquote(result.content))
+    assert "OSError" in body["error"], body
+    assert replied.reply_to == "q1" and replied.text == "ok", replied
+    assert last.reply_to == "q2" and last.text == "ok", last

@@ -1320,3 +1320,43 @@ async def test_a_yes_or_no_question_and_one_asked_of_me_are_not_confirmed_by_a_n
         "when is Sarah's birthday?": "14 May",
     }
     await _told_then_asked(make_config, facts, unsaid, said)
+
+
+async def test_lower_case_chat_is_read_like_any_other(make_config: Callable[..., Config]) -> None:
+    """Typed in a hurry: "hey im jonas, …" gives a name (kept as who he is, so it is
+    answered once out of view), "so what do u know about me" asks, and "What a week,
+    honestly." is no question to look up; "im starving" names nobody."""
+    told, asked = "discord:9:1", "discord:9:2"
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        for i, line in enumerate(
+            ["hey im jonas, 2nd year comp sci at tu delft", "im starving", "What a week, honestly."]
+        ):
+            await rt.submit(inbound(told, line, pid=f"t{i}", author="you"))
+            await rt.drain()
+        said = [o.text for o in rt.outbox.sent]
+        assert said[0] == "Hey, Jonas! Noted: you're jonas, 2nd year comp sci at tu delft.", said
+        assert not any("look further back" in s or "Nothing I could" in s for s in said), said
+        await rt.memory.indexer.flush()
+        for i, question in enumerate(["so what do u know about me", "whats my name"]):
+            await rt.submit(inbound(asked, question, pid=f"q{i}", author="you"))
+            await rt.drain()
+        about, name = (o.text for o in rt.outbox.sent[-2:])
+        assert about.startswith("Here is what you told me: you're jonas"), about
+        assert name.startswith("Your name is Jonas: ") and "starving" not in name, name
+
+
+async def test_work_it_cannot_do_and_trivia_are_not_searched_for(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Can you review my PR?" and "Do you play any games?" are told what the offline
+    bot can do, not "Nothing I could find"; "Did you know …?" tells something, said back
+    without its lead; "Can you remember what my flight is?" still looks it up."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My flight is BA117.", "f1")
+        assert (await _say(rt, "Can you review my PR?", "q1")).startswith("I can't do that")
+        assert (await _say(rt, "Do you play any games?", "q2")).startswith("I'm a bot")
+        trivia = await _say(rt, "Did you know croissants were originally Austrian?", "q3")
+        assert trivia == "Noted: croissants were originally Austrian.", trivia
+        assert "BA117" in await _say(rt, "Can you remember what my flight is?", "q4")
+        assert not [o for o in rt.outbox.sent if "look further back" in o.text]

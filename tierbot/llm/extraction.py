@@ -83,6 +83,25 @@ _QUESTION_START = _Folded(
     r"(for \w+ )?to\b))\b",
 )
 
+# "so what do u know about me", "ok and when is it": words that lead into a question.
+_LEAD_IN = re.compile(
+    r"^(?:(?:so|ok|okay|k|and|but|also|btw|anyway|um+|uh+|hm+|oh|well|right|alright|lol)\b"
+    r"[,.]*\s+)+",
+    re.I,
+)
+# "What a week, honestly." / "How lovely!": an exclamation, unless it ends with "?".
+_EXCLAIMS = re.compile(
+    r"^(?:what an?\b|how (?:nice|cool|lovely|fun|great|sweet|sad|awful|annoying|funny|"
+    r"exciting|weird|strange|cute|kind|rude|typical)\b)",
+    re.I,
+)
+# "Did you know croissants are Austrian?" tells; "did you know my name?" asks.
+_DID_YOU_KNOW = re.compile(
+    r"^did (?:you|u) know (?:that )?(?!(?:my|our|what|who|when|where|"
+    r"how|which|if|whether)\b)\w",
+    re.I,
+)
+
 # "Remind me what the wifi password is" asks; "Remind me: renew the passport" does not.
 _ASKING = _Folded(
     r"^(please )?(remind me|remember|tell me)\s+(what|when|where|who|whom|whose|how|which|why|"
@@ -300,6 +319,16 @@ class _IdentityShape:
         r"(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)?"
         r"(?=\s*[,.!;:)]|\s*$|\s+(?:and|from|by|here|,|of|the)\b|'s\s)"
     )
+    # Typed all in lower case, the name opens the message, followed by a comma or
+    # nothing: "im jonas, 2nd year comp sci", "i'm priya", not "i'm starving" nor "im
+    # sooo tired" (the states and moods a name is not are left out).
+    _LOWER_NAME = re.compile(
+        r"^(?:i'm|i am|im)\s+(?!(?:so|very|just|not|also|still|really|back|here|done|fine|"
+        r"good|going|off|out|on|in|at|ok|okay|sure|sorry|glad|tired|bored|busy|sick|hungry|"
+        r"starving|sleepy|late|home|away|ready|free|new|lost|stuck|broke|sad|hungover|"
+        r"confused|happy|excited|exhausted|stressed|annoyed|cold|hot|dead|sooo+)\b)"
+        r"(?!\w{3,}(?:ed|ing)\b)[a-z][a-z'-]+(?=\s*[,.!;]|\s*$)"
+    )
     _DOER = _Folded(
         r"\b(i'?m|i am) (also |usually |always )?the (one|person|guy|girl|woman|man|"
         r"people) (who|that) (?!always\b|is\b|was\b|has\b)\w{2,}s\b|"
@@ -346,7 +375,12 @@ class _IdentityShape:
     )
 
     def search(self, text: str) -> bool:
-        if self._NAME.search(text) or self._HERE.match(text) or self._DOER.search(text):
+        if (
+            self._NAME.search(text)
+            or self._HERE.match(text)
+            or self._DOER.search(text)
+            or self._LOWER_NAME.match(text)
+        ):
             return True
         if self._FAMILY_NAME.search(text):
             return True
@@ -714,7 +748,10 @@ def is_question(text: str) -> bool:
     plain = _plain(t)
     if plain != t:  # "Can you remember that my seat is 14C?" asks for a save
         return bool(_ASKING.match(plain)) or _polite_question(t, plain)
-    return t.endswith("?") or bool(_QUESTION_START.match(t) or _ASKING.match(t))
+    led = _LEAD_IN.sub("", t)
+    if _DID_YOU_KNOW.match(led) or (_EXCLAIMS.match(led) and not t.endswith("?")):
+        return False
+    return t.endswith("?") or bool(_QUESTION_START.match(led) or _ASKING.match(led))
 
 
 def _polite_question(text: str, plain: str) -> bool:
@@ -1160,6 +1197,7 @@ _SECOND_PERSON = (
     (r"^call me(?= \S+[.!]?$)", "you go by"),
     (r"\bI am\b", "you are"),
     (r"\bI'm\b", "you're"),
+    (r"^im\b", "you're"),  # "im jonas, 2nd year…", typed without the apostrophe
     (r"\bI was\b", "you were"),
     (r"\bI've\b", "you've"),
     (r"\bI'll\b", "you'll"),
@@ -1190,7 +1228,7 @@ def to_second_person(text: str) -> str:
         first = out.split(" ", 1)[0]
         if first.lower() in _LOWER_FIRST:
             out = out[0].lower() + out[1:]
-    return out.rstrip(" .!")
+    return out.rstrip(" .!?")
 
 
 _FIRST_PERSON = (

@@ -66,6 +66,24 @@ _SMALL_TALK = re.compile(
     r"\W*(?:\w+\W*)?$",
     re.I,
 )
+# "Can you review my PR?": work the offline model cannot do, not a question to look up.
+_FOR_ME = re.compile(
+    r"^\W*(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+)?"
+    r"(?!(?:remember|recall|remind|tell|find|look|search|list|show|check|say|repeat|note|save|"
+    r"keep|forget|delete|remove|erase|give|let|help me (?:remember|recall|find))\b)[a-z]+\b",
+    re.I,
+)
+FOR_ME_REPLY = (
+    "I can't do that here: without a language model I keep what you tell me and find it "
+    "again, nothing more. Ask me what was said, or tell me something to remember."
+)
+# "Do you play any games?": a question about the bot's own tastes, which it has none of.
+_OF_MINE = re.compile(
+    r"^\W*(?:do|did)\s+(?:you|u)\s+(?:\w+\s+)?(?:like|love|enjoy|play|watch|prefer|eat|drink|"
+    r"read|listen to|have a favou?rite)\b",
+    re.I,
+)
+OF_MINE_REPLY = "I'm a bot, so nothing of my own; tell me yours and I'll remember it."
 _MEMORY_TOOLS = ("memory_save", "memory_forget")
 # Memory types, in the order "what do you know about me" tells them.
 _SAVABLE = ["identity", "preference", "goal", "todo", "decision", "event", "fact"]
@@ -87,9 +105,16 @@ _MY_TODOS = re.compile(
     r"(need to )?remind me|what did i ask you to remind me)",
     re.I,
 )
-_MY_NAME = re.compile(r"\b(what('s| is) my name|who am i\b|do you know (my name|who i am))", re.I)
+_MY_NAME = re.compile(r"\b(what('s| is|s) my name|who am i\b|do you know (my name|who i am))", re.I)
 _NAME_SAID = re.compile(
-    r"\b(?:my name is|my name's|call me|i go by|i'm|i am)\s+([A-Z][\w'-]+)(?!\w)", re.I
+    r"\b(?:my name is|my name's|call me|i go by|i'm|i am|im)\s+([A-Z][\w'-]+)(?!\w)", re.I
+)
+# A name typed in lower case counts where nothing else could follow: "my name is jonas",
+# "call me jo", or opening the message ("hey im jonas, 2nd year…"), not "i'm starving".
+_NAMING = re.compile(r"^(?:my name is|my name's|call me|i go by)\b", re.I)
+_LOWER_INTRO = re.compile(
+    r"^\W*(?:(?:hey|hi|hello|hiya|heya|yo)\b\W*)?(?:i'm|i am|im)\s+[a-z][a-z'-]+"
+    r"(?=\s*[,.!;]|\s*$|\s+(?:and|from|here)\b)"
 )
 _NOT_NAMES = frozenset(
     "a an the not so very just from in at on a here back going happy sorry fine good "
@@ -118,7 +143,8 @@ _NATIONALITIES = frozenset(
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
-    r"anyway|plus|oh and|update|correction|sorry|oops|whoops|no wait|wait)\b[,:;!.-]*\s+)+",
+    r"anyway|plus|oh and|update|correction|sorry|oops|whoops|no wait|wait|"
+    r"did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
     re.I,
 )
 _TODO_LEAD = re.compile(
@@ -604,6 +630,10 @@ _LEADING = re.compile(
     re.I,
 )
 
+# Words typed in a hurry, spelled out for reading a question ("what do u know abt me").
+_SPELLED = {"u": "you", "ya": "you", "ur": "your", "r": "are", "abt": "about", "bout": "about"}
+_TEXTED = re.compile(r"\b(?:" + "|".join(_SPELLED) + r")\b(?!')", re.I)
+
 #: How the list of what someone told opens.
 ABOUT_YOU = "Here is what you told me: "
 #: How the rest of it opens, when asked "what else?".
@@ -721,11 +751,23 @@ def _known_name(speaker: str, pool: Sequence[Evidence]) -> str:
     for e in reversed(pool):
         if (e.author and e.author != speaker) or is_question(e.text):
             continue  # "who said 'I'm Jo'?" gives nobody a name
-        if m := _NAME_SAID.search(e.text):
-            word = m[1].lower()
-            if word not in _NOT_NAMES and word not in _NATIONALITIES and m[1][0].isupper():
-                return m[1]
+        if name := _name_given(e.text):
+            return name
     return "" if speaker.lower() in ("", "you", "user", "me") else speaker
+
+
+def _name_given(text: str) -> str:
+    """The name ``text`` gives its speaker ("I'm Dana", "hey im jonas"), capitalised,
+    or ""."""
+    for m in _NAME_SAID.finditer(text):
+        word = m[1].lower()
+        if word in _NOT_NAMES or word in _NATIONALITIES:
+            continue
+        intro = _LOWER_INTRO.match(text)
+        lower_ok = _NAMING.match(m[0]) or (intro is not None and intro.end() == m.end())
+        if m[1][0].isupper() or (lower_ok and not re.search(r"\w{3}(?:ed|ing)$", word)):
+            return m[1][:1].upper() + m[1][1:]
+    return ""
 
 
 def _about(
@@ -1104,6 +1146,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
+        plain = _TEXTED.sub(lambda m: _SPELLED[m[0].lower()], plain)  # "what do u know…"
         lost_list = False
         if _WHAT_ELSE.match(plain):
             # The list it continues, or this turn's recalls for it (a compaction landing
@@ -1121,6 +1164,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             continue
         if _SMALL_TALK.match(split_greeting(plain)[1]):
             answers.append((task, SMALL_TALK_REPLY))
+            continue
+        if _FOR_ME.match(plain) or _OF_MINE.match(plain):
+            answers.append((task, FOR_ME_REPLY if _FOR_ME.match(plain) else OF_MINE_REPLY))
             continue
         pool = candidates(messages[:at], results)
         tried = {
@@ -1369,11 +1415,7 @@ def _personal_answer(
     if _MY_NAME.search(question):
         name = _known_name(speaker, pool)
         # The message that gave the name, not any "I'm thinking…".
-        said = [
-            e
-            for e in pool
-            if e.author == speaker and any(m[1] == name for m in _NAME_SAID.finditer(e.text))
-        ]
+        said = [e for e in pool if e.author == speaker and _name_given(e.text) == name]
         if name and said:
             return f"Your name is {name}: {said[-1].quoted()}"
         return None

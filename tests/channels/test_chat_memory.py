@@ -1360,3 +1360,41 @@ async def test_work_it_cannot_do_and_trivia_are_not_searched_for(
         assert trivia == "Noted: croissants were originally Austrian.", trivia
         assert "BA117" in await _say(rt, "Can you remember what my flight is?", "q4")
         assert not [o for o in rt.outbox.sent if "look further back" in o.text]
+
+
+async def test_a_restatement_replaces_what_it_restates_and_what_stopped_keeps_its_sequel(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Correction: butter is £6.40 per kilo" and "Actually, swap that: my shifts are
+    now …" replace the line they restate (the old one is no longer listed as current;
+    asked, the answer adds the new one), "the engineer moved to Friday" is added to "The
+    fridge engineer is coming Thursday", and never a line that only shares a weekday.
+    "We stopped buying eggs from X; we switched to Y" is quoted whole."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _tell(
+            rt,
+            [
+                "Butter comes from Yeo Valley at £6.20 per kilo.",
+                "My shifts this month are Monday, Wednesday and Friday nights.",
+                "The fridge engineer is coming Thursday at 2pm.",
+                "My husband Tom is an engineer.",
+                "Correction: butter is £6.40 per kilo, they raised it last week.",
+                "Actually the engineer moved to Friday at 10am.",
+                "Actually, swap that: my shifts are now Tuesday, Thursday and Saturday nights.",
+                "We stopped buying eggs from Hollow Farm; we switched to Wyke Farms.",
+            ],
+        )
+        told = rt.outbox.sent[-2].text
+        assert told == "Noted: your shifts are now Tuesday, Thursday and Saturday nights.", told
+        engineer = await _say(rt, "When is the fridge engineer coming?", "q1")
+        assert engineer.endswith("«Actually the engineer moved to Friday at 10am.»"), engineer
+        assert "shifts" not in engineer, engineer
+        butter = await _say(rt, "Where does our butter come from?", "q2")
+        assert "Yeo Valley" in butter and "£6.40" in butter, butter
+        eggs = await _say(rt, "Where do we get eggs now?", "q3")
+        assert "Wyke Farms" in eggs, eggs
+        about = await _say(rt, "What do you know about me?", "q4")
+        for old in ("£6.20", "Monday", "Thursday at 2pm"):
+            assert old not in about, (old, about)
+        for new in ("£6.40", "Tuesday, Thursday and Saturday", "Friday at 10am", "an engineer"):
+            assert new in about, (new, about)

@@ -849,7 +849,11 @@ def _unsaid(m: re.Match[str]) -> str:
     return m[1] or ""
 
 
-_FILLER = re.compile(r"^(?:(?:sorry|oops|whoops|no wait|wait|actually)\b[,:;!.-]*\s+)+", re.I)
+_FILLER = re.compile(
+    r"^(?:(?:sorry|oops|whoops|no wait|wait|actually|correction|update|"
+    r"(?:swap|change|scratch|correct) that)\b[,:;!.-]*\s+)+",
+    re.I,
+)
 
 
 def classify(sentence: str) -> tuple[str | None, float]:

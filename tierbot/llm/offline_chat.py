@@ -144,7 +144,7 @@ _NATIONALITIES = frozenset(
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
     r"anyway|plus|oh and|update|correction|sorry|oops|whoops|no wait|wait|"
-    r"did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
+    r"(?:swap|change|scratch|update|correct) that|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
     re.I,
 )
 _TODO_LEAD = re.compile(
@@ -513,6 +513,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             (about and about <= set(stems(e.text)))
             or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
             or _changed_since(found, e, said, mine)
+            or _replaces(e, found.text)
         )
     ]
     return max(later, key=lambda e: e.when or 0.0) if later else None
@@ -544,6 +545,7 @@ def _proper(text: str) -> set[str]:
         for w in re.findall(r"(?<![\w'])(?!I\b)[A-Z][\w-]+", s)
         if not (s.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
         for t in stems(w)
+        if t not in _WEEKDAYS  # "Thursday" in both names no one thing
     }
 
 
@@ -558,6 +560,51 @@ _WE_MOVED = re.compile(
 )
 # "… now": a newer value of something said before ("George's pills are at 9am now").
 _NOW = re.compile(r"\bnow\b", re.I)
+# "Correction: butter is £6.40 per kilo", "Actually, swap that: my shifts are now…": a
+# statement that says it replaces what was told of the same thing.
+_RESTATED = re.compile(
+    r"^\W*(?:(?:actually|sorry|oops|ok|okay|so|oh)\b[,:;!.-]*\s*)*(?:correction|update|"
+    r"(?:swap|change|scratch|update|correct) that)\b\s*[,:;!.-]",
+    re.I,
+)
+# What a statement is about, before its verb: "the fridge engineer" (is coming…),
+# "butter" (is £6.40…), "my shifts" (are now…); not "we" nor "I" (said of oneself).
+_SUBJECT_OF = re.compile(
+    r"^\s*(?:(?:the|my|our|your)\s+)?([\w' -]{2,40}?)\s+(?:is|are|was|were|has|have|had|"
+    r"will|moved|changed|comes|come|came|got|goes|went|starts|start|costs|cost)\b",
+    re.I,
+)
+
+
+def _subject(text: str) -> set[str]:
+    """The stems of what ``text`` is about (see ``_SUBJECT_OF``); empty when it is the
+    speaker, a name-less pronoun, or cannot be told."""
+    m = _SUBJECT_OF.match(_LEAD.sub("", text))
+    return set(stems(m[1])) - STOPWORDS - _WEEKDAYS if m else set()
+
+
+def _replaces(e: Evidence, sent: str) -> bool:
+    """Whether ``e`` restates or changes what ``sent`` (an earlier sentence of the same
+    author) said of a thing: "Correction: butter is £6.40" after "Butter comes from Yeo
+    Valley at £6.20"; "the engineer moved to Friday" after "The fridge engineer is coming
+    Thursday".  A person moving ("Tariq moved to Leeds") replaces nothing said of them."""
+    if not (_RESTATED.match(e.text) or (CHANGED.search(e.text) and not _proper_subject(e.text))):
+        return False
+    what = _subject(e.text)
+    return bool(what) and what <= _subject(sent)
+
+
+def _proper_subject(text: str) -> bool:
+    m = _SUBJECT_OF.match(_LEAD.sub("", text))
+    return m is not None and m[1][:1].isupper() and m[1].split()[0].lower() not in STOPWORDS
+
+
+_WEEKDAYS = frozenset(
+    stems(
+        "monday tuesday wednesday thursday friday saturday sunday today tomorrow tonight "
+        "january february march april may june july august september october november december"
+    )
+)
 
 
 # Where someone lives, and the words that say it changed.
@@ -594,9 +641,12 @@ def retired(pool: Sequence[Evidence]) -> Callable[[Evidence, str], bool]:
     fits best, and adds what was said later: :func:`said_later`.)"""
     stopped: list[tuple[str, float | None, str, tuple[bool, set[str]]]] = []
     moved: list[tuple[str, float | None, str]] = []
+    restated: list[Evidence] = []
     for e in pool:
         if is_question(e.text):
             continue
+        if _RESTATED.match(e.text) or CHANGED.search(e.text):
+            restated.append(e)
         for sent in sentences(e.text):
             stopped += [(e.author, e.when, e.text, gone) for gone in _no_longer(sent)]
             if _I_SAID.search(sent) and _MOVED_TO.search(sent):
@@ -613,6 +663,11 @@ def retired(pool: Sequence[Evidence]) -> Callable[[Evidence, str], bool]:
         if any(
             who == e.author and later(e, when, text) and of_me == mine and what <= said
             for who, when, text, (of_me, what) in stopped
+        ):
+            return True
+        if any(
+            r.author == e.author and later(e, r.when, r.text) and _replaces(r, sent)
+            for r in restated
         ):
             return True
         lives = _I_SAID.search(sent) and _MOVED.search(sent) and not _MOVED_TO.search(sent)
@@ -727,9 +782,14 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     )
     if len(parts) > 1:
         part = max(parts, key=lambda p: overlap.score(question, p))
-        if overlap.score(question, part) >= score - 1e-9:
+        # "We stopped buying eggs from Hollow Farm; we switched to Wyke Farms": what
+        # stopped is half the answer, what replaced it follows.
+        if overlap.score(question, part) >= score - 1e-9 and not _STOPPED.search(part):
             found = replace(found, text=part)
     return found, score
+
+
+_STOPPED = re.compile(r"\b(?:stopped|quit|dropped|ditched|gave up)\b", re.I)
 
 
 def _short(said: str, most: int = 30) -> str:

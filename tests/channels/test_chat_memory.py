@@ -1398,3 +1398,28 @@ async def test_a_restatement_replaces_what_it_restates_and_what_stopped_keeps_it
             assert old not in about, (old, about)
         for new in ("£6.40", "Tuesday, Thursday and Saturday", "Friday at 10am", "an engineer"):
             assert new in about, (new, about)
+
+
+async def test_forgetting_a_detail_or_with_a_reason_forgets_what_holds_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget the address" forgets the sentence that gave it (whatever the sentence is
+    of), and "Forget that I'm mentoring Chidi, Oksana took that over" what it names, the
+    reason left out; neither said "I had nothing of yours about that to forget"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _tell(
+            rt,
+            [
+                "the LAN for Big Tom is at my flat, address 12 Harbour Road",
+                "Chidi joined the team last week as a junior dev, I'm mentoring him.",
+                "My gym code is 5521.",
+            ],
+        )
+        done = await _say(rt, "forget the address", "x1")
+        assert done.startswith("Done: I forgot"), done
+        done = await _say(rt, "Forget that I'm mentoring Chidi, Oksana took that over.", "x2")
+        assert done == "Done: I forgot that you're mentoring Chidi.", done
+        left = [str(m["content"]) for m in await _memories(rt)]
+        assert left == ["ann: My gym code is 5521."], left
+        assert "Harbour" not in await _say(rt, "where is the LAN?", "q1")
+        assert "mentoring him" not in await _say(rt, "Who is mentoring Chidi?", "q2")

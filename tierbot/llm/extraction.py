@@ -1002,6 +1002,19 @@ def skipped_topic(text: str) -> str:
     return rest if words(rest) else ""
 
 
+# "Forget that I'm mentoring Chidi, Oksana took that over": after the comma, why.
+_WHY = re.compile(r"\s*(?:,|;|\s-\s|\s(?:because|since|as)\s)\s*")
+
+
+def _why_cut(what: str) -> str:
+    """What a forget names, without the reason given after it (a clause of its own:
+    "…, Oksana took that over"); a list ("my address, phone and email") stays whole."""
+    parts = _WHY.split(what, maxsplit=1)
+    if len(parts) == 2 and says_something(parts[1]) and words(parts[0]):
+        return parts[0]
+    return what
+
+
 def read_request(text: str) -> Request | None:
     """The explicit memory request ``text`` makes ("Remember that my locker code is
     4411.", "Remind me: …", "Forget that …", "…, please remember that"), or None."""
@@ -1030,7 +1043,7 @@ def read_request(text: str) -> Request | None:
     if (m := _DELETE.match(t)) is not None and words(m["rest"]):
         return Request("forget", m["rest"].strip())
     if (m := _FORGET.match(t)) is not None:
-        what = m["rest"].strip().rstrip(".!")
+        what = _why_cut(m["rest"].strip().rstrip(".!"))
         if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):
             return Request("forget", what)
         return None

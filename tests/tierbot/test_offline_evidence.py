@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tierbot.llm.base import ChatMessage
 from tierbot.llm.offline_chat import candidates
 from tierbot.llm.quoting import quote
@@ -252,3 +254,34 @@ async def test_a_list_whose_second_recall_failed_never_says_it_is_all() -> None:
         "(The list I just gave has already left this conversation's view, so I cannot "
         "tell what I listed: here it is from the top.) Here is what you told me: you're Ann"
     ), done.text
+
+
+async def test_a_reply_too_long_for_its_room_ends_at_an_item_and_what_else_goes_on() -> None:
+    """ "What do you know about Rin?" with room for ~60 tokens of reply: the list ends
+    after its last whole item and says it was cut (it stopped mid-word before); "what
+    else?" then names Rin's other lines, none already quoted, and once all were given,
+    says that is everything."""
+    from tierbot.llm.offline import OfflineProvider
+    from tierbot.llm.offline_chat import CUT_SHORT
+
+    told = [f"Rin plays game number {n} on Fridays." for n in range(1, 9)]
+    told.append("Jess is the new mod.")
+    messages = [ChatMessage("user", line, name="kai") for line in told]
+    messages.append(ChatMessage("user", "what do you know about Rin?", name="kai"))
+    provider = OfflineProvider()
+    first = (await provider.complete(messages, (), 60)).text
+    assert first.startswith("What I know about Rin: «") and first.endswith(CUT_SHORT), first
+    assert first.removesuffix(CUT_SHORT).endswith("» (kai)"), first
+    quoted = set(re.findall(r"«([^»]+)»", first))
+    rest: set[str] = set()
+    for _ in range(4):
+        messages += [ChatMessage("assistant", first), ChatMessage("user", "what else?", name="kai")]
+        first = (await provider.complete(messages, (), 1024)).text
+        if first == "That is everything I know about Rin.":
+            break
+        assert first.startswith("Also about Rin: «"), first
+        more = set(re.findall(r"«([^»]+)»", first))
+        assert not more & (quoted | rest), (more, first)
+        rest |= more
+    assert first == "That is everything I know about Rin.", first
+    assert quoted | rest == {t for t in told if "Rin" in t}, quoted | rest

@@ -35,7 +35,7 @@ import networkx as nx
 
 from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
 from tierbot.llm.extraction import extract_memories
-from tierbot.llm.offline_chat import best, candidates, chat, said_later
+from tierbot.llm.offline_chat import CUT_SHORT, best, candidates, chat, said_later
 from tierbot.llm.quoting import is_quoted, unquote
 from tierbot.llm.text import sentences, stems
 from tierbot.llm.transcript import TranscriptEntry, parse_transcript
@@ -219,7 +219,20 @@ class OfflineProvider:
     ) -> tuple[str, list[ToolCall]]:
         """See :mod:`tierbot.llm.offline_chat`."""
         text, calls = chat(messages, tools)
-        return (self.counter.truncate(text, max_tokens) if text else text), calls
+        return self._cut(text, max_tokens), calls
+
+    def _cut(self, text: str, max_tokens: int) -> str:
+        """``text`` within ``max_tokens``: a reply too long for the room left ends after
+        its last whole item or sentence, and says it was cut, never mid-word."""
+        if self.counter.count(text) <= max_tokens:
+            return text
+        room = max_tokens - self.counter.count(CUT_SHORT)
+        head = self.counter.truncate(text, max(room, 0))
+        ends = [head.rfind(mark) for mark in ("; ", ". ", ".\n", "\n")]
+        end = max(ends)
+        if end <= 0 or room <= 0:
+            return self.counter.truncate(text, max_tokens)
+        return head[:end].rstrip(" ;,") + CUT_SHORT
 
     # -- branch and worker ---------------------------------------------------------
 

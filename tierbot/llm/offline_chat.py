@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -52,6 +52,8 @@ from tierbot.llm.transcript import BOT_MARK
 __all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
+#: How a reply cut to the room the window leaves ends (see the offline provider).
+CUT_SHORT = " (cut short: this conversation's window has no room for more)"
 UNKNOWN = "I don't know yet: nothing I can see or remember covers that."
 #: A question about the asker's own things.
 _MINE = re.compile(r"\b(my|mine|myself)\b", re.I)
@@ -703,6 +705,7 @@ LIST_LOST = (
     "what I listed: here it is from the top.) "
 )
 _MORE_ITEM = re.compile(r"^and (\d+) more things\b")
+_KNOWN_OF = re.compile(r"^(?:What I know|Also) about ([A-Z][\w-]+): ")
 _WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
 _ELSE = re.compile(r"\belse\b", re.I)
 
@@ -719,7 +722,24 @@ def _listed(messages: Sequence[ChatMessage]) -> list[str]:
         head = next((p for p in (ABOUT_YOU, ABOUT_YOU_MORE) if m.content.startswith(p)), None)
         if head is None:
             break
-        out += [i.strip(" .!") for i in m.content.removeprefix(head).split("; ")]
+        items = m.content.removeprefix(head).removesuffix(CUT_SHORT).split("; ")
+        out += [i.strip(" .!") for i in items]
+    return out
+
+
+def _shown_of(messages: Sequence[ChatMessage], name: str) -> set[str]:
+    """The sentences the bot's latest replies quoted of ``name`` ("What I know about
+    Rin: …", then each "Also about Rin: …"), so "what else?" does not repeat them."""
+    out: set[str] = set()
+    for m in reversed(messages):
+        if m.role != "assistant" or m.tool_calls:
+            continue
+        of = _KNOWN_OF.match(m.content)
+        if of is None or of[1] != name:
+            break
+        out.update(re.findall(r"«([^»]+)»", m.content))
+        if m.content.startswith("What I know"):
+            break
     return out
 
 
@@ -1208,7 +1228,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
         plain = _TEXTED.sub(lambda m: _SPELLED[m[0].lower()], plain)  # "what do u know…"
         lost_list = False
-        if _WHAT_ELSE.match(plain):
+        shown_of: set[str] = set()  # what "What I know about Rin: …" just listed
+        last = _last_reply(messages[:at]) if _WHAT_ELSE.match(plain) else ""
+        if (of := _KNOWN_OF.match(last)) is not None:
+            shown_of = _shown_of(messages[:at], of[1])
+            plain = f"what else do you know about {of[1]}?"
+        elif _WHAT_ELSE.match(plain):
             # The list it continues, or this turn's recalls for it (a compaction landing
             # in the middle of the turn may take the list out of view).
             in_view = _last_reply(messages[:at]).startswith((ABOUT_YOU, ABOUT_YOU_MORE, ALL_TOLD))
@@ -1246,8 +1271,14 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if (someone := _ABOUT_SOMEONE.search(plain)) is not None and not _ABOUT_ME.search(plain):
             name = someone[1]
             if recall_ok:
-                args = {"query": task, "limit": 20}
-                calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
+                # "what else?" names nobody: the recall looks for whom it continues.
+                query = task if name in task else f"{task} {name}"
+                calls.append(
+                    ToolCall(f"recall-{key}", "memory_recall", {"query": query, "limit": 20})
+                )
+            elif shown_of:
+                rest = _about_someone(name, pool, shown=shown_of)
+                answers.append((task, rest or f"That is everything I know about {name}."))
             else:
                 answers.append((task, _about_someone(name, pool) or _nothing(failed, UNKNOWN)))
             continue
@@ -1412,9 +1443,12 @@ _ABOUT_SOMEONE = re.compile(
 )
 
 
-def _about_someone(name: str, pool: Sequence[Evidence], limit: int = 8) -> str | None:
+def _about_someone(
+    name: str, pool: Sequence[Evidence], limit: int = 8, shown: Collection[str] = ()
+) -> str | None:
     """What was said of ``name`` (a sentence naming them, or said by them), newest
-    first, each with who said it and when; None when nothing was."""
+    first, each with who said it and when, but for what was ``shown`` already (then
+    opening "Also about …"); None when nothing (more) was."""
     key = stems(name)
     found: list[tuple[float, str]] = []
     seen: set[str] = set()
@@ -1425,7 +1459,7 @@ def _about_someone(name: str, pool: Sequence[Evidence], limit: int = 8) -> str |
             said = set(stems(sent))
             if not key or not any(k in said or any(_same_name(k, w) for w in said) for k in key):
                 continue
-            if is_question(sent) or (k := " ".join(sorted(said))) in seen:
+            if is_question(sent) or (k := " ".join(sorted(said))) in seen or sent in shown:
                 continue
             seen.add(k)
             date = f", {datetime.fromtimestamp(e.when, UTC).strftime('%Y-%m-%d')}" if e.when else ""
@@ -1434,7 +1468,8 @@ def _about_someone(name: str, pool: Sequence[Evidence], limit: int = 8) -> str |
         return None
     told = [text for _, text in sorted(found, key=lambda f: -f[0])]
     more = f"; and {len(told) - limit} more" if len(told) > limit else ""
-    return f"What I know about {name}: " + "; ".join(told[:limit]) + more + "."
+    head = f"Also about {name}: " if shown else f"What I know about {name}: "
+    return head + "; ".join(told[:limit]) + more + "."
 
 
 def _recalls_for(task: str, asked: dict[str, ToolCall]) -> list[str]:

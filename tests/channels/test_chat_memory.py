@@ -1423,3 +1423,39 @@ async def test_forgetting_a_detail_or_with_a_reason_forgets_what_holds_it(
         assert left == ["ann: My gym code is 5521."], left
         assert "Harbour" not in await _say(rt, "where is the LAN?", "q1")
         assert "mentoring him" not in await _say(rt, "Who is mentoring Chidi?", "q2")
+
+
+async def test_a_hurried_student_is_kept_and_answered(make_config: Callable[..., Config]) -> None:
+    """All in lower case, with typos: "i work part time at a bike shop…" and "lotte is
+    my ex now" are kept; "sofia switched groups so my lab partner is now tariq" is kept
+    for its consequence and added to the old partner; a word the told line misspelled
+    ("databses") is found by its right spelling; "where is annas wedding and when" asks
+    when too; a face ends its acknowledgement without a full stop after it; "Co." ends
+    no sentence."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _tell(
+            rt,
+            [
+                "i work part time at a bike shop on saturdays",
+                "my lab partner for databses is sofia",
+                "we broke up actually last week. lotte is my ex now",
+                "sofia switched groups so my lab partner is now tariq",
+                "my sister anna is getting married in june in utrecht",
+            ],
+        )
+        acks = [o.text for o in rt.outbox.sent]
+        assert acks[0] == "Noted: you work part time at a bike shop on saturdays.", acks
+        assert acks[2].endswith("; and lotte is your ex now."), acks
+        assert acks[3].startswith("Noted: sofia switched groups"), acks
+        partner = await _say(rt, "who is my lab partner for databases", "q1")
+        assert "sofia" in partner and partner.endswith("my lab partner is now tariq»"), partner
+        wedding = await _say(rt, "where is annas wedding and when", "q2")
+        assert wedding.count("married in june in utrecht") == 2, wedding
+        assert "«when is annas wedding»" in wedding, wedding
+        sad = await _say(rt, "Mo is moving to Canada in March :(", "q3")
+        assert sad == "Noted: Mo is moving to Canada in March :(", sad
+        await _say(rt, "I like flat whites", "q4")
+        gone = await _say(rt, "Forget that I like flat whites.", "q5")
+        assert gone == "Done: I forgot that you like flat whites.", gone
+        bakery = await _say(rt, "I run a small bakery called Crumb & Co. in Bristol.", "q6")
+        assert bakery == "Noted: you run a small bakery called Crumb & Co. in Bristol.", bakery

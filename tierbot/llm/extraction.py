@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tierbot.llm.text import sentences, stems, unshout, words
+from tierbot.llm.text import STOPWORDS, sentences, stems, unshout, words
 from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 
 __all__ = [
@@ -582,7 +582,8 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"ankle|wrist)|a heart condition|a disability|a stammer|a stutter)|"
             r"(i'?m|i am) (type [12] )?diabetic|"
             r"i was born|i grew up in|i'?m originally from|i am originally from|"
-            r"i (live|work|head|own|run|volunteer) (in|at|as|for|on|with|the|a|an|our|my)\b|"
+            r"i (live|work|head|own|run|volunteer) ((full|part)[ -]time )?"
+            r"(in|at|as|for|on|with|the|a|an|our|my)\b|"
             r"i (teach|coach|study|tutor|lead|manage|look after|take care of|mentor)\b|"
             r"i work remotely|i'?ve been (a|an|the|teaching|working|living|coding|"
             r"coaching|nursing)\b|"
@@ -856,9 +857,33 @@ _FILLER = re.compile(
 )
 
 
+def _cased(s: str) -> str:
+    """A sentence typed all in lower case as it would be written: "I" for "i", and its
+    first letter a capital ("lotte is my ex now" is read as "Lotte is my ex now")."""
+    s = re.sub(r"\bi(?=\b(?!-))", "I", s)
+    first = re.match(r"([a-z][\w'-]+)\s+(?:is|was|has|and)\b", s)
+    if first is None or first[1] in STOPWORDS:  # "that headline is…" names no one
+        return s
+    return s[:1].upper() + s[1:]
+
+
 def classify(sentence: str) -> tuple[str | None, float]:
-    """The memory type and default importance of one sentence; (None, 0) for nothing."""
-    s = split_greeting(_straight(sentence))[1].strip()
+    """The memory type and default importance of one sentence; (None, 0) for nothing.
+    A sentence that says nothing durable as a whole may in its consequence ("sofia
+    switched groups so my lab partner is now tariq"): then it is kept as that says."""
+    found = _classify(sentence)
+    if found[0] is None:
+        for clause in _SO.split(sentence)[1:]:
+            if (found := _classify(clause))[0] is not None:
+                return found
+    return found
+
+
+_SO = re.compile(r",?\s+so\s+(?=(?:my|our|the|i|we)\b)|;\s+", re.I)
+
+
+def _classify(sentence: str) -> tuple[str | None, float]:
+    s = _cased(split_greeting(_straight(sentence))[1].strip())
     # "sorry, the flight number is JL 8": what follows the apology is the statement
     # (unless it is a correction, "sorry, 4412": see below).
     if read_correction(s) is None:

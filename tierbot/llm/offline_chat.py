@@ -1142,7 +1142,9 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 topic = _SUBJECT.match(what)
                 # "the wifi password at grandma's house" names a thing, it says nothing.
                 phrase = not _HAS_COPULA.search(what)
-                if topic is not None or phrase or not says_something(what):
+                # "you like flat whites" says something all the same.
+                clause = re.match(r"(?:you|we|they|he|she)\b", what, re.I) is not None
+                if topic is not None or (phrase and not clause) or not says_something(what):
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"
@@ -1165,13 +1167,22 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             why = body.get("skipped") or body.get("error") or "the memory store did not say"
             notes.append(f"I could not save that: {why}.")
     if saved:
-        notes.insert(0, f"Noted: {_join(saved)}.")
+        notes.insert(0, _ended(f"Noted: {_join(saved)}"))
     if todo:
         notes.append(
-            f"Noted as a to-do: {_join(todo)}. I can't send reminders at a set time, "
+            f"{_ended(f'Noted as a to-do: {_join(todo)}')} I can't send reminders at a set time, "
             "but ask me and I'll tell you."
         )
     return notes
+
+
+# "… in March :(": a face or an emoji ends the sentence as a full stop would.
+_FACE = re.compile(r"(?:[:;=]'?-?[()\[\]DPpO/\\|]|<3|[\u2600-\u27bf\U0001F300-\U0001FAFF])$")
+
+
+def _ended(text: str) -> str:
+    """``text`` with a full stop, unless a face or an emoji ends it already."""
+    return text if _FACE.search(text) else text + "."
 
 
 def _join(items: Sequence[str]) -> str:
@@ -1411,6 +1422,12 @@ def _each_named(question: str) -> list[str]:
     return [frame.replace("{}", m[1]), frame.replace("{}", m[2])]
 
 
+_BARE_WH = re.compile(r"^(when|where|who|why|how|what time|how much|how long)\s*\??$", re.I)
+_WH_OPENS = re.compile(
+    r"^(?:when|where|who|why|how|what time|how much|how long|what|which)\b(?=\s+\w)", re.I
+)
+
+
 def _each_question(text: str) -> list[str]:
     """The questions one message asks, each to be answered: "What is my locker code
     and where do I live?" is two, and so are "Where does Ana live? When is my
@@ -1418,6 +1435,11 @@ def _each_question(text: str) -> list[str]:
     one thing comes back whole."""
     said = sentences(text)
     parts = [p.strip() for sent in said for p in _AND_ASKS.split(sent) if p.strip()]
+    for i in range(1, len(parts)):
+        # "where is anna's wedding and when": "when is anna's wedding".
+        bare, before = _BARE_WH.match(parts[i]), _WH_OPENS.match(parts[i - 1])
+        if bare and before:
+            parts[i] = bare[1] + parts[i - 1][before.end() :]
     asked = [q for p in parts if is_question(p) for q in _each_named(p)]
     # One question alone comes back whole; beside statements, the question alone.
     return asked if len(asked) > 1 or (asked and len(asked) < len(parts)) else [text]

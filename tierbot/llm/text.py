@@ -19,7 +19,7 @@ _SENTENCE_END = re.compile(r"((?<=\S[.!?])[^\S\n]+(?=\S)|\s*\n\s*)")
 # A piece ending like this does not end a sentence: "Dr. Patel", "St. Mary St.", "9 a.m."
 _ABBREVIATION = re.compile(
     r"(?:\b(?:dr|mr|mrs|ms|mx|st|prof|jr|sr|vs|etc|e\.g|i\.e|mt|no|approx|ave|rd|inc|ltd|"
-    r"dept|fig|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)|(?<!\w)[^\W\d_])\.$",
+    r"dept|fig|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|co|corp|bros)|(?<!\w)[^\W\d_])\.$",
     re.I,
 )
 
@@ -311,11 +311,20 @@ class Overlap:
         for word in words(spelled):
             word = word.removesuffix("'s")  # "wief's name"
             t = _VARIANTS.get(_stem(word), _stem(word))
-            if t in self.idf or len(word) < 4 or t not in q or is_english(word):
-                continue  # "docker" is a word, not a typo of "locker"
+            if len(word) < 4 or t not in q:
+                continue
             # Compared as written ("grage" is one typo from "garage", not from its stem).
-            near = {k for w, k in self._vocabulary().items() if _one_typo(word, w)}
-            if len(near) == 1:  # a typo of one word, not a guess among several
+            # A word spelled right may be what a document misspelled ("databases" for
+            # "databses"), never another word ("docker" is not a typo of "locker").
+            english = is_english(word)
+            near = {
+                k
+                for w, k in self._vocabulary().items()
+                if _one_typo(word, w) and not (english and is_english(w))
+            }
+            if len(near) == 1 and t in self.idf:  # said right elsewhere, misspelled here
+                q = q | near
+            elif len(near) == 1:  # a typo of one word, not a guess among several
                 q = (q - {t}) | near
         self._asked[query] = q
         return q

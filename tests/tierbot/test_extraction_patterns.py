@@ -27,6 +27,7 @@ def _lines() -> list[str]:
 def _folded() -> list[tuple[str, extraction._Folded]]:
     found = [(n, p) for n, p in vars(extraction).items() if isinstance(p, extraction._Folded)]
     found += [(f"rule {kind}", p) for kind, _, p in extraction._RULES if hasattr(p, "pattern")]
+    found += [(f"shape {kind}", p) for kind, _, p in extraction._MORE_SHAPES]
     found.append(("identity shape: doer", extraction._IdentityShape._DOER))
     return found
 
@@ -391,3 +392,28 @@ def test_the_bots_replies_saying_back_what_people_told_are_never_its_own_memorie
         TranscriptEntry("b4", bot, "I will check the build tomorrow."),
     ]
     assert [m.source_id for m in extraction.extract_memories(entries)] == ["b4"]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Typed all in lower case, as a hurried student does.
+        ("lotte is my ex now", "fact"),
+        ("i work part time at a bike shop on saturdays", "identity"),
+        ("sofia switched groups so my lab partner is now tariq", "fact"),  # its consequence
+        ("that headline is genius honestly", None),
+        ("ugh my thread keeps snapping today", None),
+        # Someone else's taste, a plan weighed, a thing got or paid back, a role to come.
+        ("Marcella prefers updates in Slack threads, not DMs.", "preference"),
+        ("Tom loves it lol", None),
+        ("I'm thinking of doing a master's in nursing education next year.", "goal"),
+        ("i paid pieter back today", "event"),
+        ("Rin got a new PC with a 4090", "event"),
+        ("dropped the linear algebra course, its too much this semester", "event"),
+        ("my thesis supervisor will be dr. van der berg", "fact"),
+        ("My best friend from nursing school is Fatima.", "fact"),
+        ("honestly best group ever", None),
+    ],
+)
+def test_hurried_and_third_person_statements_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind

@@ -705,7 +705,8 @@ _OPINION = _Folded(
     # "so it stays" joins two clauses; "so good" is an opinion.
     r"\b(so(?! (it|we|i|you|they|he|she|that|the|there)\b)|such|really|too(?=\s+\w)|awesome|"
     r"amazing|great|cool|lucky|glad|happy|proud|inspiring|"
-    r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|best|worst|"
+    r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|"
+    r"best(?! (friend|mate|man|seller|buddy|pal)s?\b)|worst|"
     r"lovely|wonderful|fantastic|stoked|excited|thrilled|means a lot|appreciate|thankful|"
     r"grateful|blessed|sorry|awful|terrible|hard|tough|rough|keep it up|proud of)\b",
 )
@@ -879,6 +880,40 @@ def classify(sentence: str) -> tuple[str | None, float]:
     return found
 
 
+# Shapes the rules above miss, each a whole kind of statement: someone else's taste
+# ("Marcella prefers updates in Slack threads"), a plan being weighed ("I'm thinking
+# of doing a master's"), a thing got, bought or paid back ("Rin got a new PC", "i paid
+# pieter back today", "dropped the linear algebra course"), a role to come ("my thesis
+# supervisor will be dr. van der berg").
+_MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
+    (
+        "preference",
+        0.7,
+        _Folded(
+            r"^[a-z][\w'-]+ (prefers|likes|loves|hates|dislikes|can'?t stand|adores) "
+            r"(?!(it|that|this|them|him|her|you|me|us)\b)\w"
+        ),
+    ),
+    (
+        "goal",
+        0.7,
+        _Folded(
+            r"\b(i'?m|i am|we'?re|we are) (thinking of|considering|planning on|looking into) "
+            r"\w+ing\b"
+        ),
+    ),
+    (
+        "event",
+        0.6,
+        _Folded(
+            r"\b(i|we|[a-z]+) (paid [\w ]{1,20} back|got (a|an|my|our|his|her|their) new|"
+            r"bought (a|an|my|our|the|some)) \w|"
+            r"^(i |we )?(dropped|quit|ditched) (the|my|our) [\w ]{1,30}(course|class|module|"
+            r"subject|job|gym|team|club)\b"
+        ),
+    ),
+    ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+)
 _SO = re.compile(r",?\s+so\s+(?=(?:my|our|the|i|we)\b)|;\s+", re.I)
 
 
@@ -905,6 +940,9 @@ def _classify(sentence: str) -> tuple[str | None, float]:
         # corrects, corrected, when it is said.
         return None, 0.0
     for kind, importance, pattern in _RULES:
+        if pattern.search(s):
+            return kind, importance
+    for kind, importance, pattern in _MORE_SHAPES:
         if pattern.search(s):
             return kind, importance
     if CHANGED.search(s) and len(stems(s)) >= 3:

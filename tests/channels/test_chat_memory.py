@@ -1459,3 +1459,23 @@ async def test_a_hurried_student_is_kept_and_answered(make_config: Callable[...,
         assert gone == "Done: I forgot that you like flat whites.", gone
         bakery = await _say(rt, "I run a small bakery called Crumb & Co. in Bristol.", "q6")
         assert bakery == "Noted: you run a small bakery called Crumb & Co. in Bristol.", bakery
+
+
+async def test_what_we_do_is_answered_by_who_does_it(make_config: Callable[..., Config]) -> None:
+    """ "What games do we play?" is answered by "… we play Deep Rock Galactic", not by
+    "game night is every Thursday", which holds the question's rarer word; "when is game
+    night?" still by the latter."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _tell(
+            rt,
+            [
+                "I'm Kai, I run a Discord server called Midnight Raiders, we play Deep Rock "
+                "Galactic and Helldivers 2",
+                "Mo is the best scout, Jess always plays driller.",
+                "remember that game night is every Thursday at 8pm UK time",
+            ],
+        )
+        games = await _say(rt, "what games do we play?", "q1")
+        assert "Helldivers 2" in games, games
+        assert "driller" in await _say(rt, "what does Jess play?", "q2")
+        assert "Thursday at 8pm" in await _say(rt, "when is game night?", "q3")

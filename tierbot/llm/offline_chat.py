@@ -774,6 +774,13 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
     # about the landlord, not any number.
     scores = overlap.scores(question, boost=_named(question))
+    # "What games do we play?" is answered by what "we play", over "game night is…".
+    if (doing := _DOING.search(question)) is not None and doing[1].lower() != "you":
+        who, verb = doing[1], stems(doing[2])
+        said = re.compile(rf"\b{re.escape(who)}\s+(?:\w+\s+)?{re.escape(doing[2][:3])}", re.I)
+        for k, e in enumerate(pool):
+            if verb and said.search(e.text) and set(verb) <= overlap.doc_stems[k]:
+                scores[k] += overlap.idf.get(verb[0], 1.0)
     # "What is my garage code?" is not answered by "My gym code is 9090", nor "How old
     # is Max?" by Rex's age: see _Asked.fits.
     asked = _Asked.of(question, overlap)
@@ -810,6 +817,10 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
 
 
 _STOPPED = re.compile(r"\b(?:stopped|quit|dropped|ditched|gave up)\b", re.I)
+# "what games do we play", "what does Jess play": who does what the question asks of.
+_DOING = re.compile(
+    r"\b(?:do|does|did)\s+(we|I|you|they|he|she|[A-Z][\w-]+)\s+(?:\w+ly\s+)?([a-z]{3,})\b"
+)
 
 
 def _short(said: str, most: int = 30) -> str:

@@ -688,7 +688,7 @@ _LEADING = re.compile(
 )
 
 # Words typed in a hurry, spelled out for reading a question ("what do u know abt me").
-_SPELLED = {"u": "you", "ya": "you", "ur": "your", "r": "are", "abt": "about", "bout": "about"}
+_SPELLED = {"u": "you", "ur": "your", "abt": "about", "bout": "about"}
 _TEXTED = re.compile(r"\b(?:" + "|".join(_SPELLED) + r")\b(?!')", re.I)
 
 #: How the list of what someone told opens.

@@ -1391,6 +1391,10 @@ async def test_a_restatement_replaces_what_it_restates_and_what_stopped_keeps_it
         assert "shifts" not in engineer, engineer
         butter = await _say(rt, "Where does our butter come from?", "q2")
         assert "Yeo Valley" in butter and "£6.40" in butter, butter
+        # The restatement found first still says what it restates.
+        price = await _say(rt, "Who supplies our butter?", "q2b")
+        assert price.index("Yeo Valley") < price.index("Later, ann said"), price
+        assert price.endswith("they raised it last week.»"), price
         eggs = await _say(rt, "Where do we get eggs now?", "q3")
         assert "Wyke Farms" in eggs, eggs
         about = await _say(rt, "What do you know about me?", "q4")
@@ -1479,3 +1483,24 @@ async def test_what_we_do_is_answered_by_who_does_it(make_config: Callable[..., 
         assert "Helldivers 2" in games, games
         assert "driller" in await _say(rt, "what does Jess play?", "q2")
         assert "Thursday at 8pm" in await _say(rt, "when is game night?", "q3")
+
+
+async def test_a_wedding_is_asked_of_a_marriage_told_long_ago(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Where is Anna's wedding?" asks of "my sister anna is getting married in june in
+    utrecht", recalled from memory (told in another channel): a name alone would not
+    answer a detail never told, so the wedding must be the marriage."""
+    told, asked = "discord:9:1", "discord:9:2"
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        for i, line in enumerate(
+            ["my sister anna is getting married in june in utrecht", "anna loves tulips"]
+        ):
+            await rt.submit(inbound(told, line, pid=f"t{i}", author="you"))
+            await rt.drain()
+        await rt.memory.indexer.flush()
+        await rt.submit(inbound(asked, "Where is Anna's wedding?", pid="q1", author="you"))
+        await rt.drain()
+        said = rt.outbox.sent[-1].text
+        assert "married in june in utrecht" in said, said

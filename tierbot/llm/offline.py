@@ -35,7 +35,7 @@ import networkx as nx
 
 from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
 from tierbot.llm.extraction import extract_memories
-from tierbot.llm.offline_chat import CUT_SHORT, best, candidates, chat, said_later
+from tierbot.llm.offline_chat import CUT_SHORT, best, candidates, chat, quoted_with_changes
 from tierbot.llm.quoting import is_quoted, unquote
 from tierbot.llm.text import sentences, stems
 from tierbot.llm.transcript import TranscriptEntry, parse_transcript
@@ -260,9 +260,7 @@ class OfflineProvider:
         found, score = best(task, pool)
         if found is None or score < 0.2:
             return "Nothing I could find covers that.", []
-        answer = found.quoted()
-        if (later := said_later(found, task, pool)) is not None:
-            answer += f" Later, {later.quoted()}"  # as the channel itself answers
+        answer = quoted_with_changes(found, task, pool)  # as the channel itself answers
         return self.counter.truncate(answer, max_tokens), []
 
 

@@ -49,7 +49,15 @@ from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import STOPWORDS, Overlap, names, sentences, stems
 from tierbot.llm.transcript import BOT_MARK
 
-__all__ = ["Evidence", "best", "candidates", "chat", "conclusions", "tool_json"]
+__all__ = [
+    "Evidence",
+    "best",
+    "candidates",
+    "chat",
+    "conclusions",
+    "quoted_with_changes",
+    "tool_json",
+]
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
 #: How a reply cut to the room the window leaves ends (see the offline provider).
@@ -519,6 +527,35 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         )
     ]
     return max(later, key=lambda e: e.when or 0.0) if later else None
+
+
+def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]) -> str:
+    """``found`` quoted as an answer, with what its author said later that changes it,
+    or, when it restates something, what it restates first ("Correction: butter is
+    £6.40" alone does not say who supplies the butter)."""
+    if (later := said_later(found, question, pool)) is not None:
+        return f"{found.quoted()} Later, {later.quoted()}"
+    if (before := said_before(found, pool)) is not None:
+        return f"{before.quoted()} Later, {found.quoted()}"
+    return found.quoted()
+
+
+def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
+    """What ``found`` restates, when it says it does ("Correction: butter is £6.40 per
+    kilo" of "Butter comes from Yeo Valley at £6.20 per kilo"): the newest such line of
+    the same author, or None."""
+    if found.when is None or not _RESTATED.match(found.text):
+        return None
+    earlier = [
+        e
+        for e in pool
+        if e.author == found.author
+        and e.when is not None
+        and e.when < found.when
+        and not is_question(e.text)
+        and any(_replaces(found, sent) for sent in sentences(e.text))
+    ]
+    return max(earlier, key=lambda e: e.when or 0.0) if earlier else None
 
 
 def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> bool:
@@ -1379,11 +1416,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         elif found is None or score < 0.2:
             answers.append((task, _nothing(failed, UNKNOWN)))
         else:
-            later = said_later(found, task, pool)
-            answer = found.quoted()
-            if later is not None:
-                answer += f" Later, {later.quoted()}"
-            answers.append((task, answer))
+            answers.append((task, quoted_with_changes(found, task, pool)))
     if calls:
         return "", calls
     answers.extend(done.items())  # branches that came back for earlier questions

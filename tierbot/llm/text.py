@@ -248,6 +248,9 @@ _VARIANTS = {
     "grandpa": "grandfath",
     "grandad": "grandfath",
     "mobil": "phone",
+    # "Where is Anna's wedding?" asks of "Anna is getting married in June".
+    "wed": "marri",
+    "marriag": "marri",
 }
 
 

@@ -413,6 +413,7 @@ def test_the_bots_replies_saying_back_what_people_told_are_never_its_own_memorie
         ("my thesis supervisor will be dr. van der berg", "fact"),
         ("My best friend from nursing school is Fatima.", "fact"),
         ("honestly best group ever", None),
+        ("Honestly Go generics are still a bit annoying.", None),  # an opinion, not a fact
     ],
 )
 def test_hurried_and_third_person_statements_are_typed(line: str, kind: str | None) -> None:

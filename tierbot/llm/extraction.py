@@ -708,7 +708,8 @@ _OPINION = _Folded(
     r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|"
     r"best(?! (friend|mate|man|seller|buddy|pal)s?\b)|worst|"
     r"lovely|wonderful|fantastic|stoked|excited|thrilled|means a lot|appreciate|thankful|"
-    r"grateful|blessed|sorry|awful|terrible|hard|tough|rough|keep it up|proud of)\b",
+    r"grateful|blessed|sorry|awful|terrible|hard|tough|rough|keep it up|proud of|annoying|"
+    r"frustrating|irritating|overrated|underrated)\b",
 )
 # A name said to someone ("…, Caroline!", "Wow, Mel, …") is an address, not a fact.
 _VOCATIVE = re.compile(r",\s*[A-Z][a-z]+\s*[!.?]*$|^\W*\w+,\s*[A-Z][a-z]+,")

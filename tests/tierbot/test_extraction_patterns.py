@@ -372,6 +372,22 @@ def test_names_apologies_and_what_stopped_are_typed(line: str, kind: str | None)
     assert classify(line)[0] == kind
 
 
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("I booked a holiday to Crete for August.", "event"),  # was not kept at all
+        ("We've reserved a table for six on Friday", "event"),
+        ("I just ordered a new bike for Tom", "event"),
+        ("we rented a cottage near Whitby", "event"),
+        ("Book the venue for the party", "todo"),  # still a job when it is asked for
+    ],
+)
+def test_a_booking_or_an_order_made_is_an_event(line: str, kind: str | None) -> None:
+    """ "I booked a holiday to Crete for August" was answered "OK." and never kept:
+    something booked, reserved, ordered or rented is a plan worth keeping."""
+    assert classify(line)[0] == kind, line
+
+
 def test_the_bots_replies_saying_back_what_people_told_are_never_its_own_memories() -> None:
     """The list "Here is what you told me: …; we decided to use Postgres 16; …" holds
     "we decided": it was saved as the bot's own decision, and later quoted as what

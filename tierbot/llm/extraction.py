@@ -640,6 +640,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"lands|landed)\b|(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
             r"[a-z]* \d{1,2}\b|in (january|february|march|april|may|june|july|august|september|"
             r"october|november|december)|\d{4}-\d\d-\d\d|\d{1,2}/\d{1,2}(/\d{2,4})?\b|"
+            # "I booked a holiday to Crete", "we've reserved a table": a plan made, kept.
+            rf"{_I} (just |finally |already |also )?(booked|reserved|ordered|pre-?ordered|"
+            r"rented)\b|"
             r"(started|finished|completed|launched|shipped|released|won|broke|"
             r"lost(?! property| and found| luggage)|"
             r"adopted|bought|sold|ran|climbed|hiked|flew|drove|signed up|hired|opened|"

@@ -446,6 +446,8 @@ class _Asked:
             return False  # "Where do I live?" is not answered by "Mum lives at …"
         if self.my_thing and said_of and all(_named_whose(x) for x in said_of):
             return False  # "my husband's name" is not "Claire's husband is called Mark"
+        if not self.about and any(self._said_of_another(x) for x in said_of):
+            return False  # "What car do I drive?" is not "The car insurance renewal is…"
         if self.about - _ASKED_OF_IT <= have:
             return True
         for subject in said_of:
@@ -454,6 +456,20 @@ class _Asked:
             if kind and not Overlap.stems(kind) <= self.words:
                 return False
         return True
+
+    def _said_of_another(self, subject: str) -> bool:
+        """Whether a statement's ``subject`` shares a word with the question only as
+        what qualifies another thing: "car insurance renewal" names a renewal, not the
+        car "What car do I drive?" asks of ("the car" would be that car)."""
+        head = _QUALIFIED.split(subject)[0].split()
+        shared = Overlap.stems(" ".join(head)) & self.words - self.names
+        return bool(head) and bool(shared) and not Overlap.stems(head[-1]) & self.words
+
+
+# What follows a subject's head noun: "the locker at the pool", "replacement during leave".
+_QUALIFIED = re.compile(
+    r"\s+(?:at|in|on|of|for|from|during|with|to|by|near|behind|under|over)\s+", re.I
+)
 
 
 def _named_whose(subject: str) -> bool:

@@ -1,0 +1,46 @@
+"""What the offline provider answers in a conversation: which line it quotes, or none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.runtime import Runtime
+from tests.helpers import inbound
+from tierbot.config import Config
+from tierbot.llm.offline import OfflineProvider
+
+CH = "chat:1"
+MEMORY = {"memory": {"enabled": True}}
+NOTHING = "Nothing I could find covers that."
+
+
+async def _talk(make_config: Callable[..., Config], lines: list[str]) -> list[str]:
+    """Say each of ``lines`` in turn, as ann, in one conversation; the bot's last reply
+    to each."""
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    return replies
+
+
+async def test_a_line_sharing_only_a_qualifying_word_does_not_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What car do I drive?", no car told, quoted «The car insurance renewal is due on
+    30 September»: a renewal is not a car.  Once a car is told, it answers."""
+    replies = await _talk(
+        make_config,
+        [
+            "The car insurance renewal is due on 30 September.",
+            "What car do I drive?",
+            "When is the car insurance renewal due?",
+            "I drive a grey Honda Civic.",
+            "What car do I drive?",
+        ],
+    )
+    assert replies[1] == NOTHING, replies[1]
+    assert "30 September" in replies[2], replies[2]
+    assert "Honda Civic" in replies[4], replies[4]

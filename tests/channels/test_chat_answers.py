@@ -44,3 +44,27 @@ async def test_a_line_sharing_only_a_qualifying_word_does_not_answer(
     assert replies[1] == NOTHING, replies[1]
     assert "30 September" in replies[2], replies[2]
     assert "Honda Civic" in replies[4], replies[4]
+
+
+async def test_are_we_still_going_is_answered_by_the_plan_and_its_cancellation(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "We cancelled the Cornwall trip", then "Are we still going to Cornwall?" found
+    nothing: "still" asks whether the plan holds, so the plan answers, with what was
+    said of it later."""
+    replies = await _talk(
+        make_config,
+        [
+            "We're going to Cornwall for a week in May.",
+            "Our lodger Ben is moving to Leeds in June.",
+            "thank you dear",
+            "We cancelled the Cornwall trip.",
+            "Ben called off the move to Leeds.",
+            "Are we still going to Cornwall?",
+            "Is Ben still moving to Leeds?",
+        ],
+    )
+    assert (
+        "Cornwall for a week" in replies[5] and "«We cancelled the Cornwall trip.»" in (replies[5])
+    ), replies[5]
+    assert "«Ben called off the move to Leeds.»" in replies[6], replies[6]

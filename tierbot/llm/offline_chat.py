@@ -361,6 +361,8 @@ _YES_NO = re.compile(
 _ASKED_OF_IT = frozenset(
     stems("number name called age old colour color time date day year birthday born birth")
 )
+# Asked of whether something holds yet: "Are we still going…?", "Is Tom at Bosch anymore?".
+_STILL = frozenset(stems("still anymore longer yet"))
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
 _MY_THING = re.compile(r"\bmy\s+\w", re.I)
 # A statement about someone's thing by name: "Claire's husband is called Mark".
@@ -439,7 +441,9 @@ class _Asked:
             return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
-            return self.words - _ASKED_OF_IT <= have
+            # "Are we still going to Cornwall?" asks whether "going to Cornwall" holds:
+            # "still" is what the answer (and what was said later) settles.
+            return self.words - _ASKED_OF_IT - _STILL <= have
         subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
         said_of = [m[1] for m in subjects if m is not None]
         if self.mine and any(_someone_else(x) for x in said_of):

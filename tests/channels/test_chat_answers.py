@@ -68,3 +68,29 @@ async def test_are_we_still_going_is_answered_by_the_plan_and_its_cancellation(
         "Cornwall for a week" in replies[5] and "«We cancelled the Cornwall trip.»" in (replies[5])
     ), replies[5]
     assert "«Ben called off the move to Leeds.»" in replies[6], replies[6]
+
+
+async def test_when_is_someone_back_is_answered_by_the_line_giving_a_date(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When is Lucia back?" found nothing, and "When is Lucia back from leave?" quoted
+    «Lucia's replacement during leave is Omar»: a "when" is answered by the line naming
+    her that gives a date (away "until June 2nd" says when she is back)."""
+    replies = await _talk(
+        make_config,
+        [
+            "Our PM is Lucia and she's out on leave until June 2nd.",
+            "My brother Sam is travelling until next Friday.",
+            "Lucia's replacement during leave is Omar.",
+            "When is Lucia back?",
+            "When is Lucia back from leave?",
+            "When will Sam be home?",
+            "When is Omar back?",  # the line giving a date is not about him
+            "Who is covering for Lucia?",
+        ],
+    )
+    for reply in replies[3:5]:
+        assert "until June 2nd" in reply, reply
+    assert "next Friday" in replies[5], replies[5]
+    assert replies[6] == NOTHING, replies[6]
+    assert "Omar" in replies[7], replies[7]

@@ -375,6 +375,9 @@ _DATED = re.compile(
     r"tomorrow|tonight|yesterday|next|last)\b",
     re.I,
 )
+# Asked when someone is back, and a statement saying until when they are away.
+_BACK = frozenset(stems("back return returns returning home"))
+_UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 # Not names, though capitalised or before "'s": the bot, "Let's".
 _NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 
@@ -433,7 +436,9 @@ class _Asked:
         # "Who is covering for Lucia?" is answered by a line naming someone else too:
         # "Lucia's replacement during leave is Omar".
         someone = self.who and bool(_proper(e.text) - self.names)
-        if self.names and detail and not detail & have and not someone:
+        # "When is Lucia back?" is answered by "she's out on leave until June 2nd".
+        returns = dated and detail <= _BACK and _UNTIL.search(e.text) is not None
+        if self.names and detail and not detail & have and not someone and not returns:
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
         # Osaka this time" is not "What time is our flight?".
@@ -807,6 +812,13 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k])]
     if not fits:
         return None, 0.0
+    if asked.when:
+        # "When is Lucia back from leave?": a line giving a date ("out on leave until
+        # June 2nd") over one that only shares words ("Lucia's replacement during
+        # leave is Omar"), unless it shares far fewer.
+        top = max(scores[k] for k in fits)
+        dated = [k for k in fits if _DATED.search(pool[k].text) and scores[k] >= top / 2]
+        fits = dated or fits
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     i = max(

@@ -94,3 +94,29 @@ async def test_when_is_someone_back_is_answered_by_the_line_giving_a_date(
     assert "next Friday" in replies[5], replies[5]
     assert replies[6] == NOTHING, replies[6]
     assert "Omar" in replies[7], replies[7]
+
+
+async def test_a_pronoun_stands_for_the_person_the_question_before_it_named(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Where does Priya sit and what editor does she use?" answered its second half
+    with «Kenji uses Emacs»: "she" is Priya, in the same message or the asker's next
+    question, and the answer still shows the question as it was asked."""
+    replies = await _talk(
+        make_config,
+        [
+            "Our team lead is Priya and she sits in Berlin.",
+            "Priya's favourite editor is Vim.",
+            "Kenji uses Emacs.",
+            "My teammate Kenji handles the Kafka consumers.",
+            "Where does Priya sit and what editor does she use?",
+            "What does Kenji handle?",
+            "Which editor does he use?",
+            "What do you know about him?",
+        ],
+    )
+    sits, editor = replies[4].splitlines()
+    assert sits.startswith("«Where does Priya sit»") and "Berlin" in sits, sits
+    assert editor.startswith("«what editor does she use?»") and "Vim" in editor, editor
+    assert "Emacs" in replies[6] and "Vim" not in replies[6], replies[6]
+    assert replies[7].startswith("What I know about Kenji:"), replies[7]

@@ -45,6 +45,7 @@ from tierbot.llm.extraction import (
     to_first_person,
     to_second_person,
 )
+from tierbot.llm.pronouns import people_named, person_named, refers, with_person
 from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import STOPWORDS, Overlap, names, sentences, stems
 from tierbot.llm.transcript import BOT_MARK
@@ -1275,8 +1276,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     asked_each = [
         (at, q, task, str(at) if j == 0 else f"{at}.{j}")
         for at, q in questions
-        for j, task in enumerate(_each_question(q.content))
+        for j, (task, _) in enumerate(_each_question(q.content, _asked_before(at, q, messages)))
     ]
+    # What each question said, to show beside its answer: "what editor does she use?",
+    # though it is looked up as "what editor does Priya use?".
+    shown = {
+        task: said
+        for at, q in questions
+        for task, said in _each_question(q.content, _asked_before(at, q, messages))
+    }
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
@@ -1418,17 +1426,20 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             answers.append((task, answer))
     if calls:
         return "", calls
-    answers.extend(done.items())  # branches that came back for earlier questions
+    for task, answer in done.items():  # branches that came back for earlier questions
+        answers.append((task, answer))
+        shown.setdefault(task, _asked_as(task, messages))
     if not answers and not notes:
         return HOLDING, []
     # A late answer to a part of a message ("where does Rui live?" of "where do Ana
     # and Rui live?") says which part it answers.
     whole = {m.content for m in messages if m.role == "user"}
+    answers = [(shown.get(task, task), answer) for task, answer in answers]
     if len(answers) == 1 and not waiting and answers[0][0] in whole:
         lines = [answers[0][1]]
     else:
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
-        lines += [f"«{task}» {HOLDING}" for task in waiting]
+        lines += [f"«{shown.get(task, task)}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
 
 
@@ -1471,11 +1482,13 @@ _WH_OPENS = re.compile(
 )
 
 
-def _each_question(text: str) -> list[str]:
+def _each_question(text: str, person: str = "") -> list[tuple[str, str]]:
     """The questions one message asks, each to be answered: "What is my locker code
     and where do I live?" is two, and so are "Where does Ana live? When is my
     birthday?" and "Where do Ana and Rui live?". A message asking one question about
-    one thing comes back whole."""
+    one thing comes back whole.  Each comes as (what to look up, what was asked): a
+    pronoun stands for the one person named before it ("what editor does she use?"
+    after "Where does Priya sit", or ``person``, named by the question before)."""
     said = sentences(text)
     parts = [p.strip() for sent in said for p in _AND_ASKS.split(sent) if p.strip()]
     for i in range(1, len(parts)):
@@ -1483,9 +1496,45 @@ def _each_question(text: str) -> list[str]:
         bare, before = _BARE_WH.match(parts[i]), _WH_OPENS.match(parts[i - 1])
         if bare and before:
             parts[i] = bare[1] + parts[i - 1][before.end() :]
-    asked = [q for p in parts if is_question(p) for q in _each_named(p)]
+    asked = [(q, p) for p in parts if is_question(p) for q in _each_named(p)]
     # One question alone comes back whole; beside statements, the question alone.
-    return asked if len(asked) > 1 or (asked and len(asked) < len(parts)) else [text]
+    if not (len(asked) > 1 or (asked and len(asked) < len(parts))):
+        asked = [(text, text)]
+    out = []
+    for q, part in asked:
+        out.append((with_person(q, person), q))
+        if people_named(part):
+            person = person_named(part)  # "where do Ana and Rui live?": "they" is both
+    return out
+
+
+def _asked_as(task: str, messages: Sequence[ChatMessage]) -> str:
+    """What was asked that ``task`` looks up (a question of an earlier turn, its
+    pronoun standing for a name), or ``task`` itself."""
+    for at in range(len(messages) - 1, -1, -1):
+        q = messages[at]
+        if q.role == "user" and not is_quoted(q.content) and is_question(q.content):
+            for looked_up, said in _each_question(q.content, _asked_before(at, q, messages)):
+                if looked_up == task:
+                    return said
+    return task
+
+
+def _asked_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage], back: int = 3) -> str:
+    """The one person the asker's question right before ``q`` (at ``at``) was about:
+    "Where does she sit?" after "What editor does Priya use?" is about Priya, and so is
+    "what do you know about her?" after that (up to ``back`` questions back); "" when
+    the message before was not their question, or named nobody or several."""
+    for i in range(at - 1, -1, -1):
+        m = messages[i]
+        if m.role != "user" or is_quoted(m.content):
+            continue
+        if (m.name or "") != (q.name or "") or not is_question(m.content):
+            return ""
+        if people_named(m.content) or not refers(m.content) or back <= 1:
+            return person_named(m.content)
+        return _asked_before(i, m, messages, back - 1)
+    return ""
 
 
 def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:

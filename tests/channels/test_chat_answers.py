@@ -120,3 +120,39 @@ async def test_a_pronoun_stands_for_the_person_the_question_before_it_named(
     assert editor.startswith("«what editor does she use?»") and "Vim" in editor, editor
     assert "Emacs" in replies[6] and "Vim" not in replies[6], replies[6]
     assert replies[7].startswith("What I know about Kenji:"), replies[7]
+
+
+async def test_a_request_to_forget_or_keep_private_is_never_told_as_a_fact(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Please keep Elif's passport number private" was saved and listed, and "Please
+    delete Elif's phone number" (nothing told of it) quoted, as what is known about
+    Elif: a request to forget or not to keep something names it and tells nothing, in
+    view, recalled, or in a summary."""
+    lines = [
+        "my name is Daniel and I'm planning a trip to Japan with my partner Elif.",
+        "Elif is vegetarian and doesn't eat fish.",
+        "Please keep Elif's passport number private.",
+        "Forget Elif's shoe size.",
+        "Please delete Elif's phone number.",
+        "Don't remember Elif's dietary stuff, she wants to keep that private.",
+        "What do you know about Elif?",
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        replies = []
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+        assert replies[2].startswith("OK: I won't save that. I found nothing"), replies[2]
+        assert replies[4].startswith("I had nothing of yours about that to forget"), replies[4]
+        for _ in range(3):  # the requests leave the view: recalled, or in a summary
+            await rt.command(inbound(CH, "/compact"), is_admin=True)
+            await rt.drain()
+        await rt.submit(inbound(CH, "What do you know about Elif?", pid="q2", author="ann"))
+        await rt.drain()
+        replies.append(rt.outbox.sent[-1].text)
+        for reply in (replies[6], replies[7]):
+            assert reply.startswith("What I know about Elif:") and "vegetarian" in reply, reply
+            for request in ("private", "shoe size", "delete", "dietary"):
+                assert request not in reply, reply

@@ -213,6 +213,9 @@ def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) ->
         ("Can you remember my seat number?", None, None),  # nothing to save in it: asked
         ("Can you remember what my seat is?", None, None),
         ("I don't remember where I parked.", None, None),
+        ("Please keep Elif's passport number private.", "skip", None),
+        ("Can you keep my salary between us?", "skip", None),
+        ("We keep the spare key secret from the kids.", None, None),
     ],
 )
 def test_memory_requests_are_read_however_politely_they_are_put(
@@ -340,6 +343,7 @@ def test_remarks_shaped_like_corrections_are_not(line: str) -> None:
         ("remove my address from your memory", "forget", "my address"),
         ("can you remove my phone number please?", "forget", "my phone number"),
         ("Could you forget my locker code?", "forget", "my locker code"),
+        ("Please delete Elif's phone number.", "forget", "Elif's phone number"),
         ("delete the staging bucket", None, None),
         ("Can you remove the stain?", None, None),
         ("Can you remember my seat number?", None, None),

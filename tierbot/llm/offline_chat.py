@@ -246,8 +246,7 @@ def candidates(
             stamp = h.get("created_at", h.get("ts"))
             when = float(stamp) if isinstance(stamp, int | float) else None
             if h.get("type", "episode") == "episode":  # a message (conversation_search's too)
-                asked = read_request(str(h["content"]))
-                if asked is not None and asked.kind == "skip":
+                if not _tells(str(h["content"])):
                     continue  # "Please don't remember my PIN…": never quoted back
                 out.append(Evidence(_said(str(h["content"])), str(h.get("author", "")), when))
             else:
@@ -267,12 +266,10 @@ def candidates(
             continue
         last_user = m
         if not is_quoted(m.content):
-            request = read_request(m.content)
-            if (request is None and not _DELETE_THING.match(m.content)) or (
-                request is not None and request.kind == "remember"
-            ):
+            if _tells(m.content):
                 said = Evidence(_said(m.content), m.name or "", m.sent_at)
-                out.append(replace(said, requested=True) if request is not None else said)
+                asked = read_request(m.content) is not None
+                out.append(replace(said, requested=True) if asked else said)
             continue
         for block in blocks(m.content):
             if block.tag == "memory":
@@ -284,7 +281,9 @@ def candidates(
                         author, text = _split_speaker(line.lstrip("- "))
                         while author == "summary":  # an earlier summary's line, summarized
                             author, text = _split_speaker(text.lstrip("- "))
-                        if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
+                        # Not the bot's own replies, nor a request to forget or keep
+                        # something private, which tells nothing of it.
+                        if not author.endswith(f" {BOT_MARK}") and _tells(text):
                             out.append(Evidence(text, author, None, "summary"))
     # What someone asked to forget is theirs alone: another person's words stay, and so
     # does what they said after asking ("forget my locker code", then "it is now 7777").
@@ -307,6 +306,17 @@ def candidates(
         if rest and len(rest) < len(sentences(e.text)):
             kept.append(replace(e, text=" ".join(rest)))
     return kept
+
+
+def _tells(text: str) -> bool:
+    """Whether a person's message may be quoted as telling something: not a request to
+    forget ("Please delete Elif's phone number", whether or not it was told) or to
+    keep something private ("Don't remember Elif's dietary stuff"), which names a
+    thing and says nothing of it."""
+    request = read_request(text)
+    if request is not None:
+        return request.kind == "remember"
+    return _DELETE_THING.match(text) is None
 
 
 def _forget_of(m: ChatMessage) -> Request | None:
@@ -1002,7 +1012,7 @@ def _plan_saves(
 _DELETE_THING = re.compile(
     r"^\W*(?:please\s+|pls\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?"
     r"(?:delete|erase|remove|wipe|scrub|purge|get rid of)\s+"
-    r"(?P<what>(?:my|the|our)\s[^.?!\n]{1,60}?)"
+    r"(?P<what>(?:my|the|our|[^\W\d_][\w-]*'s)\s[^.?!\n]{1,60}?)"
     r"(?:\s+from\s+(?:your|the)\s+(?:memory|memories|notes))?"
     r"(?:,?\s+(?:please|pls|thanks|thank you))?\s*[.!?]*$",
     re.I,

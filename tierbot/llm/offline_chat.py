@@ -406,6 +406,7 @@ class _Asked:
     when: bool = False  # asks for a date or time ("When is Sofia's birthday?")
     who: bool = False  # asks for a person ("Who is covering for Lucia?")
     my_thing: bool = False  # asks of something the asker's ("my husband's name")
+    kind: frozenset[str] = frozenset()  # the thing "what car…?" asks for: {"car"}
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -416,6 +417,7 @@ class _Asked:
             for t in overlap.query_stems(m.group(0))
         }
         about = _ABOUT.search(question)
+        kind = _WHAT_KIND.match(question)
         return cls(
             frozenset(named),
             frozenset(overlap.query_stems(about[1])) if about else frozenset(),
@@ -425,6 +427,7 @@ class _Asked:
             bool(_WHEN.search(question)),
             bool(_WHO.match(question)),
             bool(_MY_THING.search(question)),
+            frozenset(overlap.query_stems(kind[1])) - _ASKED_OF_IT if kind else frozenset(),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -466,7 +469,7 @@ class _Asked:
             return False  # "Where do I live?" is not answered by "Mum lives at …"
         if self.my_thing and said_of and all(_named_whose(x) for x in said_of):
             return False  # "my husband's name" is not "Claire's husband is called Mark"
-        if not self.about and any(self._said_of_another(x) for x in said_of):
+        if self.kind and not self.about and any(self._said_of_another(x) for x in said_of):
             return False  # "What car do I drive?" is not "The car insurance renewal is…"
         if self.about - _ASKED_OF_IT <= have:
             return True
@@ -478,14 +481,21 @@ class _Asked:
         return True
 
     def _said_of_another(self, subject: str) -> bool:
-        """Whether a statement's ``subject`` shares a word with the question only as
-        what qualifies another thing: "car insurance renewal" names a renewal, not the
-        car "What car do I drive?" asks of ("the car" would be that car)."""
+        """Whether a statement's ``subject`` names the thing asked for ("what car…?")
+        only as what qualifies another thing: "car insurance renewal" names a renewal,
+        not a car ("the car" or "my car" would be one)."""
         head = _QUALIFIED.split(subject)[0].split()
-        shared = Overlap.stems(" ".join(head)) & self.words - self.names
-        return bool(head) and bool(shared) and not Overlap.stems(head[-1]) & self.words
+        shared = Overlap.stems(" ".join(head)) & self.kind
+        return bool(head) and bool(shared) and not Overlap.stems(head[-1]) & self.kind
 
 
+# "What car do I drive?", "which kind of bike…": the thing asked for, after "what".
+_WHAT_KIND = re.compile(
+    r"^\W*(?:what|which)\s+(?:kind\s+of\s+|type\s+of\s+|sort\s+of\s+)?"
+    r"(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|'s)\b)"
+    r"([a-z][\w-]*)",
+    re.I,
+)
 # What follows a subject's head noun: "the locker at the pool", "replacement during leave".
 _QUALIFIED = re.compile(
     r"\s+(?:at|in|on|of|for|from|during|with|to|by|near|behind|under|over)\s+", re.I

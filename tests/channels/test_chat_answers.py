@@ -159,3 +159,35 @@ async def test_a_request_to_forget_or_keep_private_is_never_told_as_a_fact(
             assert reply.startswith("What I know about Elif:") and "vegetarian" in reply, reply
             for request in ("private", "shoe size", "delete", "dietary"):
                 assert request not in reply, reply
+
+
+async def test_who_is_not_answered_by_a_line_naming_nobody_while_one_naming_someone_is_kept(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Who is our team lead?" quoted «I'm no longer on the payments team, I moved to
+    the platform team» (in view, sharing "team") once «Our team lead is Priya» had
+    left the view: a "who" answered by a line naming nobody looks further back."""
+    lines = [
+        "Our team lead is Priya and she sits in Berlin.",
+        "My teammate Kenji handles the Kafka consumers.",
+        "The staging database host is db-stg-03.internal.",
+        "The deploy freeze starts on Thursday.",
+        "Sprint demo is on Wednesday at 3:30pm.",
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+            await rt.drain()
+        for _ in range(2):
+            await rt.command(inbound(CH, "/compact"), is_admin=True)
+            await rt.drain()
+        for i, line in enumerate(
+            [
+                "I'm no longer on the payments team, I moved to the platform team.",
+                "Who is our team lead?",
+            ]
+        ):
+            await rt.submit(inbound(CH, line, pid=f"q{i}", author="ann"))
+            await rt.drain()
+        said = rt.outbox.sent[-1].text
+    assert "Priya" in said, said

@@ -840,6 +840,13 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
         top = max(scores[k] for k in fits)
         dated = [k for k in fits if _DATED.search(pool[k].text) and scores[k] >= top / 2]
         fits = dated or fits
+    elif asked.who:
+        # "Who is our team lead?": a line naming someone ("Our team lead is Priya") over
+        # one that only shares words ("I moved to the platform team"), unless it shares
+        # far fewer.
+        top = max(scores[k] for k in fits)
+        someone = [k for k in fits if _proper(pool[k].text) - asked.names and scores[k] >= top / 2]
+        fits = someone or fits
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     i = max(
@@ -1431,7 +1438,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
-        elif (score < 0.34 or (found is not None and found.kind == "summary")) and recall_ok:
+        elif (score < 0.34 or _unsure(plain, found)) and recall_ok:
             # A summary's line carries no date, and may be what its author later said
             # holds no more ("I live in Porto", then "I moved to Lisbon"): the memories
             # of it say when, and what came after.
@@ -1461,6 +1468,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
         lines += [f"«{shown.get(task, task)}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+def _unsure(question: str, found: Evidence | None) -> bool:
+    """Whether ``found`` answers ``question`` too weakly to stop looking: a summary's
+    line, or a line naming nobody for "who…?" ("Who is our team lead?" is not "I moved
+    to the platform team", when "Our team lead is Priya" has left the view)."""
+    if found is None:
+        return False
+    return found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text))
 
 
 # "…, and where do I live?": a second question in the same sentence.

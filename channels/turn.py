@@ -197,6 +197,7 @@ class Turns:
                 if overflowed:
                     return "Sorry, this conversation is too long for the model right now."
                 overflowed = True
+                await self._archive_answered_memory_traffic()
                 await self.compaction.overflowed()
                 continue
             if completion.usage is not None and completion.usage.input_tokens:
@@ -282,8 +283,10 @@ class Turns:
                 )
                 fitted = self._fitted(found)
                 if fitted is not found and _hits(fitted) < min(_FEW_HITS, _hits(found)):
-                    # The window is nearly full: make room as an overflow would (an
-                    # emergency cut of the oldest live messages, archived), then fit again.
+                    # The window is nearly full: make room as an overflow would (the
+                    # spent recalls of answered turns, then an emergency cut of the
+                    # oldest live messages, archived), then fit again.
+                    await self._archive_answered_memory_traffic()
                     await self.compaction.overflowed()
                     fitted = self._fitted(found)
                 return fitted
@@ -340,6 +343,24 @@ class Turns:
         if at is None:
             return
         before = next((i for i in range(at - 1, -1, -1) if items[i].role is Role.ASSISTANT), -1)
+        await self._archive_memory_traffic(before)
+
+    async def _archive_answered_memory_traffic(self) -> None:
+        """Move the memory-tool exchanges of every turn already answered out of the live
+        context, the newest one's too: the window is too full for this turn, and what
+        they found is in the memory graph and in the replies that said it (a "what
+        else?" right after "what do you know about me?" found no room for its recall
+        beside the list's own, and the emergency cut could not take them: they were the
+        newest messages)."""
+        items = self.history.ctx.items
+        last = next(
+            (i for i in range(len(items) - 1, -1, -1) if items[i].role is Role.ASSISTANT), -1
+        )
+        await self._archive_memory_traffic(last)
+
+    async def _archive_memory_traffic(self, before: int) -> None:
+        """Archive the memory-only tool exchanges among the live items up to ``before``."""
+        items = self.history.ctx.items
         exchanges: dict[int, set[int]] = {}  # a call message's id -> its and its results' ids
         owner: dict[str, int] = {}  # a call's id -> its message's id
         for m in items[: before + 1]:

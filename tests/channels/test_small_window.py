@@ -196,3 +196,76 @@ async def test_a_store_failing_to_make_room_for_a_recall_is_said_and_the_chat_go
     assert "OSError" in body["error"], body
     assert replied.reply_to == "q1" and replied.text == "ok", replied
     assert last.reply_to == "q2" and last.text == "ok", last
+
+
+# A newcomer's chat (a team's facts, corrections, questions, a forget, a /compact).
+TEAM_CHAT = (
+    "hey, I'm Raj, backend dev on the payments team",
+    "Our team lead is Priya and she sits in Berlin.",
+    "My teammate Kenji handles the Kafka consumers.",
+    "We decided to use Postgres 16 for the ledger service.",
+    "The staging database host is db-stg-03.internal.",
+    "Remember that the deploy freeze starts on Friday.",
+    "sorry, I meant Thursday",
+    "The on-call rotation this week is Kenji, next week is me.",
+    "Sprint demo is on Wednesday at 2pm.",
+    "actually make that 4pm",
+    "no wait, 3:30pm",
+    "My laptop's asset tag is LT-8831.",
+    "I prefer tabs over spaces, fight me",
+    "Priya's favourite editor is Vim.",
+    "Kenji uses Emacs.",
+    "brb coffee",
+    "ok back",
+    "What is the staging database host?",
+    "When does the deploy freeze start?",
+    "When is the sprint demo?",
+    "Who is on call this week?",
+    "What editor does Priya use?",
+    "Which editors do Priya and Kenji use?",
+    "What database did we choose for the ledger?",
+    "/compact",
+    "What's my laptop asset tag?",
+    "Where does Priya sit?",
+    "What does Kenji handle?",
+    "The staging host changed to db-stg-07.internal.",
+    "What is the staging db host?",
+    "I'm no longer on the payments team, I moved to the platform team.",
+    "Which team am I on?",
+    "Forget my laptop asset tag.",
+    "What's my laptop asset tag?",
+    "My API token for the sandbox is sk-test-9981.",
+    "Please delete the sandbox API token.",
+    "What's the sandbox API token?",
+    "The retro is on Friday at 11am.",
+    "Our PM is Lucia and she's out on leave until June 2nd.",
+    "Lucia's replacement during leave is Omar.",
+    "Who is covering for Lucia?",
+    "When is Lucia back?",
+    "What do you know about Kenji?",
+    "What do you know about me?",
+    "What else?",
+)
+
+
+async def test_what_else_after_the_list_in_a_small_window_is_answered_not_refused(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a 2,048-token window, "What else?" right after "What do you know about me?"
+    answered "Sorry, this conversation is too long for the model right now.": the
+    list's own recalls were still in view, the newest messages, which an emergency cut
+    does not take, and no room was left for the next recall. Spent recalls of answered
+    turns leave the view first."""
+    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 2048}})
+    replies = []
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        for i, line in enumerate(TEAM_CHAT):
+            if line.startswith("/"):
+                await rt.command(inbound(CH, line), is_admin=True)
+            else:
+                await rt.submit(inbound(CH, line, pid=f"console-{i}", author="you"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert not [r for r in replies if "too long for the model" in r], replies
+    assert replies[-2].startswith("Here is what you told me:"), replies[-2]
+    assert "told me" in replies[-1], replies[-1]

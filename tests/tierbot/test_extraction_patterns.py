@@ -213,6 +213,9 @@ def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) ->
         ("Can you remember my seat number?", None, None),  # nothing to save in it: asked
         ("Can you remember what my seat is?", None, None),
         ("I don't remember where I parked.", None, None),
+        ("Please keep Elif's passport number private.", "skip", None),
+        ("Can you keep my salary between us?", "skip", None),
+        ("We keep the spare key secret from the kids.", None, None),
     ],
 )
 def test_memory_requests_are_read_however_politely_they_are_put(
@@ -340,6 +343,7 @@ def test_remarks_shaped_like_corrections_are_not(line: str) -> None:
         ("remove my address from your memory", "forget", "my address"),
         ("can you remove my phone number please?", "forget", "my phone number"),
         ("Could you forget my locker code?", "forget", "my locker code"),
+        ("Please delete Elif's phone number.", "forget", "Elif's phone number"),
         ("delete the staging bucket", None, None),
         ("Can you remove the stain?", None, None),
         ("Can you remember my seat number?", None, None),
@@ -370,6 +374,22 @@ def test_deleting_what_was_told_is_a_forget_and_other_deleting_is_not(
 )
 def test_names_apologies_and_what_stopped_are_typed(line: str, kind: str | None) -> None:
     assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("I booked a holiday to Crete for August.", "event"),  # was not kept at all
+        ("We've reserved a table for six on Friday", "event"),
+        ("I just ordered a new bike for Tom", "event"),
+        ("we rented a cottage near Whitby", "event"),
+        ("Book the venue for the party", "todo"),  # still a job when it is asked for
+    ],
+)
+def test_a_booking_or_an_order_made_is_an_event(line: str, kind: str | None) -> None:
+    """ "I booked a holiday to Crete for August" was answered "OK." and never kept:
+    something booked, reserved, ordered or rented is a plan worth keeping."""
+    assert classify(line)[0] == kind, line
 
 
 def test_the_bots_replies_saying_back_what_people_told_are_never_its_own_memories() -> None:

@@ -116,6 +116,31 @@ def test_a_forget_removes_the_sentence_it_names_and_what_came_after_stays() -> N
     assert not [t for t in texts if "2222" in t], texts
 
 
+def test_a_request_to_forget_or_keep_private_is_no_evidence_wherever_it_comes_from() -> None:
+    """A request naming something ("Please delete Elif's phone number", "Don't
+    remember Elif's dietary stuff") tells nothing of it: not as a message in view, a
+    recalled message, or a summary's line."""
+    import json
+
+    requests = [
+        "Please delete Elif's phone number.",
+        "Forget Elif's shoe size.",
+        "Don't remember Elif's dietary stuff, she wants to keep that private.",
+        "Please keep Elif's passport number private.",
+    ]
+    told = "Elif is vegetarian and doesn't eat fish."
+    history = [ChatMessage("user", t, name="ann", sent_at=1.0) for t in [told, *requests]]
+    history.append(
+        summary_message(
+            "Summary of 5 messages:\n" + "\n".join(f"- ann: {t}" for t in [told, *requests])
+        )
+    )
+    hits = [{"content": t, "author": "ann", "type": "episode"} for t in [told, *requests]]
+    recalled = ChatMessage("tool", json.dumps(hits), tool_call_id="r1")
+    found = {(e.kind, e.text) for e in candidates(history, [recalled])}
+    assert found == {("said", told), ("summary", told)}, found
+
+
 async def test_a_branch_answer_adds_what_its_author_said_after_it() -> None:
     """A branch looking further back finds "I work at the bank on Mondays" and also,
     dated later, "I don't work at the bank anymore": its conclusion quotes both, as

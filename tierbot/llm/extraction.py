@@ -139,7 +139,7 @@ _INFO = (
 )
 _DELETE = re.compile(
     r"^\s*(?:please\s+|pls\s+)?(?:delete|erase|remove|wipe|scrub|purge|get rid of)\s+"
-    rf"(?P<rest>(?:my|the|our)\b[^.?!\n]{{0,60}}?\b{_INFO}\b[^\n]*?|[^\n]*?(?=\s+from\s+"
+    rf"(?P<rest>(?:my|the|our|[^\W\d_][\w-]*'s)\b[^.?!\n]{{0,60}}?\b{_INFO}\b[^\n]*?|[^\n]*?(?=\s+from\s+"
     r"(?:your|the)\s+(?:memory|memories)\b))(?:\s+from\s+(?:your|the)\s+(?:memory|memories))?"
     r"(?:,?\s+(?:please|pls|thanks|thank you))?\s*[.!]*$",
     re.I,
@@ -167,6 +167,16 @@ _DONT_KEEP = re.compile(
     r"(?:don'?t|do not|never)\s+"
     r"(?:remember|save|store|record|keep|note|write down|memori[sz]e)\b(?!\s+to\b)",
     re.I,
+)
+# "Please keep Elif's passport number private", "keep this between us": nothing to keep
+# either (what it names is the part after "keep").
+_KEEP_PRIVATE = re.compile(
+    r"^\s*(?:[\w\s']{0,30}[,:;]\s*)?(?:(?:please|pls|and|so|also|but)\s+)*"
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?keep\s+(?P<what>.+?)\s+"
+    r"(?:private|secret|confidential|to yourself|between (?:us|you and me|ourselves)|"
+    r"off the record|under wraps|quiet)\b(?:,?\s+(?:please|pls|thanks|thank you))?"
+    r"(?:\W*$|\s*[:,-]\s*(?P<told>\S.*)$)",
+    re.I | re.S,
 )
 # A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
 _HAS_VERB = re.compile(
@@ -640,6 +650,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"lands|landed)\b|(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
             r"[a-z]* \d{1,2}\b|in (january|february|march|april|may|june|july|august|september|"
             r"october|november|december)|\d{4}-\d\d-\d\d|\d{1,2}/\d{1,2}(/\d{2,4})?\b|"
+            # "I booked a holiday to Crete", "we've reserved a table": a plan made, kept.
+            rf"{_I} (just |finally |already |also )?(booked|reserved|ordered|pre-?ordered|"
+            r"rented)\b|"
             r"(started|finished|completed|launched|shipped|released|won|broke|"
             r"lost(?! property| and found| luggage)|"
             r"adopted|bought|sold|ran|climbed|hiked|flew|drove|signed up|hired|opened|"
@@ -744,7 +757,7 @@ def is_question(text: str) -> bool:
     """A question (ends with "?" or opens like one); "Remember that…" is not one."""
     t = _straight(text.strip())
     t = split_greeting(t)[1].strip() or t  # "Hi! Can you remember that…?"
-    if _DONT_KEEP.match(t):
+    if _DONT_KEEP.match(t) or _KEEP_PRIVATE.match(t):
         return False
     if _reminded_of(t):
         return True
@@ -1058,6 +1071,11 @@ def skipped_topic(text: str) -> str:
     """What a "don't remember" request names ("my bike lock combination" of "Please
     don't remember my bike lock combination"), or "" when it names nothing ("don't
     save this")."""
+    private = _KEEP_PRIVATE.match(_straight(text.strip()))
+    if private is not None:
+        what = re.sub(r"^(?:that|this|it)$", "", private["what"].strip(), flags=re.I)
+        what = what or (private["told"] or "").strip().rstrip(".!")
+        return what if words(what) else ""
     m = _DONT_KEEP.match(_straight(text.strip()))
     if m is None:
         return ""
@@ -1083,7 +1101,7 @@ def read_request(text: str) -> Request | None:
     """The explicit memory request ``text`` makes ("Remember that my locker code is
     4411.", "Remind me: …", "Forget that …", "…, please remember that"), or None."""
     t = split_greeting(_straight(text.strip()))[1]
-    if _DONT_KEEP.match(t):
+    if _DONT_KEEP.match(t) or _KEEP_PRIVATE.match(t):
         return Request("skip", t)
     for done in _DONE_TODO:
         if (m := done.match(t)) is not None and words(m["what"]):

@@ -45,6 +45,7 @@ from tierbot.llm.extraction import (
     to_first_person,
     to_second_person,
 )
+from tierbot.llm.pronouns import people_named, person_named, refers, with_person
 from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import STOPWORDS, Overlap, names, sentences, stems
 from tierbot.llm.transcript import BOT_MARK
@@ -253,8 +254,7 @@ def candidates(
             stamp = h.get("created_at", h.get("ts"))
             when = float(stamp) if isinstance(stamp, int | float) else None
             if h.get("type", "episode") == "episode":  # a message (conversation_search's too)
-                asked = read_request(str(h["content"]))
-                if asked is not None and asked.kind == "skip":
+                if not _tells(str(h["content"])):
                     continue  # "Please don't remember my PIN…": never quoted back
                 out.append(Evidence(_said(str(h["content"])), str(h.get("author", "")), when))
             else:
@@ -274,12 +274,10 @@ def candidates(
             continue
         last_user = m
         if not is_quoted(m.content):
-            request = read_request(m.content)
-            if (request is None and not _DELETE_THING.match(m.content)) or (
-                request is not None and request.kind == "remember"
-            ):
+            if _tells(m.content):
                 said = Evidence(_said(m.content), m.name or "", m.sent_at)
-                out.append(replace(said, requested=True) if request is not None else said)
+                asked = read_request(m.content) is not None
+                out.append(replace(said, requested=True) if asked else said)
             continue
         for block in blocks(m.content):
             if block.tag == "memory":
@@ -291,7 +289,9 @@ def candidates(
                         author, text = _split_speaker(line.lstrip("- "))
                         while author == "summary":  # an earlier summary's line, summarized
                             author, text = _split_speaker(text.lstrip("- "))
-                        if not author.endswith(f" {BOT_MARK}"):  # the bot's own replies
+                        # Not the bot's own replies, nor a request to forget or keep
+                        # something private, which tells nothing of it.
+                        if not author.endswith(f" {BOT_MARK}") and _tells(text):
                             out.append(Evidence(text, author, None, "summary"))
     # What someone asked to forget is theirs alone: another person's words stay, and so
     # does what they said after asking ("forget my locker code", then "it is now 7777").
@@ -314,6 +314,17 @@ def candidates(
         if rest and len(rest) < len(sentences(e.text)):
             kept.append(replace(e, text=" ".join(rest)))
     return kept
+
+
+def _tells(text: str) -> bool:
+    """Whether a person's message may be quoted as telling something: not a request to
+    forget ("Please delete Elif's phone number", whether or not it was told) or to
+    keep something private ("Don't remember Elif's dietary stuff"), which names a
+    thing and says nothing of it."""
+    request = read_request(text)
+    if request is not None:
+        return request.kind == "remember"
+    return _DELETE_THING.match(text) is None
 
 
 def _forget_of(m: ChatMessage) -> Request | None:
@@ -369,6 +380,8 @@ _YES_NO = re.compile(
 _ASKED_OF_IT = frozenset(
     stems("number name called age old colour color time date day year birthday born birth")
 )
+# Asked of whether something holds yet: "Are we still going…?", "Is Tom at Bosch anymore?".
+_STILL = frozenset(stems("still anymore longer yet"))
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
 _MY_THING = re.compile(r"\bmy\s+\w", re.I)
 # A statement about someone's thing by name: "Claire's husband is called Mark".
@@ -381,6 +394,9 @@ _DATED = re.compile(
     r"tomorrow|tonight|yesterday|next|last)\b",
     re.I,
 )
+# Asked when someone is back, and a statement saying until when they are away.
+_BACK = frozenset(stems("back return returns returning home"))
+_UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 # Not names, though capitalised or before "'s": the bot, "Let's".
 _NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 
@@ -398,6 +414,7 @@ class _Asked:
     when: bool = False  # asks for a date or time ("When is Sofia's birthday?")
     who: bool = False  # asks for a person ("Who is covering for Lucia?")
     my_thing: bool = False  # asks of something the asker's ("my husband's name")
+    kind: frozenset[str] = frozenset()  # the thing "what car…?" asks for: {"car"}
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -408,6 +425,7 @@ class _Asked:
             for t in overlap.query_stems(m.group(0))
         }
         about = _ABOUT.search(question)
+        kind = _WHAT_KIND.match(question)
         return cls(
             frozenset(named),
             frozenset(overlap.query_stems(about[1])) if about else frozenset(),
@@ -417,6 +435,7 @@ class _Asked:
             bool(_WHEN.search(question)),
             bool(_WHO.match(question)),
             bool(_MY_THING.search(question)),
+            frozenset(overlap.query_stems(kind[1])) - _ASKED_OF_IT if kind else frozenset(),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -439,7 +458,9 @@ class _Asked:
         # "Who is covering for Lucia?" is answered by a line naming someone else too:
         # "Lucia's replacement during leave is Omar".
         someone = self.who and bool(_proper(e.text) - self.names)
-        if self.names and detail and not detail & have and not someone:
+        # "When is Lucia back?" is answered by "she's out on leave until June 2nd".
+        returns = dated and detail <= _BACK and _UNTIL.search(e.text) is not None
+        if self.names and detail and not detail & have and not someone and not returns:
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
         # Osaka this time" is not "What time is our flight?".
@@ -447,13 +468,17 @@ class _Asked:
             return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
-            return self.words - _ASKED_OF_IT <= have
+            # "Are we still going to Cornwall?" asks whether "going to Cornwall" holds:
+            # "still" is what the answer (and what was said later) settles.
+            return self.words - _ASKED_OF_IT - _STILL <= have
         subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
         said_of = [m[1] for m in subjects if m is not None]
         if self.mine and any(_someone_else(x) for x in said_of):
             return False  # "Where do I live?" is not answered by "Mum lives at …"
         if self.my_thing and said_of and all(_named_whose(x) for x in said_of):
             return False  # "my husband's name" is not "Claire's husband is called Mark"
+        if self.kind and not self.about and any(self._said_of_another(x) for x in said_of):
+            return False  # "What car do I drive?" is not "The car insurance renewal is…"
         if self.about - _ASKED_OF_IT <= have:
             return True
         for subject in said_of:
@@ -462,6 +487,27 @@ class _Asked:
             if kind and not Overlap.stems(kind) <= self.words:
                 return False
         return True
+
+    def _said_of_another(self, subject: str) -> bool:
+        """Whether a statement's ``subject`` names the thing asked for ("what car…?")
+        only as what qualifies another thing: "car insurance renewal" names a renewal,
+        not a car ("the car" or "my car" would be one)."""
+        head = _QUALIFIED.split(subject)[0].split()
+        shared = Overlap.stems(" ".join(head)) & self.kind
+        return bool(head) and bool(shared) and not Overlap.stems(head[-1]) & self.kind
+
+
+# "What car do I drive?", "which kind of bike…": the thing asked for, after "what".
+_WHAT_KIND = re.compile(
+    r"^\W*(?:what|which)\s+(?:kind\s+of\s+|type\s+of\s+|sort\s+of\s+)?"
+    r"(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|'s)\b)"
+    r"([a-z][\w-]*)",
+    re.I,
+)
+# What follows a subject's head noun: "the locker at the pool", "replacement during leave".
+_QUALIFIED = re.compile(
+    r"\s+(?:at|in|on|of|for|from|during|with|to|by|near|behind|under|over)\s+", re.I
+)
 
 
 def _named_whose(subject: str) -> bool:
@@ -824,6 +870,20 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k])]
     if not fits:
         return None, 0.0
+    if asked.when:
+        # "When is Lucia back from leave?": a line giving a date ("out on leave until
+        # June 2nd") over one that only shares words ("Lucia's replacement during
+        # leave is Omar"), unless it shares far fewer.
+        top = max(scores[k] for k in fits)
+        dated = [k for k in fits if _DATED.search(pool[k].text) and scores[k] >= top / 2]
+        fits = dated or fits
+    elif asked.who:
+        # "Who is our team lead?": a line naming someone ("Our team lead is Priya") over
+        # one that only shares words ("I moved to the platform team"), unless it shares
+        # far fewer.
+        top = max(scores[k] for k in fits)
+        someone = [k for k in fits if _proper(pool[k].text) - asked.names and scores[k] >= top / 2]
+        fits = someone or fits
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     i = max(
@@ -1006,7 +1066,7 @@ def _plan_saves(
 _DELETE_THING = re.compile(
     r"^\W*(?:please\s+|pls\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?"
     r"(?:delete|erase|remove|wipe|scrub|purge|get rid of)\s+"
-    r"(?P<what>(?:my|the|our)\s[^.?!\n]{1,60}?)"
+    r"(?P<what>(?:my|the|our|[^\W\d_][\w-]*'s)\s[^.?!\n]{1,60}?)"
     r"(?:\s+from\s+(?:your|the)\s+(?:memory|memories|notes))?"
     r"(?:,?\s+(?:please|pls|thanks|thank you))?\s*[.!?]*$",
     re.I,
@@ -1280,8 +1340,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     asked_each = [
         (at, q, task, str(at) if j == 0 else f"{at}.{j}")
         for at, q in questions
-        for j, task in enumerate(_each_question(q.content))
+        for j, (task, _) in enumerate(_each_question(q.content, _asked_before(at, q, messages)))
     ]
+    # What each question said, to show beside its answer: "what editor does she use?",
+    # though it is looked up as "what editor does Priya use?".
+    shown = {
+        task: said
+        for at, q in questions
+        for task, said in _each_question(q.content, _asked_before(at, q, messages))
+    }
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
@@ -1408,7 +1475,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
-        elif (score < 0.34 or (found is not None and found.kind == "summary")) and recall_ok:
+        elif (score < 0.34 or _unsure(plain, found)) and recall_ok:
             # A summary's line carries no date, and may be what its author later said
             # holds no more ("I live in Porto", then "I moved to Lisbon"): the memories
             # of it say when, and what came after.
@@ -1419,18 +1486,30 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             answers.append((task, quoted_with_changes(found, task, pool)))
     if calls:
         return "", calls
-    answers.extend(done.items())  # branches that came back for earlier questions
+    for task, answer in done.items():  # branches that came back for earlier questions
+        answers.append((task, answer))
+        shown.setdefault(task, _asked_as(task, messages))
     if not answers and not notes:
         return HOLDING, []
     # A late answer to a part of a message ("where does Rui live?" of "where do Ana
     # and Rui live?") says which part it answers.
     whole = {m.content for m in messages if m.role == "user"}
+    answers = [(shown.get(task, task), answer) for task, answer in answers]
     if len(answers) == 1 and not waiting and answers[0][0] in whole:
         lines = [answers[0][1]]
     else:
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
-        lines += [f"«{task}» {HOLDING}" for task in waiting]
+        lines += [f"«{shown.get(task, task)}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+def _unsure(question: str, found: Evidence | None) -> bool:
+    """Whether ``found`` answers ``question`` too weakly to stop looking: a summary's
+    line, or a line naming nobody for "who…?" ("Who is our team lead?" is not "I moved
+    to the platform team", when "Our team lead is Priya" has left the view)."""
+    if found is None:
+        return False
+    return found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text))
 
 
 # "…, and where do I live?": a second question in the same sentence.
@@ -1472,11 +1551,13 @@ _WH_OPENS = re.compile(
 )
 
 
-def _each_question(text: str) -> list[str]:
+def _each_question(text: str, person: str = "") -> list[tuple[str, str]]:
     """The questions one message asks, each to be answered: "What is my locker code
     and where do I live?" is two, and so are "Where does Ana live? When is my
     birthday?" and "Where do Ana and Rui live?". A message asking one question about
-    one thing comes back whole."""
+    one thing comes back whole.  Each comes as (what to look up, what was asked): a
+    pronoun stands for the one person named before it ("what editor does she use?"
+    after "Where does Priya sit", or ``person``, named by the question before)."""
     said = sentences(text)
     parts = [p.strip() for sent in said for p in _AND_ASKS.split(sent) if p.strip()]
     for i in range(1, len(parts)):
@@ -1484,9 +1565,45 @@ def _each_question(text: str) -> list[str]:
         bare, before = _BARE_WH.match(parts[i]), _WH_OPENS.match(parts[i - 1])
         if bare and before:
             parts[i] = bare[1] + parts[i - 1][before.end() :]
-    asked = [q for p in parts if is_question(p) for q in _each_named(p)]
+    asked = [(q, p) for p in parts if is_question(p) for q in _each_named(p)]
     # One question alone comes back whole; beside statements, the question alone.
-    return asked if len(asked) > 1 or (asked and len(asked) < len(parts)) else [text]
+    if not (len(asked) > 1 or (asked and len(asked) < len(parts))):
+        asked = [(text, text)]
+    out = []
+    for q, part in asked:
+        out.append((with_person(q, person), q))
+        if people_named(part):
+            person = person_named(part)  # "where do Ana and Rui live?": "they" is both
+    return out
+
+
+def _asked_as(task: str, messages: Sequence[ChatMessage]) -> str:
+    """What was asked that ``task`` looks up (a question of an earlier turn, its
+    pronoun standing for a name), or ``task`` itself."""
+    for at in range(len(messages) - 1, -1, -1):
+        q = messages[at]
+        if q.role == "user" and not is_quoted(q.content) and is_question(q.content):
+            for looked_up, said in _each_question(q.content, _asked_before(at, q, messages)):
+                if looked_up == task:
+                    return said
+    return task
+
+
+def _asked_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage], back: int = 3) -> str:
+    """The one person the asker's question right before ``q`` (at ``at``) was about:
+    "Where does she sit?" after "What editor does Priya use?" is about Priya, and so is
+    "what do you know about her?" after that (up to ``back`` questions back); "" when
+    the message before was not their question, or named nobody or several."""
+    for i in range(at - 1, -1, -1):
+        m = messages[i]
+        if m.role != "user" or is_quoted(m.content):
+            continue
+        if (m.name or "") != (q.name or "") or not is_question(m.content):
+            return ""
+        if people_named(m.content) or not refers(m.content) or back <= 1:
+            return person_named(m.content)
+        return _asked_before(i, m, messages, back - 1)
+    return ""
 
 
 def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:

@@ -1,0 +1,193 @@
+"""What the offline provider answers in a conversation: which line it quotes, or none."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.runtime import Runtime
+from tests.helpers import inbound
+from tierbot.config import Config
+from tierbot.llm.offline import OfflineProvider
+
+CH = "chat:1"
+MEMORY = {"memory": {"enabled": True}}
+NOTHING = "Nothing I could find covers that."
+
+
+async def _talk(make_config: Callable[..., Config], lines: list[str]) -> list[str]:
+    """Say each of ``lines`` in turn, as ann, in one conversation; the bot's last reply
+    to each."""
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    return replies
+
+
+async def test_a_line_sharing_only_a_qualifying_word_does_not_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What car do I drive?", no car told, quoted «The car insurance renewal is due on
+    30 September»: a renewal is not a car.  Once a car is told, it answers."""
+    replies = await _talk(
+        make_config,
+        [
+            "The car insurance renewal is due on 30 September.",
+            "What car do I drive?",
+            "When is the car insurance renewal due?",
+            "I drive a grey Honda Civic.",
+            "What car do I drive?",
+            "My favourite study spot is the fourth floor of Powell.",
+            "Where do I like to study?",  # a spot to study is what is asked
+        ],
+    )
+    assert replies[1] == NOTHING, replies[1]
+    assert "30 September" in replies[2], replies[2]
+    assert "Honda Civic" in replies[4], replies[4]
+    assert "Powell" in replies[6], replies[6]
+
+
+async def test_are_we_still_going_is_answered_by_the_plan_and_its_cancellation(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "We cancelled the Cornwall trip", then "Are we still going to Cornwall?" found
+    nothing: "still" asks whether the plan holds, so the plan answers, with what was
+    said of it later."""
+    replies = await _talk(
+        make_config,
+        [
+            "We're going to Cornwall for a week in May.",
+            "Our lodger Ben is moving to Leeds in June.",
+            "thank you dear",
+            "We cancelled the Cornwall trip.",
+            "Ben called off the move to Leeds.",
+            "Are we still going to Cornwall?",
+            "Is Ben still moving to Leeds?",
+        ],
+    )
+    assert (
+        "Cornwall for a week" in replies[5] and "«We cancelled the Cornwall trip.»" in (replies[5])
+    ), replies[5]
+    assert "«Ben called off the move to Leeds.»" in replies[6], replies[6]
+
+
+async def test_when_is_someone_back_is_answered_by_the_line_giving_a_date(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When is Lucia back?" found nothing, and "When is Lucia back from leave?" quoted
+    «Lucia's replacement during leave is Omar»: a "when" is answered by the line naming
+    her that gives a date (away "until June 2nd" says when she is back)."""
+    replies = await _talk(
+        make_config,
+        [
+            "Our PM is Lucia and she's out on leave until June 2nd.",
+            "My brother Sam is travelling until next Friday.",
+            "Lucia's replacement during leave is Omar.",
+            "When is Lucia back?",
+            "When is Lucia back from leave?",
+            "When will Sam be home?",
+            "When is Omar back?",  # the line giving a date is not about him
+            "Who is covering for Lucia?",
+        ],
+    )
+    for reply in replies[3:5]:
+        assert "until June 2nd" in reply, reply
+    assert "next Friday" in replies[5], replies[5]
+    assert replies[6] == NOTHING, replies[6]
+    assert "Omar" in replies[7], replies[7]
+
+
+async def test_a_pronoun_stands_for_the_person_the_question_before_it_named(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Where does Priya sit and what editor does she use?" answered its second half
+    with «Kenji uses Emacs»: "she" is Priya, in the same message or the asker's next
+    question, and the answer still shows the question as it was asked."""
+    replies = await _talk(
+        make_config,
+        [
+            "Our team lead is Priya and she sits in Berlin.",
+            "Priya's favourite editor is Vim.",
+            "Kenji uses Emacs.",
+            "My teammate Kenji handles the Kafka consumers.",
+            "Where does Priya sit and what editor does she use?",
+            "What does Kenji handle?",
+            "Which editor does he use?",
+            "What do you know about him?",
+        ],
+    )
+    sits, editor = replies[4].splitlines()
+    assert sits.startswith("«Where does Priya sit»") and "Berlin" in sits, sits
+    assert editor.startswith("«what editor does she use?»") and "Vim" in editor, editor
+    assert "Emacs" in replies[6] and "Vim" not in replies[6], replies[6]
+    assert replies[7].startswith("What I know about Kenji:"), replies[7]
+
+
+async def test_a_request_to_forget_or_keep_private_is_never_told_as_a_fact(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Please keep Elif's passport number private" was saved and listed, and "Please
+    delete Elif's phone number" (nothing told of it) quoted, as what is known about
+    Elif: a request to forget or not to keep something names it and tells nothing, in
+    view, recalled, or in a summary."""
+    lines = [
+        "my name is Daniel and I'm planning a trip to Japan with my partner Elif.",
+        "Elif is vegetarian and doesn't eat fish.",
+        "Please keep Elif's passport number private.",
+        "Forget Elif's shoe size.",
+        "Please delete Elif's phone number.",
+        "Don't remember Elif's dietary stuff, she wants to keep that private.",
+        "What do you know about Elif?",
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        replies = []
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+        assert replies[2].startswith("OK: I won't save that. I found nothing"), replies[2]
+        assert replies[4].startswith("I had nothing of yours about that to forget"), replies[4]
+        for _ in range(3):  # the requests leave the view: recalled, or in a summary
+            await rt.command(inbound(CH, "/compact"), is_admin=True)
+            await rt.drain()
+        await rt.submit(inbound(CH, "What do you know about Elif?", pid="q2", author="ann"))
+        await rt.drain()
+        replies.append(rt.outbox.sent[-1].text)
+        for reply in (replies[6], replies[7]):
+            assert reply.startswith("What I know about Elif:") and "vegetarian" in reply, reply
+            for request in ("private", "shoe size", "delete", "dietary"):
+                assert request not in reply, reply
+
+
+async def test_who_is_not_answered_by_a_line_naming_nobody_while_one_naming_someone_is_kept(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Who is our team lead?" quoted «I'm no longer on the payments team, I moved to
+    the platform team» (in view, sharing "team") once «Our team lead is Priya» had
+    left the view: a "who" answered by a line naming nobody looks further back."""
+    lines = [
+        "Our team lead is Priya and she sits in Berlin.",
+        "My teammate Kenji handles the Kafka consumers.",
+        "The staging database host is db-stg-03.internal.",
+        "The deploy freeze starts on Thursday.",
+        "Sprint demo is on Wednesday at 3:30pm.",
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+            await rt.drain()
+        for _ in range(2):
+            await rt.command(inbound(CH, "/compact"), is_admin=True)
+            await rt.drain()
+        for i, line in enumerate(
+            [
+                "I'm no longer on the payments team, I moved to the platform team.",
+                "Who is our team lead?",
+            ]
+        ):
+            await rt.submit(inbound(CH, line, pid=f"q{i}", author="ann"))
+            await rt.drain()
+        said = rt.outbox.sent[-1].text
+    assert "Priya" in said, said

@@ -414,6 +414,31 @@ def test_the_bots_replies_saying_back_what_people_told_are_never_its_own_memorie
     assert [m.source_id for m in extraction.extract_memories(entries)] == ["b4"]
 
 
+def test_none_of_the_offline_bots_own_lines_becomes_a_memory() -> None:
+    """Every fixed reply of the offline chat ("I'm a bot, so nothing of my own; tell me
+    yours and I'll remember it.") and its list openings, compacted with the chat, are
+    no promise of the bot's: "I'll remember it" was kept as its to-do."""
+    from tierbot.llm import offline_chat
+    from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
+
+    fixed = [
+        v
+        for k, v in vars(offline_chat).items()
+        if k.isupper() and isinstance(v, str) and len(v.split()) > 2
+    ]
+    assert len(fixed) >= 10, fixed
+    fixed += [
+        "What I know about Rin: «Rin lives in Tokyo.» (kai, 2026-11-27).",
+        "Also about Rin: «Rin got a new PC.» (kai, 2026-11-27).",
+        "That is everything I know about Rin.",
+        "There may be more said of Rin than this conversation's window could bring at once: "
+        "ask me about one thing of theirs.",
+    ]
+    bot = f"tierbot {BOT_MARK}"
+    entries = [TranscriptEntry(f"b{i}", bot, text) for i, text in enumerate(fixed)]
+    assert extraction.extract_memories(entries) == []
+
+
 @pytest.mark.parametrize(
     ("line", "kind"),
     [

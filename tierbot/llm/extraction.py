@@ -1369,7 +1369,9 @@ _REPORTING = re.compile(
     r"^\s*(«|earlier,|i remember|from an earlier summary|noted|hello|i don't know|"
     r"let me look|sorry|you told me|done:|i forgot|on \d{4}-|here is what|you also told me|"
     r"that is everything|your to-dos|your name is|you go by|corrected:|ok: i won't|"
-    r"i had nothing|i could not|i can't|nothing i could find|\S+ (said|told me) on \d{4}-)",
+    r"i had nothing|i could not|i can't|nothing i could find|\S+ (said|told me) on \d{4}-|"
+    r"i'm a bot|i'm well, thanks|what i know about|also about|there may be more|"
+    r"what else about what|\(the list|there are \d+ more|that is everything)",
     re.I,
 )
 _BOT_COMMITMENT = _Folded(

@@ -545,7 +545,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if e.author == found.author
         and e.when is not None
         and (found.when is None or e.when > found.when)
-        and e.text != found.text
+        and not _same_said(e.text, found.text)
         and not is_question(e.text)
         and any(of_me == mine and what <= said for of_me, what in _no_longer(e.text))
     ]
@@ -563,7 +563,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if e.author == found.author
         and e.when is not None
         and e.when > found.when
-        and e.text != found.text
+        and not _same_said(e.text, found.text)
         and not is_question(e.text)
         and (
             (about and about <= set(stems(e.text)))
@@ -586,6 +586,12 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
     return found.quoted()
 
 
+def _same_said(a: str, b: str) -> bool:
+    """Whether two texts say the same (a message and the memory saved from it, which
+    the store dates later): equal but for case, spacing and punctuation."""
+    return re.sub(r"\W+", "", a).lower() == re.sub(r"\W+", "", b).lower()
+
+
 def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     """What ``found`` restates, when it says it does ("Correction: butter is £6.40 per
     kilo" of "Butter comes from Yeo Valley at £6.20 per kilo"): the newest such line of
@@ -599,6 +605,7 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
         and e.when is not None
         and e.when < found.when
         and not is_question(e.text)
+        and not _same_said(e.text, found.text)
         and any(_replaces(found, sent) for sent in sentences(e.text))
     ]
     return max(earlier, key=lambda e: e.when or 0.0) if earlier else None
@@ -738,7 +745,9 @@ def retired(pool: Sequence[Evidence]) -> Callable[[Evidence, str], bool]:
                 moved.append((e.author, e.when, e.text))
 
     def later(e: Evidence, when: float | None, text: str) -> bool:
-        return text != e.text and (e.when is None or (when is not None and when > e.when))
+        return not _same_said(text, e.text) and (
+            e.when is None or (when is not None and when > e.when)
+        )
 
     def gone(e: Evidence, sent: str) -> bool:
         said = set(stems(sent))
@@ -1383,27 +1392,38 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         tried = {
             c.name
             for c in asked.values()
-            if task == c.arguments.get("task") or str(c.arguments.get("query", "")).startswith(task)
+            if task == c.arguments.get("task")
+            or str(c.arguments.get("query", "")).startswith(task)
+            or c.id == f"recall-{key}"  # "what do you know about Rin?" asks for "Rin"
         }
         speaker = q.name or ""
         recall_ok = "memory_recall" in tools and "memory_recall" not in tried
         # A lookup that failed is not a lookup that found nothing: say which it was.
         # (By the question asked: a compaction in the middle of the turn may shift the
         # position a call's id was made from.)
-        mine_ids = _recalls_for(task, asked)
+        mine_ids = list(
+            dict.fromkeys(_recalls_for(task, asked) + [i for i in asked if i == f"recall-{key}"])
+        )
         failed = next((f for i in mine_ids if (f := _failure(results, i))), None)
 
         # "What do you know about Elif?": everything said of her, not one line.
         if (someone := _ABOUT_SOMEONE.search(plain)) is not None and not _ABOUT_ME.search(plain):
             name = someone[1]
             if recall_ok:
-                # "what else?" names nobody: the recall looks for whom it continues.
-                query = task if name in task else f"{task} {name}"
+                # By the name alone: "what (else) do you know about" would find every
+                # question asked with those words, not what was said of them.
                 calls.append(
-                    ToolCall(f"recall-{key}", "memory_recall", {"query": query, "limit": 20})
+                    ToolCall(f"recall-{key}", "memory_recall", {"query": name, "limit": 20})
                 )
             elif shown_of:
                 rest = _about_someone(name, pool, shown=shown_of)
+                if rest is None and _left_out(results, mine_ids):
+                    # The recall found more than the window could bring (hits, some of
+                    # them the same lines again): not "everything".
+                    rest = (
+                        f"There may be more said of {name} than this conversation's window "
+                        "could bring at once: ask me about one thing of theirs."
+                    )
                 answers.append((task, rest or f"That is everything I know about {name}."))
             else:
                 answers.append((task, _about_someone(name, pool) or _nothing(failed, UNKNOWN)))

@@ -319,7 +319,13 @@ class Turns:
         """A recall's hits, as many as the window holds under its emergency threshold
         (see :func:`memory_graph.fit_hits`)."""
         s = self.history.settings
-        room = int(s.context_window * s.compaction.emergency_threshold) - self.history.ctx.total
+        # Room for the shortest reply too: answering must not itself cross the threshold
+        # (a reply of 5 tokens after hits that filled it to the last token did).
+        room = (
+            int(s.context_window * s.compaction.emergency_threshold)
+            - self.history.ctx.total
+            - MIN_REPLY_TOKENS
+        )
         fitted = fit_hits(found, room, self.deps.counter.count_message, channel=self.key)
         if fitted is not found:
             self.log.info("channel.recall_trimmed", room=room)

@@ -348,7 +348,8 @@ def fit_search(name: str, text: str, window: int, used: int, counter: TokenCount
     result as it is.  See :func:`memory_graph.fit_hits`."""
     if name not in SEARCH_TOOLS:
         return text
-    return fit_hits(text, int(window * SEARCH_ROOM_SHARE) - used, counter.count_message)
+    room = int(window * SEARCH_ROOM_SHARE) - used - MIN_REPLY_TOKENS  # and the reply's
+    return fit_hits(text, room, counter.count_message)
 
 
 def unique_call_ids(

@@ -112,6 +112,44 @@ async def test_a_recall_brings_only_what_the_window_has_room_for(
     assert peak <= 0.95, peak
 
 
+async def test_a_recall_that_would_fill_the_window_to_the_brim_leaves_room_to_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """Hits that fit under the emergency threshold to its last token left no room for
+    the reply: "ok" then put the channel past it (now and then, as the memories' ids
+    made the hits a few tokens longer or shorter).  A recall's result now leaves room
+    for the shortest reply; one that leaves that room already comes back whole."""
+    from tierbot.tokens import MIN_REPLY_TOKENS
+
+    cfg = make_config({"memory": {"enabled": True}, "defaults": {"context_window": 1500}})
+    async with Runtime.open(cfg, llm=ScriptedLLM(chat_reply="ok")) as rt:
+        await rt.submit(inbound(CH, "what are my locker codes?", pid="q1", author="ann"))
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+        s = actor.history.settings
+        brim = int(s.context_window * s.compaction.emergency_threshold) - actor.history.ctx.total
+        count = actor.turns.deps.counter.count_message
+
+        def hits(filler: int) -> str:
+            found = [
+                {"id": f"mem_{i}", "type": "fact", "content": f"ann: locker {i} has code 44{i}"}
+                for i in range(5)
+            ]
+            found.append({"id": "mem_9", "type": "fact", "content": "ann: locker " + "x " * filler})
+            return json.dumps(found)
+
+        filler = 0
+        while count(hits(filler + 1)) <= brim:
+            filler += 1
+        brimful = hits(filler)
+        assert brim - MIN_REPLY_TOKENS < count(brimful) <= brim  # fills it to the brim
+        fitted = actor.turns._fitted(brimful)
+        assert count(fitted) <= brim - MIN_REPLY_TOKENS, (count(fitted), brim)
+        assert json.loads(fitted)[-1]["left_out"] == 1, fitted  # said, not dropped
+        roomy = hits(max(0, filler - 2 * MIN_REPLY_TOKENS))
+        assert actor.turns._fitted(roomy) is roomy
+
+
 #: Thresholds that let a window fill to 90 % without a background compaction.
 LATE = {
     "branch_preflight_threshold": 0.5,

@@ -187,8 +187,11 @@ async def test_metrics_parse_and_their_counters_move_with_a_replay(
         for o in ("ok", "noop", "failed")
     )
     assert ended == summaries
-    assert moved("tierbot_compaction_duration_seconds_count", tier="background") >= 1
-    assert moved("tierbot_compaction_tokens_freed_total", tier="background") > 0
+    # Which tier ran depends on how fast the summaries came back (a slow machine lets
+    # usage reach the aggressive tier first): one of the two did, and its metrics moved.
+    tiers = ("background", "aggressive")
+    assert sum(moved("tierbot_compaction_duration_seconds_count", tier=t) for t in tiers) >= 1
+    assert sum(moved("tierbot_compaction_tokens_freed_total", tier=t) for t in tiers) > 0
     assert value(after, "tierbot_context_usage_ratio", channel=CH) == pytest.approx(usage)
     assert value(after, "tierbot_channels_live") == 1
     assert value(after, "tierbot_pool_slots", pool="compaction") == 4

@@ -349,6 +349,11 @@ class Turns:
         if at is None:
             return
         before = next((i for i in range(at - 1, -1, -1) if items[i].role is Role.ASSISTANT), -1)
+        if self.history.usage >= self.history.settings.compaction.background_threshold:
+            # A window this full needs the room more than the model needs to see what
+            # it just did: the reply says it, and a compaction would otherwise take the
+            # reply itself first ("what else?" then finds no list to continue).
+            before = at
         await self._archive_memory_traffic(before)
 
     async def _archive_answered_memory_traffic(self) -> None:

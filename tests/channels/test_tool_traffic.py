@@ -165,3 +165,26 @@ async def test_an_exchange_a_compaction_covers_is_left_to_its_summary(
         assert not exchange & {m.id for m in actor.ctx.items}
         summary = next(m for m in actor.ctx.items if m.role is Role.SUMMARY)
         assert exchange <= set(await rt.store.covered_by(summary.id))
+
+
+async def test_in_a_nearly_full_window_the_newest_exchange_leaves_with_its_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """Once usage is past the background threshold, the newest turn's exchange is
+    archived as soon as it is answered, not kept in view: in a 2,048-token window a
+    "what do you know about me?" list's recalls (~400 tokens) otherwise pushed the next
+    compaction onto the list itself, and "what else?" found nothing to continue.  Below
+    the threshold it stays, as the test above shows."""
+    llm = ScriptedLLM(chat_reply="OK.")
+    _saves(llm, "locker code 4411")
+    small = {**MEMORY, "defaults": {**MEMORY["defaults"], "context_window": 1500}}
+    long_note = "My locker code is 4411. " + "It is the one by the pool, " * 24
+    async with Runtime.open(make_config(small), llm=llm) as rt:
+        await rt.submit(inbound(CH, long_note, pid="u1"))
+        await rt.drain()
+        actor = rt.registry.actors[CH]
+        assert actor.history.usage >= 0.75, actor.history.usage  # past 0.8 before the archive
+        assert _tools(actor.ctx.items) == []
+        assert actor.ctx.items[-1].role is Role.ASSISTANT  # the answer stays in view
+        stored = await _by_state(rt)
+        assert len(_tools(stored[State.ARCHIVED])) == 2  # kept, archived

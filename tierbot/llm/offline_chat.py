@@ -47,7 +47,15 @@ from tierbot.llm.extraction import (
 )
 from tierbot.llm.pronouns import people_named, person_named, refers, with_person
 from tierbot.llm.quoting import blocks, is_quoted, unquote
-from tierbot.llm.text import STOPWORDS, Overlap, names, sentences, stems
+from tierbot.llm.text import (
+    CALENDAR_WORDS,
+    STOPWORDS,
+    Overlap,
+    names,
+    sentences,
+    spelled_out,
+    stems,
+)
 from tierbot.llm.transcript import BOT_MARK
 
 __all__ = [
@@ -388,12 +396,7 @@ _MY_THING = re.compile(r"\bmy\s+\w", re.I)
 _WHOSE = re.compile(r"[A-Z][\w-]*'s\s")
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
-_DATED = re.compile(
-    r"\d|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|"
-    r"march|april|may|june|july|august|september|october|november|december|today|"
-    r"tomorrow|tonight|yesterday|next|last)\b",
-    re.I,
-)
+_DATED = re.compile(r"\d|\b(?:" + "|".join([*CALENDAR_WORDS, "next", "last"]) + r")\b", re.I)
 # Asked when someone is back, and a statement saying until when they are away.
 _BACK = frozenset(stems("back return returns returning home"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
@@ -691,12 +694,7 @@ def _proper_subject(text: str) -> bool:
     return m is not None and m[1][:1].isupper() and m[1].split()[0].lower() not in STOPWORDS
 
 
-_WEEKDAYS = frozenset(
-    stems(
-        "monday tuesday wednesday thursday friday saturday sunday today tomorrow tonight "
-        "january february march april may june july august september october november december"
-    )
-)
+_WEEKDAYS = frozenset(stems(" ".join(CALENDAR_WORDS)))
 
 
 # Where someone lives, and the words that say it changed.
@@ -778,10 +776,6 @@ _LEADING = re.compile(
     r"are|do|does|did|can|could)\b)",
     re.I,
 )
-
-# Words typed in a hurry, spelled out for reading a question ("what do u know abt me").
-_SPELLED = {"u": "you", "ur": "your", "abt": "about", "bout": "about"}
-_TEXTED = re.compile(r"\b(?:" + "|".join(_SPELLED) + r")\b(?!')", re.I)
 
 #: How the list of what someone told opens.
 ABOUT_YOU = "Here is what you told me: "
@@ -1361,7 +1355,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
-        plain = _TEXTED.sub(lambda m: _SPELLED[m[0].lower()], plain)  # "what do u know…"
+        plain = spelled_out(plain)  # "what do u know…"
         lost_list = False
         shown_of: set[str] = set()  # what "What I know about Rin: …" just listed
         last = _last_reply(messages[:at]) if _WHAT_ELSE.match(plain) else ""

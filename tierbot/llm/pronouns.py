@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import re
 
+from tierbot.llm.text import CALENDAR_WORDS
+
 __all__ = ["people_named", "person_named", "refers", "with_person"]
 
 # A name inside a sentence (not its first word, which any sentence capitalises).
 _NAME = re.compile(r"(?<=\S )(?!I\b)([A-Z][a-z][\w-]*)(?:['\u2019]s)?\b")
 # Capitalised words that are no one: days, months, the bot, greetings.
-_NOT_PEOPLE = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march "
-    "april may june july august september october november december tierbot christmas "
-    "easter".split()
-)
+_NOT_PEOPLE = frozenset([*CALENDAR_WORDS, "tierbot", "christmas", "easter"])
 _PRONOUN = re.compile(r"\b(she|he|they|him|them|her|his|their)\b(\s+\w+)?", re.I)
 _POSSESSIVE = frozenset({"his", "their"})
 # Words after "her" that make it whom, not whose: "ask her about", "see her today".

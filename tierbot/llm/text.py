@@ -208,8 +208,20 @@ def names(request: str, text: str) -> bool:
     return len(wanted & have) >= NAMES_SHARE * len(wanted)
 
 
-# Chat shorthand a question may use for a word the answer spells out.
+#: Days, months and near dates: capitalised without naming anyone or anything.
+CALENDAR_WORDS = (
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december today tomorrow tonight "
+    "yesterday"
+).split()
+
+# Chat shorthand a question may use for a word the answer spells out; text-speak too
+# ("what do u know abt me"), not "r" nor "ya", which are also R and a yes.
 _SPELLED = {
+    "u": "you",
+    "ur": "your",
+    "abt": "about",
+    "bout": "about",
     "bday": "birthday",
     "b-day": "birthday",
     "bdays": "birthdays",
@@ -226,7 +238,13 @@ _SPELLED = {
     "bro": "brother",
     "sis": "sister",
 }
-_SHORTHAND = re.compile(r"\b(?:" + "|".join(map(re.escape, _SPELLED)) + r")\b", re.I)
+_SHORTHAND = re.compile(r"\b(?:" + "|".join(map(re.escape, _SPELLED)) + r")\b(?!')", re.I)
+
+
+def spelled_out(text: str) -> str:
+    """``text`` with chat shorthand and text-speak spelled out ("whats my bday" ->
+    "whats my birthday", "what do u know" -> "what do you know")."""
+    return _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], text)
 
 
 _INNER_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
@@ -309,7 +327,7 @@ class Overlap:
         documents holds read as the one they hold one typo away ("lokcer" as "locker")."""
         if (found := self._asked.get(query)) is not None:
             return found
-        spelled = _INNER_HYPHEN.sub("", _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], query))
+        spelled = _INNER_HYPHEN.sub("", spelled_out(query))
         q = self.stems(spelled)
         for word in words(spelled):
             word = word.removesuffix("'s")  # "wief's name"

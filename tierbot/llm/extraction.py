@@ -38,6 +38,7 @@ __all__ = [
     "extract_memories",
     "is_chitchat",
     "is_question",
+    "lower_case_name",
     "read_request",
     "says_something",
     "split_greeting",
@@ -312,6 +313,25 @@ _ROLE_PHRASE = re.compile(
 )
 
 
+# Typed all in lower case, the name opens the message, followed by a comma, "and" or
+# nothing: "hey im jonas, 2nd year comp sci", "i'm priya", not "i'm starving" nor "im
+# sooo tired" (the states and moods a name is not are left out).
+_LOWER_NAME = re.compile(
+    r"^(?:i'm|i am|im)\s+(?!(?:so|very|just|not|also|still|really|back|here|done|fine|"
+    r"good|going|off|out|on|in|at|ok|okay|sure|sorry|glad|tired|bored|busy|sick|hungry|"
+    r"starving|sleepy|late|home|away|ready|free|new|lost|stuck|broke|sad|hungover|"
+    r"confused|happy|excited|exhausted|stressed|annoyed|cold|hot|dead|sooo+)\b)"
+    r"(?!\w{3,}(?:ed|ing)\b)([a-z][a-z'-]+)(?=\s*[,.!;]|\s*$|\s+(?:and|from|here)\b)"
+)
+
+
+def lower_case_name(text: str) -> str:
+    """The name a message typed in lower case opens by giving ("hey im jonas, …" gives
+    "jonas"), or ""."""
+    m = _LOWER_NAME.match(split_greeting(_straight(text.strip()))[1])
+    return m[1] if m else ""
+
+
 class _IdentityShape:
     """Self-description by its shape, where the word lists of the identity rule above
     cannot enumerate it: a name said with its capital ("I'm Felix, …", "I'm
@@ -328,16 +348,6 @@ class _IdentityShape:
         # "I'm Omar Haddad.": a family name after the given one.
         r"(?:\s+[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?)?"
         r"(?=\s*[,.!;:)]|\s*$|\s+(?:and|from|by|here|,|of|the)\b|'s\s)"
-    )
-    # Typed all in lower case, the name opens the message, followed by a comma or
-    # nothing: "im jonas, 2nd year comp sci", "i'm priya", not "i'm starving" nor "im
-    # sooo tired" (the states and moods a name is not are left out).
-    _LOWER_NAME = re.compile(
-        r"^(?:i'm|i am|im)\s+(?!(?:so|very|just|not|also|still|really|back|here|done|fine|"
-        r"good|going|off|out|on|in|at|ok|okay|sure|sorry|glad|tired|bored|busy|sick|hungry|"
-        r"starving|sleepy|late|home|away|ready|free|new|lost|stuck|broke|sad|hungover|"
-        r"confused|happy|excited|exhausted|stressed|annoyed|cold|hot|dead|sooo+)\b)"
-        r"(?!\w{3,}(?:ed|ing)\b)[a-z][a-z'-]+(?=\s*[,.!;]|\s*$)"
     )
     _DOER = _Folded(
         r"\b(i'?m|i am) (also |usually |always )?the (one|person|guy|girl|woman|man|"
@@ -389,7 +399,7 @@ class _IdentityShape:
             self._NAME.search(text)
             or self._HERE.match(text)
             or self._DOER.search(text)
-            or self._LOWER_NAME.match(text)
+            or lower_case_name(text)
         ):
             return True
         if self._FAMILY_NAME.search(text):

@@ -37,6 +37,7 @@ from tierbot.llm.extraction import (
     classify,
     corrected,
     is_question,
+    lower_case_name,
     read_correction,
     read_request,
     says_something,
@@ -131,10 +132,6 @@ _NAME_SAID = re.compile(
 # A name typed in lower case counts where nothing else could follow: "my name is jonas",
 # "call me jo", or opening the message ("hey im jonas, 2nd year…"), not "i'm starving".
 _NAMING = re.compile(r"^(?:my name is|my name's|call me|i go by)\b", re.I)
-_LOWER_INTRO = re.compile(
-    r"^\W*(?:(?:hey|hi|hello|hiya|heya|yo)\b\W*)?(?:i'm|i am|im)\s+[a-z][a-z'-]+"
-    r"(?=\s*[,.!;]|\s*$|\s+(?:and|from|here)\b)"
-)
 _NOT_NAMES = frozenset(
     "a an the not so very just from in at on a here back going happy sorry fine good "
     "tired from done exhausted knackered sleepy hungry bored busy sick stressed excited "
@@ -954,9 +951,7 @@ def _name_given(text: str) -> str:
         word = m[1].lower()
         if word in _NOT_NAMES or word in _NATIONALITIES:
             continue
-        intro = _LOWER_INTRO.match(text)
-        lower_ok = _NAMING.match(m[0]) or (intro is not None and intro.end() == m.end())
-        if m[1][0].isupper() or (lower_ok and not re.search(r"\w{3}(?:ed|ing)$", word)):
+        if m[1][0].isupper() or _NAMING.match(m[0]) or lower_case_name(text) == m[1]:
             return m[1][:1].upper() + m[1][1:]
     return ""
 

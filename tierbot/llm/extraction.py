@@ -32,6 +32,7 @@ from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 __all__ = [
     "CHANGED",
     "NO_LONGER",
+    "RESTATING",
     "ExtractedMemory",
     "Request",
     "classify",
@@ -875,10 +876,11 @@ def _unsaid(m: re.Match[str]) -> str:
     return m[1] or ""
 
 
+#: Words that say a statement replaces what was told before ("Correction: …",
+#: "Actually, swap that: …"); the chat reads them too.
+RESTATING = r"correction|update|(?:swap|change|scratch|update|correct) that"
 _FILLER = re.compile(
-    r"^(?:(?:sorry|oops|whoops|no wait|wait|actually|correction|update|"
-    r"(?:swap|change|scratch|correct) that)\b[,:;!.-]*\s+)+",
-    re.I,
+    rf"^(?:(?:sorry|oops|whoops|no wait|wait|actually|{RESTATING})\b[,:;!.-]*\s+)+", re.I
 )
 
 

@@ -32,6 +32,7 @@ from tierbot.llm.extraction import (
     CHANGED,
     FORGET_ALL,
     NO_LONGER,
+    RESTATING,
     Correction,
     Request,
     classify,
@@ -159,8 +160,8 @@ _NATIONALITIES = frozenset(
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
-    r"anyway|plus|oh and|update|correction|sorry|oops|whoops|no wait|wait|"
-    r"(?:swap|change|scratch|update|correct) that|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
+    r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|"
+    rf"{RESTATING}|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
     re.I,
 )
 _TODO_LEAD = re.compile(
@@ -655,8 +656,7 @@ _NOW = re.compile(r"\bnow\b", re.I)
 # "Correction: butter is £6.40 per kilo", "Actually, swap that: my shifts are now…": a
 # statement that says it replaces what was told of the same thing.
 _RESTATED = re.compile(
-    r"^\W*(?:(?:actually|sorry|oops|ok|okay|so|oh)\b[,:;!.-]*\s*)*(?:correction|update|"
-    r"(?:swap|change|scratch|update|correct) that)\b\s*[,:;!.-]",
+    rf"^\W*(?:(?:actually|sorry|oops|ok|okay|so|oh)\b[,:;!.-]*\s*)*(?:{RESTATING})\b\s*[,:;!.-]",
     re.I,
 )
 # What a statement is about, before its verb: "the fridge engineer" (is coming…),

@@ -260,7 +260,7 @@ def candidates(
             stamp = h.get("created_at", h.get("ts"))
             when = float(stamp) if isinstance(stamp, int | float) else None
             if h.get("type", "episode") == "episode":  # a message (conversation_search's too)
-                if not _tells(str(h["content"])):
+                if not _tells(content := str(h["content"]), read_request(content)):
                     continue  # "Please don't remember my PIN…": never quoted back
                 out.append(Evidence(_said(str(h["content"])), str(h.get("author", "")), when))
             else:
@@ -280,10 +280,10 @@ def candidates(
             continue
         last_user = m
         if not is_quoted(m.content):
-            if _tells(m.content):
+            request = read_request(m.content)
+            if _tells(m.content, request):
                 said = Evidence(_said(m.content), m.name or "", m.sent_at)
-                asked = read_request(m.content) is not None
-                out.append(replace(said, requested=True) if asked else said)
+                out.append(replace(said, requested=True) if request is not None else said)
             continue
         for block in blocks(m.content):
             if block.tag == "memory":
@@ -297,7 +297,7 @@ def candidates(
                             author, text = _split_speaker(text.lstrip("- "))
                         # Not the bot's own replies, nor a request to forget or keep
                         # something private, which tells nothing of it.
-                        if not author.endswith(f" {BOT_MARK}") and _tells(text):
+                        if not author.endswith(f" {BOT_MARK}") and _tells(text, read_request(text)):
                             out.append(Evidence(text, author, None, "summary"))
     # What someone asked to forget is theirs alone: another person's words stay, and so
     # does what they said after asking ("forget my locker code", then "it is now 7777").
@@ -322,12 +322,11 @@ def candidates(
     return kept
 
 
-def _tells(text: str) -> bool:
+def _tells(text: str, request: Request | None) -> bool:
     """Whether a person's message may be quoted as telling something: not a request to
     forget ("Please delete Elif's phone number", whether or not it was told) or to
     keep something private ("Don't remember Elif's dietary stuff"), which names a
-    thing and says nothing of it."""
-    request = read_request(text)
+    thing and says nothing of it.  ``request`` is :func:`read_request` of ``text``."""
     if request is not None:
         return request.kind == "remember"
     return _DELETE_THING.match(text) is None

@@ -188,3 +188,27 @@ async def test_in_a_nearly_full_window_the_newest_exchange_leaves_with_its_answe
         assert actor.ctx.items[-1].role is Role.ASSISTANT  # the answer stays in view
         stored = await _by_state(rt)
         assert len(_tools(stored[State.ARCHIVED])) == 2  # kept, archived
+
+
+async def test_a_nearly_full_windows_archive_that_fails_still_sends_the_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """The early archive of a nearly full window failing in the store: the answer goes
+    out, the exchange stays live and stored, and the failure is a warning naming it."""
+    llm = ScriptedLLM(chat_reply="OK.")
+    _saves(llm, "locker code 4411")
+    small = {**MEMORY, "defaults": {**MEMORY["defaults"], "context_window": 1500}}
+    long_note = "My locker code is 4411. " + "It is the one by the pool, " * 24
+    async with Runtime.open(make_config(small), llm=llm) as rt:
+        store = _SwapFails(rt.store)
+        rt.registry.deps = dataclasses.replace(rt.registry.deps, store=store)  # type: ignore[arg-type]
+        with capture_logs() as logs:
+            await rt.submit(inbound(CH, long_note, pid="u1"))
+            await rt.drain()
+        actor = rt.registry.actors[CH]
+        kept = [e for e in logs if e["event"] == "channel.tool_traffic_kept"]
+        assert len(kept) == 1 and "disk I/O error" in kept[0]["error"], logs
+        assert kept[0]["log_level"] == "warning"
+        assert [o.text for o in rt.outbox.sent] == ["Noted: locker code 4411"]
+        assert len(_tools(actor.ctx.items)) == 2
+        assert len(_tools((await _by_state(rt))[State.LIVE])) == 2

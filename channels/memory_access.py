@@ -10,6 +10,8 @@ import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from channels.history import BOT_AUTHOR
 from memory_graph import (
     MemoryGraph,
@@ -21,14 +23,16 @@ from memory_graph import (
 )
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
-from tierbot.llm.extraction import is_question
-from tierbot.llm.text import names, stems, without_author
+from tierbot.llm.extraction import classify, is_question
+from tierbot.llm.text import names, stems, without_author, without_named
 from tierbot.messages import Message
 
 if TYPE_CHECKING:
     from channels.memory import EpisodeIndexer
 
 __all__ = ["ChannelMemoryAccess"]
+
+log = structlog.get_logger("tierbot.memory")
 
 
 class ChannelMemoryAccess:
@@ -114,17 +118,48 @@ class ChannelMemoryAccess:
             if h.author_id == BOT_AUTHOR and h.type == "episode" and h.channel == channel
         ]
         chosen = theirs + echoes
-        forgotten = []
+        forgotten: list[dict[str, str]] = []
+        kept: dict[str, str] = {}  # what else the forgotten said, and its memory type
         for h in chosen:
             if await self.graph.forget(h.id, channel=channel) and h.author_id != BOT_AUTHOR:
                 forgotten.append({"id": h.id, "type": h.type, "content": h.content})
+                # "Forget where Ana lives" of "My sister Ana lives in Porto and works as
+                # a dentist": that she is a dentist stays.
+                if rest := without_named(query, h.content):
+                    kind = h.type if h.type != "episode" else classify(rest)[0] or "fact"
+                    speaker = h.content[: len(h.content) - len(without_author(h.content))]
+                    kept.setdefault(speaker + rest, kind)
             if h.type != "episode":  # the messages it came from say the same
                 await self.graph.forget_messages(h.channel, h.source_message_ids)
+        # Saved anew, in the asker's name, once what it was cut from is gone (saved
+        # first, it could merge into it).  Its messages were forgotten: it cites none.
+        kept_json: list[dict[str, str]] = []
+        for rest, kind in kept.items():
+            try:
+                draft = save_draft(
+                    {"content": rest, "memory_type": kind},
+                    channel=channel,
+                    author_id=source.author_id,
+                )
+                saved = (await self.graph.save_many([draft]))[0]
+            except ToolError as e:
+                kept_json.append({"content": rest, "error": str(e)})
+            except Exception as e:
+                # What it was cut from is gone already: the reply must say what was not
+                # kept (the person can tell it again), not that the forget failed.
+                log.error("memory.forget_rest_failed", error=f"{type(e).__name__}: {e}")
+                failed = f"the memory store failed ({type(e).__name__})"
+                kept_json.append({"content": rest, "error": failed})
+            else:
+                kept_json.append({"id": saved.id, "type": kind, "content": rest})
         if names(query, source.text):
             # The request repeats what it forgets ("Forget that my code is 4411"); a
             # correction ("Sorry, I meant 4412") says what holds now, and stays.
             await self.graph.forget_messages(channel, [source.platform_id])
-        return json.dumps({"forgotten": forgotten}, ensure_ascii=False)
+        out: dict[str, Any] = {"forgotten": forgotten}
+        if kept_json:
+            out["kept"] = kept_json
+        return json.dumps(out, ensure_ascii=False)
 
     async def forgotten_messages(self, channel: str, messages: Sequence[Message]) -> set[str]:
         """The platform ids of ``messages`` that were forgotten (by id, or with their

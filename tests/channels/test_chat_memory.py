@@ -1504,3 +1504,59 @@ async def test_a_wedding_is_asked_of_a_marriage_told_long_ago(
         await rt.drain()
         said = rt.outbox.sent[-1].text
         assert "married in june in utrecht" in said, said
+
+
+async def test_forgetting_part_of_a_sentence_keeps_the_rest_of_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Forget where Ana lives" forgets Porto, not that she is a dentist; "forget the
+    address" forgets the address, not where the party is.  Both are said in the reply,
+    and both are still answered after the chat was compacted away."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        await _say(rt, "I'm hosting the LAN party at my flat, the address is 14 Elm Road.", "a1")
+        await _say(rt, "My sister Ana lives in Porto and works as a dentist.", "a2")
+        said = await _say(rt, "Forget where Ana lives.", "a3")
+        assert said == (
+            "Done: I forgot what you told me about where Ana lives; "
+            "I kept the rest: your sister Ana works as a dentist."
+        ), said
+        said = await _say(rt, "Forget the address.", "a4")
+        assert said.endswith("I kept the rest: you're hosting the LAN party at your flat."), said
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert not live & {"a1", "a2"}, "the told lines should have been compacted away"
+        said = await _say(rt, "What does Ana do?", "a5")
+        assert "dentist" in said and "Porto" not in said, said
+        said = await _say(rt, "Where is the LAN party?", "a6")
+        assert "at my flat" in said and "Elm" not in said, said
+        assert "Nothing I could find" in await _say(rt, "Where does Ana live?", "a7")
+        kept = [str(m["content"]) for m in await _memories(rt)]
+        assert not [k for k in kept if "Porto" in k or "Elm" in k], kept
+
+
+async def test_a_kept_rest_the_store_cannot_save_is_told_back_not_lost(
+    make_config: Callable[..., Config],
+) -> None:
+    """The forget went through but saving what else the sentence said fails: the reply
+    says the forget is done, and tells back what could not be kept so it can be told
+    again; nothing claims it was kept."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "My sister Ana lives in Porto and works as a dentist.", "b1")
+        await rt.memory.indexer.flush()
+
+        async def failing_save(items: object) -> object:
+            raise OSError("disk I/O error")
+
+        graph.save_many = failing_save  # type: ignore[method-assign,assignment]
+        said = await _say(rt, "Forget where Ana lives.", "b2")
+        assert said.startswith("Done: I forgot what you told me about where Ana lives."), said
+        assert "I kept" not in said, said
+        assert (
+            "I could not keep the rest of it (the memory store failed (OSError)): "
+            "your sister Ana works as a dentist." in said
+        ), said
+        assert [m for m in await _memories(rt) if "Porto" in str(m["content"])] == []

@@ -310,3 +310,46 @@ async def test_a_reply_too_long_for_its_room_ends_at_an_item_and_what_else_goes_
         rest |= more
     assert first == "That is everything I know about Rin.", first
     assert quoted | rest == {t for t in told if "Rin" in t}, quoted | rest
+
+
+def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() -> None:
+    """What a forget leaves of a sentence: the other clauses, with the subject they
+    share; a phrase set off by commas is part of its clause; "he" after the forgotten
+    husband goes with him; a sentence that is all about it leaves nothing."""
+    from tierbot.llm.text import without_named
+
+    cases = [
+        (
+            "where Ana lives",
+            "My sister Ana lives in Porto and works as a dentist.",
+            "My sister Ana works as a dentist.",
+        ),
+        (
+            "the address",
+            "I'm hosting the LAN party at my flat, the address is 14 Elm Road.",
+            "I'm hosting the LAN party at my flat.",
+        ),
+        ("my husband", "My husband is called Daniel and he teaches high school chemistry.", ""),
+        ("where Ana lives", "Ana, my sister, lives in Porto.", ""),
+        ("the address", "The address is 14 Elm Road, Leeds.", ""),
+        (
+            "the plumber",
+            "Remind me to call the plumber. Remind me to buy milk.",
+            "Remind me to buy milk.",
+        ),
+    ]
+    for request, told, left in cases:
+        assert without_named(request, told) == left, (request, told)
+
+
+def test_what_a_forget_leaves_of_a_live_message_is_still_quoted() -> None:
+    """Asked to forget where Ana lives, the evidence a reply may quote keeps the rest of
+    the sentence the person said, and never the part forgotten."""
+    history = [
+        ChatMessage(
+            "user", "My sister Ana lives in Porto and works as a dentist.", name="ann", sent_at=1.0
+        ),
+        ChatMessage("user", "Forget where Ana lives.", name="ann", sent_at=2.0),
+    ]
+    said = [e.text for e in candidates(history, [])]
+    assert said == ["My sister Ana works as a dentist."], said

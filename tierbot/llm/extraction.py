@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tierbot.llm.text import STOPWORDS, sentences, stems, unshout, words
+from tierbot.llm.text import STOPWORDS, says_something, sentences, stems, unshout, words
 from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 
 __all__ = [
@@ -180,19 +180,6 @@ _KEEP_PRIVATE = re.compile(
     r"(?:\W*$|\s*[:,-]\s*(?P<told>\S.*)$)",
     re.I | re.S,
 )
-# A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
-_HAS_VERB = re.compile(
-    r"\b(is|are|was|were|am|be|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|'ll|"
-    r"[a-z]{3,}ed|(like|love|hate|prefer|live|work|need|want|go|get|take|meet|turn|cost|"
-    r"open|close|start|end|own|use|run)s?|goes|got|took|met)\b",
-    re.I,
-)
-
-
-def says_something(text: str) -> bool:
-    """Whether ``text`` holds a verb: "your locker code is 4411" is a statement, "your
-    locker code" a topic."""
-    return _HAS_VERB.search(text) is not None
 
 
 def _straight(text: str) -> str:

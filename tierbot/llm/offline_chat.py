@@ -57,6 +57,7 @@ from tierbot.llm.text import (
     sentences,
     spelled_out,
     stems,
+    without_named,
 )
 from tierbot.llm.transcript import BOT_MARK
 
@@ -315,10 +316,13 @@ def candidates(
             kept.append(e)
             continue
         # "Remind me to call the plumber. Remind me to buy milk.", then "forget the
-        # plumber": the milk stays.
-        rest = [s for s in sentences(e.text) if not any(names(f, s) for f in gone)]
-        if rest and len(rest) < len(sentences(e.text)):
-            kept.append(replace(e, text=" ".join(rest)))
+        # plumber": the milk stays; so does Ana's job after "forget where Ana lives".
+        text = e.text
+        for f in gone:
+            if text and names(f, text):
+                text = without_named(f, text)
+        if text:
+            kept.append(replace(e, text=text))
     return kept
 
 
@@ -1253,7 +1257,22 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"
-                notes.append(f"Done: I forgot {said}.")
+                kept = [
+                    to_second_person(_split_speaker(str(k["content"]))[1]).rstrip(" .!")
+                    for k in body.get("kept") or []
+                    if isinstance(k, dict) and k.get("content") and "error" not in k
+                ]
+                lost = [k for k in body.get("kept") or [] if isinstance(k, dict) and "error" in k]
+                also = f"; I kept the rest: {_join(kept)}" if kept else ""
+                notes.append(f"Done: I forgot {said}{also}.")
+                if lost:
+                    said = _join(
+                        [to_second_person(_split_speaker(str(k["content"]))[1]) for k in lost]
+                    )
+                    notes.append(
+                        f"I could not keep the rest of it ({lost[0]['error']}): {said}. "
+                        "Tell me again what of it still holds."
+                    )
             elif "error" in body:
                 notes.append(f"I could not forget that: {body['error']}")
             else:

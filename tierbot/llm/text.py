@@ -208,6 +208,85 @@ def names(request: str, text: str) -> bool:
     return len(wanted & have) >= NAMES_SHARE * len(wanted)
 
 
+# A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
+HAS_VERB = re.compile(
+    r"\b(is|are|was|were|am|be|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|'ll|"
+    r"[a-z]{3,}ed|(like|love|hate|prefer|live|work|need|want|go|get|take|meet|turn|cost|"
+    r"open|close|start|end|own|use|run)s?|goes|got|took|met)\b",
+    re.I,
+)
+
+
+def says_something(text: str) -> bool:
+    """Whether ``text`` holds a verb: "your locker code is 4411" is a statement, "your
+    locker code" a topic."""
+    return HAS_VERB.search(text) is not None
+
+
+# Where a sentence may be cut into clauses: a comma, semicolon or dash (with the "and"
+# or "but" after it), or "and" / "but" alone.
+_CLAUSE_GAP = re.compile(r"\s*(?:[,;]|\s[-–]\s)\s*(?:(?:and|but)\s+)?|\s+(?:and|but)\s+", re.I)
+# A clause of its own: one that starts with a person ("she works as a dentist").
+_REFERS_BACK = re.compile(r"^(?:he|she|it|they|his|her|its|their|them)\b", re.I)
+_PERSON_START = re.compile(r"^(?:i|you|he|she|we|they|it)\b(?:'\w+)?\s+\S", re.I)
+
+
+def clauses(sentence: str) -> list[str]:
+    """``sentence`` cut where what stands on both sides says something: "My sister
+    Ana lives in Porto and works as a dentist" is two clauses; "Ana, my sister, lives
+    in Porto" and "the address is 14 Elm Road, Leeds" are one."""
+    cuts = [(m.start(), m.end()) for m in _CLAUSE_GAP.finditer(sentence)]
+    pieces, start = [], 0
+    for a, b in cuts:
+        pieces.append((start, a, b))
+        start = b
+    pieces.append((start, len(sentence), len(sentence)))
+    out: list[tuple[int, int]] = []  # (start, end) of each clause in ``sentence``
+    for s, e, _ in pieces:
+        text = sentence[s:e]
+        whole = says_something(text) or _PERSON_START.match(text) is not None
+        if out and (not whole or not says_something(sentence[out[-1][0] : out[-1][1]])):
+            out[-1] = (out[-1][0], e)  # a phrase belongs to the clause it stands in
+        else:
+            out.append((s, e))
+    return [sentence[s:e].strip() for s, e in out if sentence[s:e].strip()]
+
+
+def without_named(request: str, text: str) -> str:
+    """``text`` without what ``request`` ("forget where Ana lives") names of it: the
+    sentences, or in a sentence the clauses, that :func:`names` it; a clause left
+    without its subject ("… and works as a dentist") gets the sentence's back.  Empty
+    when nothing else is left, or when no sentence or clause names it alone (the text
+    as a whole does: it all goes)."""
+    kept: list[str] = []
+    cut = False
+    for sentence in sentences(without_author(text)):
+        if not names(request, sentence):
+            kept.append(sentence)
+            continue
+        cut = True
+        parts = clauses(sentence)
+        rest, gone = [], False
+        for p in parts:
+            # "… is called Daniel and he teaches chemistry": "he" is who went with it.
+            if names(request, p) or (gone and _REFERS_BACK.match(p)):
+                gone = True
+            else:
+                rest.append(p)
+        if not rest or len(rest) == len(parts):
+            continue  # it is the whole sentence, or no clause of it alone
+        verb = HAS_VERB.search(parts[0])
+        subject = parts[0][: verb.start()].strip() if verb else ""
+        told = []
+        for p in rest:
+            if subject and p is not parts[0] and HAS_VERB.match(p):
+                p = f"{subject} {p}"  # "works as a dentist": Ana does
+            told.append(p.rstrip(" .!;,"))
+        clause = ", ".join(told)
+        kept.append(f"{clause[:1].upper()}{clause[1:]}.")
+    return " ".join(kept) if cut else ""
+
+
 #: Days, months and near dates: capitalised without naming anyone or anything.
 CALENDAR_WORDS = (
     "monday tuesday wednesday thursday friday saturday sunday january february march april "

@@ -191,3 +191,25 @@ async def test_who_is_not_answered_by_a_line_naming_nobody_while_one_naming_some
             await rt.drain()
         said = rt.outbox.sent[-1].text
     assert "Priya" in said, said
+
+
+async def test_a_birthday_is_answered_by_a_line_saying_one_not_any_date_naming_the_person(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When is Lucia's birthday?" quoted «Lucia and I have a call on Friday at 10»:
+    any dated line naming her passed for it.  A birthday is answered by a line that
+    says one, that she was born, or the age she turns."""
+    replies = await _talk(
+        make_config,
+        [
+            "Lucia and I have a call on Friday at 10.",
+            "My brother Tom's birthday is on June 2nd.",
+            "When is Lucia's birthday?",
+            "My wife Sofia turns 40 on 2025-09-14.",
+            "When is Sofia's birthday?",
+            "When is Tom's bday?",
+        ],
+    )
+    assert replies[2] == NOTHING, replies[2]
+    assert "2025-09-14" in replies[4], replies[4]
+    assert "June 2nd" in replies[5], replies[5]

@@ -389,6 +389,10 @@ _YES_NO = re.compile(
 _ASKED_OF_IT = frozenset(
     stems("number name called age old colour color time date day year birthday born birth")
 )
+# A birthday is said with one of these words, or an age turned ("turns 40 on …"): any
+# other dated line naming the person ("a call with Lucia on Friday") is not it.
+_BIRTH = frozenset(stems("birthday birthdays born birth bday"))
+_TURNS = re.compile(r"\bturn(?:s|ed|ing)?\s+\d", re.I)
 # Asked of whether something holds yet: "Are we still going…?", "Is Tom at Bosch anymore?".
 _STILL = frozenset(stems("still anymore longer yet"))
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
@@ -451,6 +455,8 @@ class _Asked:
         number is …" answers "my new phone number"; "I love the colour green" (no such
         subject) answers "my favourite colour"."""
         have = said | Overlap.stems(e.author)
+        if self.words & _BIRTH and not have & _BIRTH and not _TURNS.search(e.text):
+            return False
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
                 return False

@@ -213,3 +213,49 @@ async def test_a_birthday_is_answered_by_a_line_saying_one_not_any_date_naming_t
     assert replies[2] == NOTHING, replies[2]
     assert "2025-09-14" in replies[4], replies[4]
     assert "June 2nd" in replies[5], replies[5]
+
+
+async def test_ages_are_not_dates_and_anything_asks_for_whatever_is_told(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When are the grandchildren coming?" quoted their ages (a number passed for a
+    date); "How old is Sam?" quoted his allergy (any line naming him); "Is Sam allergic
+    to anything?" found nothing ("anything" is not a word the answer must hold)."""
+    replies = await _talk(
+        make_config,
+        [
+            "They are coming to stay from 12 to 19 August.",
+            "Our grandchildren are Ellie, who is 8, and Sam, who is 5.",
+            "Remember that Sam is allergic to strawberries.",
+            "When are the grandchildren coming?",
+            "How old is Sam?",
+            "Is Sam allergic to anything?",
+            "Is Ellie allergic to anything?",
+        ],
+    )
+    assert "12 to 19 August" in replies[3], replies[3]
+    assert "who is 5" in replies[4], replies[4]
+    assert "allergic to strawberries" in replies[5], replies[5]
+    assert "strawberries" not in replies[6], replies[6]
+
+
+async def test_a_statement_saying_instead_is_quoted_after_what_it_replaces(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Actually, the pond will go by the greenhouse instead, not the apple tree" and
+    "Dave can't do Thursday, he's coming on Monday instead" change what was said
+    before without the words "correction" or "update": asked, the old line comes
+    with what replaced it, never alone."""
+    replies = await _talk(
+        make_config,
+        [
+            "We decided to put a small pond in the corner by the apple tree.",
+            "The boiler in flat 2 is broken, the plumber Dave is coming on Thursday 6 February.",
+            "Actually, the pond will go by the greenhouse instead, not the apple tree.",
+            "Actually, Dave can't do Thursday, he's coming on Monday 10 February instead.",
+            "What did I decide about the pond?",
+            "When is the plumber coming?",
+        ],
+    )
+    assert "apple tree.» Later," in replies[4] and "greenhouse instead" in replies[4], replies[4]
+    assert "Monday 10 February" in replies[5], replies[5]

@@ -1225,6 +1225,12 @@ def value_shape(value: str) -> str:
     return ""
 
 
+# A correction's new value that is a sentence of its own: a name or a thing, then "is".
+_OWN_CLAUSE = re.compile(
+    r"^(?:(?:the|my|our|his|her|their)\s+)?[A-Za-z][\w'-]*\s+(?:is|are|was|were)\s+\S", re.I
+)
+
+
 def read_correction(text: str) -> Correction | None:
     """The correction ``text`` makes of something said just before ("Sorry, I meant
     Thursday, not Tuesday"), or None.  A lone value needs a word saying it corrects
@@ -1245,6 +1251,10 @@ def read_correction(text: str) -> Correction | None:
         if not new or len(words(new)) > 4 or len(words(old)) > 4 or new.lower() == old.lower():
             return None
         if not words(new) and not re.search(r"\d", new):
+            return None
+        if _OWN_CLAUSE.match(new):
+            # "Actually, Grim is a ranger, not a rogue" says all it means: a statement
+            # (restating another), not a value to put in a sentence said before.
             return None
         marked = bool(m["lead"]) or bool(m.groupdict().get("say"))
         shape = value_shape(new)

@@ -393,15 +393,38 @@ _ASKED_OF_IT = frozenset(
 # other dated line naming the person ("a call with Lucia on Friday") is not it.
 _BIRTH = frozenset(stems("birthday birthdays born birth bday"))
 _TURNS = re.compile(r"\bturn(?:s|ed|ing)?\s+\d", re.I)
-# Asked of whether something holds yet: "Are we still going…?", "Is Tom at Bosch anymore?".
+# Asked of whether something holds yet: "Are we still going…?", "Is Tom at Bosch anymore?";
+# and words that stand for whatever the answer says: "Is Sam allergic to anything?".
 _STILL = frozenset(stems("still anymore longer yet"))
+_ANY = frozenset(
+    stems("anything something anyone someone anybody somebody any some anywhere somewhere ever")
+)
+# An age: "How old is Sam?" is answered by a line giving a number ("Sam, who is 5"), an
+# age or a birth, not by any line naming Sam.
+_HOW_OLD = re.compile(r"\bhow old\b|\bage\b", re.I)
+_AN_AGE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"[a-z]+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\b|"
+    r"\b(?:old|age|aged|born|birthday)\b",
+    re.I,
+)
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
 _MY_THING = re.compile(r"\bmy\s+\w", re.I)
 # A statement about someone's thing by name: "Claire's husband is called Mark".
 _WHOSE = re.compile(r"[A-Z][\w-]*'s\s")
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
-_DATED = re.compile(r"\d|\b(?:" + "|".join([*CALENDAR_WORDS, "next", "last"]) + r")\b", re.I)
+# A number gives a date only in a date's shape ("the 15th", "10:30", "2025-09-14", "at 10",
+# "from 12 to 19 August"): "Ellie, who is 8" gives an age, not when anyone comes.
+_DATED = re.compile(
+    r"\b\d{1,2}(?:st|nd|rd|th)\b|\b\d{1,2}[:.h]\d\d\b|\b\d{1,2}\s*(?:am|pm)\b|"
+    r"\b\d{4}-\d\d-\d\d\b|\b\d{1,2}/\d{1,2}\b|\b(?:19|20)\d\d\b|\b(?:at|by|until|till)\s+\d|"
+    r"\b\d+\s+(?:days?|weeks?|months?|years?|hours?|minutes?|mins?)\b|"
+    r"\b(?:"
+    + "|".join([*CALENDAR_WORDS, "next", "last", "noon", "midnight", "weekend", "morning"])
+    + r"|evening|afternoon|night|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b",
+    re.I,
+)
 # Asked when someone is back, and a statement saying until when they are away.
 _BACK = frozenset(stems("back return returns returning home"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
@@ -423,6 +446,7 @@ class _Asked:
     who: bool = False  # asks for a person ("Who is covering for Lucia?")
     my_thing: bool = False  # asks of something the asker's ("my husband's name")
     kind: frozenset[str] = frozenset()  # the thing "what car…?" asks for: {"car"}
+    age: bool = False  # asks how old someone is
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -444,6 +468,7 @@ class _Asked:
             bool(_WHO.match(question)),
             bool(_MY_THING.search(question)),
             frozenset(overlap.query_stems(kind[1])) - _ASKED_OF_IT if kind else frozenset(),
+            bool(_HOW_OLD.search(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -456,6 +481,8 @@ class _Asked:
         subject) answers "my favourite colour"."""
         have = said | Overlap.stems(e.author)
         if self.words & _BIRTH and not have & _BIRTH and not _TURNS.search(e.text):
+            return False
+        if self.age and not _AN_AGE.search(e.text):
             return False
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
@@ -480,7 +507,7 @@ class _Asked:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
             # "Are we still going to Cornwall?" asks whether "going to Cornwall" holds:
             # "still" is what the answer (and what was said later) settles.
-            return self.words - _ASKED_OF_IT - _STILL <= have
+            return self.words - _ASKED_OF_IT - _STILL - _ANY <= have
         subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
         said_of = [m[1] for m in subjects if m is not None]
         if self.mine and any(_someone_else(x) for x in said_of):
@@ -606,7 +633,7 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     """What ``found`` restates, when it says it does ("Correction: butter is £6.40 per
     kilo" of "Butter comes from Yeo Valley at £6.20 per kilo"): the newest such line of
     the same author, or None."""
-    if found.when is None or not _RESTATED.match(found.text):
+    if found.when is None or not (_RESTATED.match(found.text) or _INSTEAD.search(found.text)):
         return None
     earlier = [
         e
@@ -689,10 +716,31 @@ def _replaces(e: Evidence, sent: str) -> bool:
     author) said of a thing: "Correction: butter is £6.40" after "Butter comes from Yeo
     Valley at £6.20"; "the engineer moved to Friday" after "The fridge engineer is coming
     Thursday".  A person moving ("Tariq moved to Leeds") replaces nothing said of them."""
-    if not (_RESTATED.match(e.text) or (CHANGED.search(e.text) and not _proper_subject(e.text))):
+    instead = _INSTEAD.search(e.text) is not None
+    if not (
+        _RESTATED.match(e.text)
+        or instead
+        or (CHANGED.search(e.text) and not _proper_subject(e.text))
+    ):
         return False
     what = _subject(e.text)
-    return bool(what) and what <= _subject(sent)
+    if what and what <= _subject(sent):
+        return True
+    if not instead:
+        return False
+    # "Actually, the pond will go by the greenhouse instead" of "We decided to put a
+    # small pond by the apple tree"; "Dave can't do Thursday, he's coming on Monday
+    # instead" of "the plumber Dave is coming on Thursday": what it is said of, or the
+    # name it gives, is in the sentence it replaces.
+    if what:
+        return what <= set(stems(sent))
+    return bool(_proper(e.text) & _proper(sent))
+
+
+# "… instead", "…, not the apple tree": a statement saying it replaces what was said.
+_INSTEAD = re.compile(
+    r"\binstead\b|,\s*(?:and\s+)?not\s+(?:on\s+|at\s+|in\s+|by\s+)?(?:the|a|an)\b", re.I
+)
 
 
 def _proper_subject(text: str) -> bool:

@@ -259,3 +259,23 @@ async def test_a_statement_saying_instead_is_quoted_after_what_it_replaces(
     )
     assert "apple tree.» Later," in replies[4] and "greenhouse instead" in replies[4], replies[4]
     assert "Monday 10 February" in replies[5], replies[5]
+
+
+async def test_a_remark_asking_agreement_is_small_talk_not_a_search(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Lovely weather today, isn't it?" was looked up ("Let me look further back…",
+    then "Nothing I could find"); it asks agreement.  "Sam is allergic to peanuts,
+    isn't he?" asks to confirm a fact, and is answered from what was told."""
+    replies = await _talk(
+        make_config,
+        [
+            "Remember that Sam is allergic to peanuts.",
+            "Lovely weather today, isn't it?",
+            "What a long day, eh?",
+            "Sam is allergic to peanuts, isn't he?",
+        ],
+    )
+    for reply in replies[1:3]:
+        assert reply.startswith("I'll take your word for it!"), reply
+    assert "allergic to peanuts" in replies[3], replies[3]

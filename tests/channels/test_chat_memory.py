@@ -1560,3 +1560,25 @@ async def test_a_kept_rest_the_store_cannot_save_is_told_back_not_lost(
             "your sister Ana works as a dentist." in said
         ), said
         assert [m for m in await _memories(rt) if "Porto" in str(m["content"])] == []
+
+
+async def test_a_forget_with_a_reason_after_it_forgets_and_keeps_the_rest(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Forget that the password is in the vault, we shouldn't keep that here" was
+    answered "I had nothing of yours about that to forget" and the secret stayed: the
+    reason ("we shouldn't …") was read as part of what to forget.  Now the password
+    line goes and the staging address said with it stays."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Staging is at staging.orbit.internal, the password is in the vault.", "v1")
+        said = await _say(
+            rt, "Forget that the password is in the vault, we shouldn't keep that here.", "v2"
+        )
+        assert said == (
+            "Done: I forgot that the password is in the vault; "
+            "I kept the rest: Staging is at staging.orbit.internal."
+        ), said
+        assert "vault" not in await _say(rt, "Where is the password?", "v3")
+        assert "staging.orbit.internal" in await _say(rt, "Where is staging?", "v4")
+        kept = [str(m["content"]) for m in await _memories(rt)]
+        assert not [k for k in kept if "vault" in k], kept

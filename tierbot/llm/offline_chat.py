@@ -88,6 +88,18 @@ _SMALL_TALK = re.compile(
     r"\W*(?:\w+\W*)?$",
     re.I,
 )
+# "Lovely weather today, isn't it?": a remark asking agreement, not a question to look up.
+_REMARK = re.compile(
+    r"^\W*(?:(?:what|such)\s+an?\s+|(?:it'?s|it\s+is|that'?s|that\s+was)\s+(?:an?\s+)?)?"
+    r"(?:so\s+|really\s+|very\s+)?(?:lovely|nice|great|beautiful|gorgeous|glorious|terrible|"
+    r"awful|horrible|dreadful|cold|freezing|hot|warm|miserable|grim|wet|rainy|sunny|windy|"
+    r"busy|long|quiet|crazy|mad|wild|strange|funny)\b[^?]{0,40}?,?\s*(?:isn'?t\s+it|"
+    r"wasn'?t\s+it|aren'?t\s+they|weren'?t\s+they|innit|eh|right|huh|don'?t\s+you\s+think)\W*$",
+    re.I,
+)
+REMARK_REPLY = (
+    "I'll take your word for it! Tell me something to remember, or ask me about this conversation."
+)
 # "Can you review my PR?": work the offline model cannot do, not a question to look up.
 _FOR_ME = re.compile(
     r"^\W*(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+)?"
@@ -1445,6 +1457,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             continue
         if _SMALL_TALK.match(split_greeting(plain)[1]):
             answers.append((task, SMALL_TALK_REPLY))
+            continue
+        if _REMARK.match(split_greeting(plain)[1]):
+            answers.append((task, REMARK_REPLY))
             continue
         if _FOR_ME.match(plain) or _OF_MINE.match(plain):
             answers.append((task, FOR_ME_REPLY if _FOR_ME.match(plain) else OF_MINE_REPLY))

@@ -211,6 +211,8 @@ def names(request: str, text: str) -> bool:
 # A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
 HAS_VERB = re.compile(
     r"\b(is|are|was|were|am|be|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|'ll|"
+    r"should|must|could|would|might|shall|cannot|(?:should|must|could|would|ca|wo|do|does|"
+    r"did|is|are|was|were)n't|"
     r"[a-z]{3,}ed|(like|love|hate|prefer|live|work|need|want|go|get|take|meet|turn|cost|"
     r"open|close|start|end|own|use|run)s?|goes|got|took|met)\b",
     re.I,

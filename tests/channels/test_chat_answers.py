@@ -279,3 +279,25 @@ async def test_a_remark_asking_agreement_is_small_talk_not_a_search(
     for reply in replies[1:3]:
         assert reply.startswith("I'll take your word for it!"), reply
     assert "allergic to peanuts" in replies[3], replies[3]
+
+
+async def test_a_follow_up_asking_only_where_or_when_asks_it_of_the_question_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "And where from?" after "Which variety of seed potatoes did I order?", and
+    "When is that?" after "What does Margaret want to do with the kids?", found
+    nothing: they ask of what the question before asked about."""
+    replies = await _talk(
+        make_config,
+        [
+            "The seed potatoes are Charlotte, I ordered them from Thompson & Morgan.",
+            "Margaret wants to take the kids to the Severn Valley Railway on the 15th.",
+            "I'm having a filling done at the dentist next Tuesday.",
+            "Which variety of seed potatoes did I order?",
+            "And where from?",
+            "What does Margaret want to do with the kids?",
+            "When is that?",
+        ],
+    )
+    assert "Thompson & Morgan" in replies[4], replies[4]
+    assert "on the 15th" in replies[6], replies[6]

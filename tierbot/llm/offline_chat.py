@@ -1422,14 +1422,18 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     asked_each = [
         (at, q, task, str(at) if j == 0 else f"{at}.{j}")
         for at, q in questions
-        for j, (task, _) in enumerate(_each_question(q.content, _asked_before(at, q, messages)))
+        for j, (task, _) in enumerate(
+            _each_question(_question_text(at, q, messages), _asked_before(at, q, messages))
+        )
     ]
     # What each question said, to show beside its answer: "what editor does she use?",
-    # though it is looked up as "what editor does Priya use?".
+    # though it is looked up as "what editor does Priya use?"; "and where from?", though
+    # it is looked up as where the seed potatoes came from.
     shown = {
-        task: said
+        task: said if whole == q.content else q.content
         for at, q in questions
-        for task, said in _each_question(q.content, _asked_before(at, q, messages))
+        for whole in [_question_text(at, q, messages)]
+        for task, said in _each_question(whole, _asked_before(at, q, messages))
     }
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
@@ -1679,10 +1683,47 @@ def _asked_as(task: str, messages: Sequence[ChatMessage]) -> str:
     for at in range(len(messages) - 1, -1, -1):
         q = messages[at]
         if q.role == "user" and not is_quoted(q.content) and is_question(q.content):
-            for looked_up, said in _each_question(q.content, _asked_before(at, q, messages)):
+            whole = _question_text(at, q, messages)
+            for looked_up, said in _each_question(whole, _asked_before(at, q, messages)):
                 if looked_up == task:
-                    return said
+                    return said if whole == q.content else q.content
     return task
+
+
+# "And where from?", "When is that?": a question asking only what of the one before.
+_FOLLOW_UP = re.compile(
+    r"^\W*(?:(?:and|so|but|ok|okay|oh)\b\W*)?(?P<wh>when|where|who|whom|why|what time|"
+    r"how much|how many|how long|how|where from|from where|since when|until when|"
+    r"till when|before when|by when|who with|with whom|what for)"
+    r"(?:\s+(?:is|was|are|were|does|did|do|will)\b)?(?:\s+(?:it|that|this|they|he|she|them)\b)?"
+    r"(?:\s+(?:from|with|for|to|at)\b)?\W*$",
+    re.I,
+)
+_WH_LEAD = re.compile(
+    r"^\W*(?:(?:and|so|but|ok|okay|oh)\b\W*)?(?:what|which|who|whom|whose|where|when|why|"
+    r"how(?:\s+(?:much|many|long|old|often))?)\b\s*",
+    re.I,
+)
+
+
+def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> str:
+    """What ``q`` (at ``at``) asks, whole: "And where from?" after "Which seed potatoes
+    did I order?" asks where the seed potatoes were ordered from (up to three such
+    questions back); any other question as it was typed."""
+    follow = _FOLLOW_UP.match(q.content)
+    if follow is None:
+        return q.content
+    for i in range(at - 1, max(-1, at - 8), -1):
+        m = messages[i]
+        if m.role != "user" or is_quoted(m.content):
+            continue
+        if (m.name or "") != (q.name or "") or not is_question(m.content):
+            return q.content
+        before = _question_text(i, m, messages) if _FOLLOW_UP.match(m.content) else m.content
+        if before is m.content and _FOLLOW_UP.match(m.content):
+            return q.content  # nothing before it to ask of
+        return f"{follow['wh']} {_WH_LEAD.sub('', before)}"
+    return q.content
 
 
 def _asked_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage], back: int = 3) -> str:

@@ -301,3 +301,32 @@ async def test_a_follow_up_asking_only_where_or_when_asks_it_of_the_question_bef
     )
     assert "Thompson & Morgan" in replies[4], replies[4]
     assert "on the 15th" in replies[6], replies[6]
+
+
+async def test_what_else_after_a_quoted_answer_brings_what_was_not_quoted_then_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """A bare "What else?" was always refused ("What else about what?").  After an
+    answer quoting a line it asks the same question again, for lines not quoted yet;
+    when there are none it says that is all; after a to-do list, that the list was all."""
+    replies = await _talk(
+        make_config,
+        [
+            "The allotment society meeting is on the first Tuesday of every month.",
+            "The allotment has a water tap by the gate.",
+            "I must fix the water butt before April.",
+            "What do you know about the allotment?",
+            "What else?",
+            "What else?",
+            "What else?",
+            "What do I need to do before April?",
+            "What else?",
+        ],
+    )
+    first, second = replies[3], replies[4]
+    assert ("meeting" in first) != ("meeting" in second), (first, second)
+    assert ("water tap" in first) != ("water tap" in second), (first, second)
+    assert replies[5] == "That is all I found on that.", replies[5]
+    assert replies[6] == "That is all I found on that.", replies[6]
+    assert "water butt" in replies[7], replies[7]
+    assert replies[8] == "That is all your to-dos.", replies[8]

@@ -638,7 +638,7 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
 def _same_said(a: str, b: str) -> bool:
     """Whether two texts say the same (a message and the memory saved from it, which
     the store dates later): equal but for case, spacing and punctuation."""
-    return re.sub(r"\W+", "", a).lower() == re.sub(r"\W+", "", b).lower()
+    return _bare(a) == _bare(b)
 
 
 def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
@@ -1437,6 +1437,17 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     }
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
+        quoted: list[str] = []  # "what else?": what the answer before it quoted
+        if plain.startswith(_ELSE_MARK):
+            # "What else?" again and again: none of what the answers since quoted.
+            times = 0
+            while plain.startswith(_ELSE_MARK):
+                plain, times = plain.removeprefix(_ELSE_MARK), times + 1
+            replies = [
+                m.content for m in messages[:at] if m.role == "assistant" and not m.tool_calls
+            ]
+            said = " ".join(replies[-times:])
+            quoted = [b for t in re.findall(r"«(.+?)»", said, re.S) if (b := _bare(t))]
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
         plain = spelled_out(plain)  # "what do u know…"
         lost_list = False
@@ -1453,7 +1464,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             lost_list = not in_view
             if not continued:
                 # Nothing in view it continues (a long list may be compacted already).
-                answers.append((task, WHAT_ELSE_OF_WHAT))
+                last = _last_reply(messages[:at])
+                if last.startswith(TODOS) or last in (ALL_TODOS, ELSE_NOTHING):
+                    answers.append((task, ELSE_NOTHING if last == ELSE_NOTHING else ALL_TODOS))
+                else:
+                    answers.append((task, WHAT_ELSE_OF_WHAT))
                 continue
             plain = "what else do you know about me?"  # the rest of the list just given
         if task in done:
@@ -1469,6 +1484,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             answers.append((task, FOR_ME_REPLY if _FOR_ME.match(plain) else OF_MINE_REPLY))
             continue
         pool = candidates(messages[:at], results)
+        if quoted:
+            pool = [e for e in pool if not any(x in _bare(e.text) for x in quoted)]
         tried = {
             c.name
             for c in asked.values()
@@ -1571,7 +1588,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         # someone else's "My favourite colour is purple".
         mine = _MINE.search(plain) and speaker
         found, score = best(plain, [e for e in pool if e.author in (speaker, "")] if mine else pool)
-        if score < 0.34 and "branch" in tools and "branch" not in tried:
+        if score < 0.34 and "branch" in tools and "branch" not in tried and not quoted:
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
@@ -1581,7 +1598,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             # of it say when, and what came after.
             calls.append(ToolCall(f"recall-{key}", "memory_recall", {"query": task, "limit": 5}))
         elif found is None or score < 0.2:
-            answers.append((task, _nothing(failed, UNKNOWN)))
+            answers.append((task, _nothing(failed, ELSE_NOTHING if quoted else UNKNOWN)))
         else:
             answers.append((task, quoted_with_changes(found, task, pool)))
     if calls:
@@ -1706,10 +1723,30 @@ _WH_LEAD = re.compile(
 )
 
 
+# "What else?" after an answer quoting a line: the question before, asked again for
+# what was not quoted (a list about someone, or about the asker, is continued instead).
+_ELSE_MARK = "what else: "
+ELSE_NOTHING = "That is all I found on that."
+ALL_TODOS = "That is all your to-dos."
+TODOS = "Your to-dos: "
+
+
+def _bare(text: str) -> str:
+    """``text`` in lower case without spaces or punctuation, to find one text in another."""
+    return re.sub(r"\W+", "", text).lower()
+
+
 def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> str:
     """What ``q`` (at ``at``) asks, whole: "And where from?" after "Which seed potatoes
     did I order?" asks where the seed potatoes were ordered from (up to three such
-    questions back); any other question as it was typed."""
+    questions back); "What else?" after a quoted answer asks that question again
+    (:data:`_ELSE_MARK` before it); any other question as it was typed."""
+    if _WHAT_ELSE.match(q.content):
+        last = _last_reply(messages[:at])
+        if "«" not in last or last.startswith((ABOUT_YOU, ABOUT_YOU_MORE)) or _KNOWN_OF.match(last):
+            return q.content
+        before = _asked_just_before(at, q, messages)
+        return f"{_ELSE_MARK}{before}" if before else q.content
     follow = _FOLLOW_UP.match(q.content)
     if follow is None:
         return q.content
@@ -1724,6 +1761,18 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
             return q.content  # nothing before it to ask of
         return f"{follow['wh']} {_WH_LEAD.sub('', before)}"
     return q.content
+
+
+def _asked_just_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> str:
+    """The question the asker of ``q`` asked right before it, whole, or ""."""
+    for i in range(at - 1, max(-1, at - 8), -1):
+        m = messages[i]
+        if m.role != "user" or is_quoted(m.content):
+            continue
+        if (m.name or "") != (q.name or "") or not is_question(m.content):
+            return ""
+        return _question_text(i, m, messages)
+    return ""
 
 
 def _asked_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage], back: int = 3) -> str:
@@ -1837,7 +1886,7 @@ def _personal_answer(
     if _MY_TODOS.search(question):
         todos = _about(speaker, pool, limit=10, kinds=("todo",))
         if todos:
-            return "Your to-dos: " + "; ".join(todos) + "."
+            return TODOS + "; ".join(todos) + "."
         return None
     if _ABOUT_ME.search(question):
         facts = _about(

@@ -330,3 +330,64 @@ async def test_what_else_after_a_quoted_answer_brings_what_was_not_quoted_then_s
     assert replies[6] == "That is all I found on that.", replies[6]
     assert "water butt" in replies[7], replies[7]
     assert replies[8] == "That is all your to-dos.", replies[8]
+
+
+async def test_of_lines_sharing_the_same_words_the_one_answering_what_is_asked_is_quoted(
+    make_config: Callable[..., Config],
+) -> None:
+    """Wrong lines a fifth round of new users were quoted, each sharing the question's
+    words with the right one: the boiler in flat 2 for who lives there, a lesson to buy a
+    book for where the lessons are, "next time" for what time we start, a plumber's visit
+    for his number (after the number was forgotten), a liking for what is not liked."""
+    replies = await _talk(
+        make_config,
+        [
+            "Flat 2 is rented by Jess and Kieran, a young couple.",
+            "The boiler in flat 2 is broken, the plumber Dave is coming on Thursday.",
+            "The lessons are at the library in Neude, room 3.",
+            "I have to buy the book before next lesson.",
+            "From now on sessions start at 8pm.",
+            "I'll bring snacks next time.",
+            "Dave's number is 07700 900123.",
+            "I like to learn with Duolingo but I prefer real conversation.",
+            "Who lives in flat 2?",
+            "Where are the lessons?",
+            "What time do we start?",
+            "What's Dave's number?",
+            "Forget Dave's number, he changed phones.",
+            "What's Dave's number?",
+            "What do I not like?",
+            "I don't like the g sound.",
+            "What do I not like?",
+            "We're having the party at Sam's place.",
+            "The party is on Saturday.",
+            "Where is the party?",
+        ],
+    )
+    assert "Sam's place" in replies[19], replies[19]
+    assert "Jess and Kieran" in replies[8], replies[8]
+    assert "library" in replies[9], replies[9]
+    assert "8pm" in replies[10], replies[10]
+    assert "07700" in replies[11], replies[11]
+    assert replies[13] == NOTHING, replies[13]
+    assert replies[14] == NOTHING, replies[14]
+    assert "g sound" in replies[16], replies[16]
+
+
+async def test_in_a_group_and_when_follows_whoever_asked_just_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Aisha: And when?" right after Ben asked where the next session is asks when
+    that session is; it found nothing while only the asker's own question counted."""
+    lines = [
+        ("marcus", "The next session is at my flat on Elm Street."),
+        ("marcus", "We decided to move the next session to Saturday 22 March."),
+        ("ben", "Where is the next session?"),
+        ("aisha", "And when?"),
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"g{i}", author=who))
+            await rt.drain()
+        said = rt.outbox.sent[-1].text
+    assert "22 March" in said, said

@@ -331,6 +331,12 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
         ),
         ("my husband", "My husband is called Daniel and he teaches high school chemistry.", ""),
         ("where Ana lives", "Ana, my sister, lives in Porto.", ""),
+        # what is left only points back at what went: it goes too
+        (
+            "Veska has the Sunsword",
+            "Veska has the Sunsword in her pack, the party doesn't know.",
+            "",
+        ),
         ("the address", "The address is 14 Elm Road, Leeds.", ""),
         (
             "the plumber",
@@ -353,3 +359,23 @@ def test_what_a_forget_leaves_of_a_live_message_is_still_quoted() -> None:
     ]
     said = [e.text for e in candidates(history, [])]
     assert said == ["My sister Ana works as a dentist."], said
+
+
+def test_a_memory_cut_from_a_message_is_not_quoted_as_said_later_than_it() -> None:
+    """ "What class is Grim?" quoted Ben's message, then «Later, Ben told me» its own
+    first sentence (the memory saved from it, dated a moment later); a line said later
+    that changes it still follows it."""
+    from tierbot.llm.offline_chat import Evidence, best, quoted_with_changes
+
+    said = "Actually, Grim is a ranger, not a rogue. I changed class."
+    pool = [
+        Evidence("My character is Grim Ironfoot, a dwarf rogue.", "Ben", 1.0),
+        Evidence(said, "Ben", 2.0),
+        Evidence("Actually, Grim is a ranger, not a rogue.", "Ben", 3.0, "memory"),
+    ]
+    found, _ = best("What class is Grim?", pool)
+    assert found is not None
+    answer = quoted_with_changes(found, "What class is Grim?", pool)
+    assert answer.count("ranger") == 1, answer
+    answer = quoted_with_changes(pool[0], "What is Ben's character?", pool)
+    assert "dwarf rogue.» Later," in answer and "ranger" in answer, answer

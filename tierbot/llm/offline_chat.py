@@ -411,6 +411,18 @@ _STILL = frozenset(stems("still anymore longer yet"))
 _ANY = frozenset(
     stems("anything something anyone someone anybody somebody any some anywhere somewhere ever")
 )
+# A number, or a line naming one: what "What's Dave's number?" needs.
+_A_NUMBER = re.compile(r"\d{3,}|\d[\d ()+.-]{3,}\d|\b(?:number|phone|mobile|tel)\b", re.I)
+# Asked what someone does not like or want, and a line saying so.
+_NOT_LIKE = re.compile(
+    r"\b(?:don'?t|doesn'?t|didn'?t|do\s+not|does\s+not|did\s+not)\s+(?:\w+\s+)?"
+    r"(?:like|love|enjoy|want)\b|\b(?:do|does|did)\s+\w+\s+not\s+(?:like|love|enjoy|want)\b|"
+    r"\b(?:dislikes?|hates?)\b",
+    re.I,
+)
+_NEGATIVE = re.compile(
+    r"\b(?:not|never|no|dislikes?|hates?|avoids?|stand)\b|n't\b|\bno\s+longer\b", re.I
+)
 # An age: "How old is Sam?" is answered by a line giving a number ("Sam, who is 5"), an
 # age or a birth, not by any line naming Sam.
 _HOW_OLD = re.compile(r"\bhow old\b|\bage\b", re.I)
@@ -424,6 +436,12 @@ _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
 _MY_THING = re.compile(r"\bmy\s+\w", re.I)
 # A statement about someone's thing by name: "Claire's husband is called Mark".
 _WHOSE = re.compile(r"[A-Z][\w-]*'s\s")
+_WHERE = re.compile(r"^\W*(?:and\s+)?where\b", re.I)
+_PLACE = re.compile(
+    r"\b(?:at|in|near|behind|opposite|inside|outside|next\s+to|on)\s+(?:the|a|an|my|our|his|her|"
+    r"their|(?!(?:" + "|".join(w.title() for w in CALENDAR_WORDS) + r")\b)[A-Z])|"
+    r"\b(?:lives?|based|located)\b"
+)
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
 # A number gives a date only in a date's shape ("the 15th", "10:30", "2025-09-14", "at 10",
@@ -433,8 +451,9 @@ _DATED = re.compile(
     r"\b\d{4}-\d\d-\d\d\b|\b\d{1,2}/\d{1,2}\b|\b(?:19|20)\d\d\b|\b(?:at|by|until|till)\s+\d|"
     r"\b\d+\s+(?:days?|weeks?|months?|years?|hours?|minutes?|mins?)\b|"
     r"\b(?:"
-    + "|".join([*CALENDAR_WORDS, "next", "last", "noon", "midnight", "weekend", "morning"])
-    + r"|evening|afternoon|night|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b",
+    + "|".join([*CALENDAR_WORDS, "noon", "midnight", "weekend", "morning", "evening"])
+    + r"|(?:next|last|this)\s+(?:week|month|year)|afternoon|night|jan|feb|mar|apr|jun|jul|aug|"
+    r"sept?|oct|nov|dec)\b",
     re.I,
 )
 # Asked when someone is back, and a statement saying until when they are away.
@@ -459,6 +478,8 @@ class _Asked:
     my_thing: bool = False  # asks of something the asker's ("my husband's name")
     kind: frozenset[str] = frozenset()  # the thing "what car…?" asks for: {"car"}
     age: bool = False  # asks how old someone is
+    number: bool = False  # asks someone's number, nothing else of them
+    against: bool = False  # asks what someone does not like or want
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -481,6 +502,9 @@ class _Asked:
             bool(_MY_THING.search(question)),
             frozenset(overlap.query_stems(kind[1])) - _ASKED_OF_IT if kind else frozenset(),
             bool(_HOW_OLD.search(question)),
+            "number" in (words := set(overlap.query_stems(question)))
+            and not words - named - _ASKED_OF_IT - _ANY,
+            _NOT_LIKE.search(question) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -496,6 +520,10 @@ class _Asked:
             return False
         if self.age and not _AN_AGE.search(e.text):
             return False
+        if self.number and not _A_NUMBER.search(e.text):
+            return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
+        if self.against and not _NEGATIVE.search(e.text):
+            return False  # "What do I not like?" is not "I like Duolingo"
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
                 return False
@@ -594,7 +622,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if e.author == found.author
         and e.when is not None
         and (found.when is None or e.when > found.when)
-        and not _same_said(e.text, found.text)
+        and not _part_of(e.text, found.text)
         and not is_question(e.text)
         and any(of_me == mine and what <= said for of_me, what in _no_longer(e.text))
     ]
@@ -612,7 +640,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if e.author == found.author
         and e.when is not None
         and e.when > found.when
-        and not _same_said(e.text, found.text)
+        and not _part_of(e.text, found.text)
         and not is_question(e.text)
         and (
             (about and about <= set(stems(e.text)))
@@ -635,6 +663,13 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
     return found.quoted()
 
 
+def _part_of(a: str, b: str) -> bool:
+    """Whether one of two texts holds the other (a message and a memory saved from one
+    of its sentences): neither says anything later than the other."""
+    x, y = _bare(a), _bare(b)
+    return bool(x) and bool(y) and (x in y or y in x)
+
+
 def _same_said(a: str, b: str) -> bool:
     """Whether two texts say the same (a message and the memory saved from it, which
     the store dates later): equal but for case, spacing and punctuation."""
@@ -654,7 +689,7 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
         and e.when is not None
         and e.when < found.when
         and not is_question(e.text)
-        and not _same_said(e.text, found.text)
+        and not _part_of(e.text, found.text)
         and any(_replaces(found, sent) for sent in sentences(e.text))
     ]
     return max(earlier, key=lambda e: e.when or 0.0) if earlier else None
@@ -955,10 +990,17 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
         fits = someone or fits
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
+    # Of lines sharing as much with the question: the one about what it asks of ("Flat
+    # 2 is rented by Jess", not "The boiler in flat 2 is broken", for "Who lives in flat
+    # 2?"), and for "where", one saying where ("at the library", not "before next lesson").
+    asked_of = set(overlap.query_stems(question))
+    where = _WHERE.match(question) is not None
     i = max(
         fits,
         key=lambda k: (
             round(scores[k], 6),
+            where and _PLACE.search(pool[k].text) is not None,
+            bool(subject := _subject(pool[k].text)) and subject <= asked_of,
             mine and bool(_I_SAID.search(pool[k].text)),
             -_rambling(pool[k].text),
             pool[k].when or 0.0,  # recalled memories come first in the pool, not in time
@@ -1738,14 +1780,14 @@ def _bare(text: str) -> str:
 
 def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> str:
     """What ``q`` (at ``at``) asks, whole: "And where from?" after "Which seed potatoes
-    did I order?" asks where the seed potatoes were ordered from (up to three such
-    questions back); "What else?" after a quoted answer asks that question again
+    did I order?" asks where the seed potatoes were ordered from (a few such questions
+    back); "What else?" after a quoted answer asks that question again
     (:data:`_ELSE_MARK` before it); any other question as it was typed."""
     if _WHAT_ELSE.match(q.content):
         last = _last_reply(messages[:at])
         if "«" not in last or last.startswith((ABOUT_YOU, ABOUT_YOU_MORE)) or _KNOWN_OF.match(last):
             return q.content
-        before = _asked_just_before(at, q, messages)
+        before = _asked_just_before(at, messages)
         return f"{_ELSE_MARK}{before}" if before else q.content
     follow = _FOLLOW_UP.match(q.content)
     if follow is None:
@@ -1754,7 +1796,7 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
         m = messages[i]
         if m.role != "user" or is_quoted(m.content):
             continue
-        if (m.name or "") != (q.name or "") or not is_question(m.content):
+        if not is_question(m.content):  # (in a group, whoever asked it: "And where?")
             return q.content
         before = _question_text(i, m, messages) if _FOLLOW_UP.match(m.content) else m.content
         if before is m.content and _FOLLOW_UP.match(m.content):
@@ -1763,13 +1805,14 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
     return q.content
 
 
-def _asked_just_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> str:
-    """The question the asker of ``q`` asked right before it, whole, or ""."""
+def _asked_just_before(at: int, messages: Sequence[ChatMessage]) -> str:
+    """The question asked right before the message at ``at`` (by whoever asked it),
+    whole, or ""."""
     for i in range(at - 1, max(-1, at - 8), -1):
         m = messages[i]
         if m.role != "user" or is_quoted(m.content):
             continue
-        if (m.name or "") != (q.name or "") or not is_question(m.content):
+        if not is_question(m.content):
             return ""
         return _question_text(i, m, messages)
     return ""

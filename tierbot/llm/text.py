@@ -230,6 +230,13 @@ def says_something(text: str) -> bool:
 _CLAUSE_GAP = re.compile(r"\s*(?:[,;]|\s[-–]\s)\s*(?:(?:and|but)\s+)?|\s+(?:and|but)\s+", re.I)
 # A clause of its own: one that starts with a person ("she works as a dentist").
 _REFERS_BACK = re.compile(r"^(?:he|she|it|they|his|her|its|their|them)\b", re.I)
+# "…, the party doesn't know", "…, so keep it quiet": a clause whose object is the one
+# before it.
+_ENDS_BACK = re.compile(
+    r"\b(?:it|this|that|them|about\s+it|(?:know|knows|knew|think|thinks|mind|minds|care|"
+    r"cares|agree|agrees|understand|understands|remember|remembers|see|sees|noticed))\W*$",
+    re.I,
+)
 _PERSON_START = re.compile(r"^(?:i|you|he|she|we|they|it)\b(?:'\w+)?\s+\S", re.I)
 
 
@@ -271,7 +278,7 @@ def without_named(request: str, text: str) -> str:
         rest, gone = [], False
         for p in parts:
             # "… is called Daniel and he teaches chemistry": "he" is who went with it.
-            if names(request, p) or (gone and _REFERS_BACK.match(p)):
+            if names(request, p) or (gone and (_REFERS_BACK.match(p) or _ENDS_BACK.search(p))):
                 gone = True
             else:
                 rest.append(p)

@@ -463,3 +463,37 @@ def test_none_of_the_offline_bots_own_lines_becomes_a_memory() -> None:
 )
 def test_hurried_and_third_person_statements_are_typed(line: str, kind: str | None) -> None:
     assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Where things will go, what people one knows do, a standing monthly payment.
+        ("Actually, the pond will go by the greenhouse instead, not the apple tree.", "fact"),
+        ("Bed one will be potatoes, bed two runner beans.", "fact"),
+        ("The party will be great!", None),
+        ("My neighbour Geoff lends me his rotavator.", "fact"),
+        ("My mum says hi!", None),
+        ("My boss hates long meetings.", "preference"),
+        ("Flat 1 is rented by Mr Okafor, rent is 850 pounds a month, due on the 1st.", "fact"),
+        ("The rent is due on the 3rd of March.", "todo"),
+        # A cheer with a number in it is not a fact; a clause of its own is no lone value.
+        ("Nat 20 on the floor though!", None),
+        ("Actually, Grim is a ranger, not a rogue.", "fact"),
+    ],
+)
+def test_a_fifth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ('remember also: "eigenlijk" means actually.', '"eigenlijk" means actually.'),
+        ("Please also remember: Sam hates olives.", "Sam hates olives."),
+        ("Remember too that the gate code is 1234.", "the gate code is 1234."),
+    ],
+)
+def test_also_and_too_in_a_request_to_remember_are_not_what_is_saved(line: str, what: str) -> None:
+    request = extraction.read_request(line)
+    assert request is not None and (request.kind, request.what) == ("remember", what)

@@ -118,11 +118,12 @@ _GREETING = re.compile(
 
 # "Remember that…", "Note: …", "Don't forget that…", "Remind me: …", "Forget that…".
 _REMEMBER = re.compile(
-    r"^\s*(?:please\s+|pls\s+|hey\s+\w+,?\s+)?(?P<verb>remember|"
+    r"^\s*(?:please\s+|pls\s+|hey\s+\w+,?\s+)?(?:also\s+|and\s+)?(?P<verb>remember|"
     r"note(?: for (?:the log|later|the record|everyone)| to self)?|make a note|take a note|"
     r"keep in mind|don'?t forget|do not forget|never forget|remind me|save|memorize|memorise|"
     # Typed in a hurry: "pls remeber that…".
     r"remeber|rember|remmber|remembr|rmember|rememebr)"
+    r"(?:\s+(?:also|too|as\s+well))?"
     r"(?:\s+(?:that|this|the fact that))?\s*[:,-]?\s+(?P<rest>\S.*)$",
     re.I | re.S,
 )
@@ -903,7 +904,8 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         "preference",
         0.7,
         _Folded(
-            r"^[a-z][\w'-]+ (prefers|likes|loves|hates|dislikes|can'?t stand|adores) "
+            r"^([a-z][\w'-]+|(my|our|his|her|their) [a-z][\w'-]+( [a-z][\w'-]+)?) "
+            r"(prefers|likes|loves|hates|dislikes|can'?t stand|adores) "
             r"(?!(it|that|this|them|him|her|you|me|us)\b)\w"
         ),
     ),
@@ -926,6 +928,34 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # "The pond will go by the greenhouse", "Bed one will be potatoes": where a thing goes.
+    (
+        "fact",
+        0.55,
+        _Folded(
+            r"^(the|my|our|[a-z]+ (one|two|three|four|five|six|seven|eight|nine|ten|\d+)) "
+            r"[\w' -]{0,30}?will (be|go|stay|move|come) (in|at|on|by|to|into|next to|near|"
+            r"behind|a|an|the|[a-z]+s\b)"
+        ),
+    ),
+    # "My neighbour Geoff lends me his rotavator": what a person the speaker knows does.
+    (
+        "fact",
+        0.55,
+        _Folded(
+            r"^(my|our) (neighbou?r|sister|brother|mum|mom|mother|dad|father|wife|husband|"
+            r"partner|friend|boss|manager|son|daughter|aunt|uncle|cousin|niece|nephew|"
+            r"grandma|grandpa|granny|colleague|landlord|landlady|tenant|teacher|coach|"
+            r"doctor|dentist|accountant|lodger|flatmate|roommate)( [a-z][\w-]+)? "
+            r"(?!(says|said|thinks|asks|wishes|sends|is|was|has|had)\b)[a-z]{3,}s\b"
+        ),
+    ),
+)
+# A payment due on a day of every month: "rent is 850 pounds a month, due on the 1st".
+_STANDING_DUE = _Folded(
+    r"\b(rent|payment|fee|fees|bill|subscription|mortgage|salary|wages|allowance)\b[^.]{0,60}"
+    r"\bdue (on )?the \d{1,2}(st|nd|rd|th)\b(?! (of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|"
+    r"oct|nov|dec))"
 )
 _SO = re.compile(r",?\s+so\s+(?=(?:my|our|the|i|we)\b)|;\s+", re.I)
 
@@ -952,6 +982,8 @@ def _classify(sentence: str) -> tuple[str | None, float]:
         # "No wait, it's 4412" means nothing alone: the chat saves the sentence it
         # corrects, corrected, when it is said.
         return None, 0.0
+    if _STANDING_DUE.search(s):
+        return "fact", 0.6  # "rent 920 pounds, due on the 5th": every month, not a to-do
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
             return kind, importance
@@ -978,6 +1010,8 @@ def _classify(sentence: str) -> tuple[str | None, float]:
         return undone
     if len(words(s)) < 3 or _OPINION.search(s) or _LAUGH_START.match(s):
         return None, 0.0
+    if s.rstrip().endswith("!") and not says_something(s):
+        return None, 0.0  # "Nat 20 on the floor though!": a cheer, not a fact
     s = _VOCATIVE.sub(" ", s)
     if _KEPT_AT.search(s):
         return "fact", 0.6

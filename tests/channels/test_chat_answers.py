@@ -391,3 +391,38 @@ async def test_in_a_group_and_when_follows_whoever_asked_just_before(
             await rt.drain()
         said = rt.outbox.sent[-1].text
     assert "22 March" in said, said
+
+
+async def test_a_moved_date_follows_what_it_moves_and_what_someone_said_is_theirs(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a team chat: "What did Priya decide?" quoted the launch on 9 March without
+    "then we push the launch to Thursday 11 March"; "Is the billing migration still due
+    on 2 March?" found nothing ("done by", not "due"); "What do you know about Priya?"
+    gave only her greeting, and "What else did Tom say?" nothing."""
+    lines = [
+        ("priya", "I'm Priya, product manager for the Orbit launch."),
+        ("priya", "We decided the Orbit public launch is on Tuesday 9 March."),
+        ("tom", "I own the billing migration, it has to be done by 2 March."),
+        ("priya", "The beta customers are Acme, Globex and Initech."),
+        ("tom", "Actually, the billing migration deadline moves to 4 March, the vendor is late."),
+        ("priya", "Hmm, then we push the launch to Thursday 11 March."),
+        ("tom", "lol the coffee machine is broken again"),
+        ("lena", "What did Priya decide?"),
+        ("priya", "Is the billing migration still due on 2 March?"),
+        ("tom", "What do you know about Priya?"),
+        ("lena", "What did Tom say?"),  # named as people write names
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"t{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    decided, due, priya, tom = replies[7:]
+    assert "9 March.» Later," in decided and "11 March" in decided, decided
+    assert "2 March.» Later," in due and "4 March" in due, due
+    assert priya.startswith("What I know about Priya:"), priya
+    assert "Acme" in priya and "9 March" in priya, priya
+    assert tom.startswith("Tom said:") and "billing migration" in tom, tom
+    assert "coffee" not in tom, tom  # said, but nothing worth keeping

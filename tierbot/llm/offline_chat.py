@@ -547,7 +547,15 @@ class _Asked:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
             # "Are we still going to Cornwall?" asks whether "going to Cornwall" holds:
             # "still" is what the answer (and what was said later) settles.
-            return self.words - _ASKED_OF_IT - _STILL - _ANY <= have
+            # Of four words or more, one may be put another way ("still due on 2 March"
+            # of "it has to be done by 2 March"), never a number.
+            missing = self.words - _ASKED_OF_IT - _STILL - _ANY - have
+            asked = self.words - _ASKED_OF_IT - _STILL - _ANY
+            return not missing or (
+                len(asked) >= 4
+                and len(missing) == 1
+                and not any(c.isdigit() for m in missing for c in m)
+            )
         subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
         said_of = [m[1] for m in subjects if m is not None]
         if self.mine and any(_someone_else(x) for x in said_of):
@@ -703,6 +711,8 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     doesn't work for us anymore" after "Our head baker Rui is allergic to sesame";
     "George's pills are at 9am now" after "George takes his pills at 8am" (two words in
     common)."""
+    if _RESCHEDULED.search(e.text) and (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID:
+        return True  # "we push the launch to Thursday" after "the launch is on Tuesday"
     if not (CHANGED.search(e.text) or _no_longer(e.text) or _NOW.search(e.text)):
         return False
     if _proper(found.text) & _proper(e.text):
@@ -733,6 +743,14 @@ _OPENERS = frozenset(
 # The mover is the speaker: "I moved to Lisbon", "we moved", not "Tariq moved to …".
 _WE_MOVED = re.compile(
     r"\b(?:I|I've|we|we've)\s+(?:just\s+|finally\s+)?(?:moved|relocated)\b", re.I
+)
+# A date moved: "we push the launch to Thursday 11 March", "the deadline moves to 4 March".
+_RESCHEDULED = re.compile(
+    r"\b(?:push|pushes|pushed|pushing|move|moves|moved|moving|delay|delays|delayed|"
+    r"reschedule|rescheduled|postpone|postponed|bump|bumped|shift|shifts|shifted|bring|"
+    r"brought)\s+(?:[\w-]+\s+){0,4}?(?:to|back\s+to|forward\s+to|until)\s+(?:the\s+)?"
+    r"(?:\d|(?:next\s+)?(?:" + "|".join(CALENDAR_WORDS) + r"))",
+    re.I,
 )
 # "… now": a newer value of something said before ("George's pills are at 9am now").
 _NOW = re.compile(r"\bnow\b", re.I)
@@ -1546,7 +1564,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         failed = next((f for i in mine_ids if (f := _failure(results, i))), None)
 
         # "What do you know about Elif?": everything said of her, not one line.
-        if (someone := _ABOUT_SOMEONE.search(plain)) is not None and not _ABOUT_ME.search(plain):
+        said_by = _SAID_BY.search(plain)
+        someone = _ABOUT_SOMEONE.search(plain) or said_by
+        if someone is not None and not _ABOUT_ME.search(plain):
             name = someone[1]
             if recall_ok:
                 # By the name alone: "what (else) do you know about" would find every
@@ -1565,7 +1585,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                     )
                 answers.append((task, rest or f"That is everything I know about {name}."))
             else:
-                answers.append((task, _about_someone(name, pool) or _nothing(failed, UNKNOWN)))
+                listed = _about_someone(name, pool, by_only=said_by is not None)
+                answers.append((task, listed or _nothing(failed, UNKNOWN)))
             continue
         # What the asker told long ago is in memory, not in view: look there first.
         about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
@@ -1855,21 +1876,38 @@ _ABOUT_SOMEONE = re.compile(
 )
 
 
+# "What did Ben say?", "what else has Ana told you": everything they said worth keeping.
+_SAID_BY = re.compile(
+    r"(?i:\bwhat\s+(?:else\s+)?(?:did|has|have)\s+)"
+    r"(?!(?:I|You|We|They|He|She|It)\b)([A-Z][\w-]+)"
+    r"(?i:\s+(?:say|said|tell|told|mention|mentioned)(?:\s+(?:you|us|me))?)\W*$"
+)
+
+
 def _about_someone(
-    name: str, pool: Sequence[Evidence], limit: int = 8, shown: Collection[str] = ()
+    name: str,
+    pool: Sequence[Evidence],
+    limit: int = 8,
+    shown: Collection[str] = (),
+    by_only: bool = False,
 ) -> str | None:
-    """What was said of ``name`` (a sentence naming them, or said by them), newest
-    first, each with who said it and when, but for what was ``shown`` already (then
-    opening "Also about …"); None when nothing (more) was."""
+    """What was said of ``name`` (a sentence naming them, or one they said that is worth
+    keeping: "We decided the launch is on 9 March"), or with ``by_only`` only what they
+    said, newest first, each with who said it and when, but for what was ``shown``
+    already (then opening "Also about …"); None when nothing (more) was."""
     key = stems(name)
     found: list[tuple[float, str]] = []
     seen: set[str] = set()
     for e in pool:
         if e.kind == "branch" or is_question(e.text):
             continue
+        author = set(stems(e.author))
+        by_them = any(k in author or any(_same_name(k, w) for w in author) for k in key)
         for sent in sentences(e.text):
             said = set(stems(sent))
-            if not key or not any(k in said or any(_same_name(k, w) for w in said) for k in key):
+            named = any(k in said or any(_same_name(k, w) for w in said) for k in key)
+            theirs = by_them and classify(sent)[0] is not None
+            if not key or not (theirs or (named and not by_only)):
                 continue
             if is_question(sent) or (k := " ".join(sorted(said))) in seen or sent in shown:
                 continue
@@ -1880,7 +1918,10 @@ def _about_someone(
         return None
     told = [text for _, text in sorted(found, key=lambda f: -f[0])]
     more = f"; and {len(told) - limit} more" if len(told) > limit else ""
-    head = f"Also about {name}: " if shown else f"What I know about {name}: "
+    if by_only:
+        head = f"{name} also said: " if shown else f"{name} said: "
+    else:
+        head = f"Also about {name}: " if shown else f"What I know about {name}: "
     return head + "; ".join(told[:limit]) + more + "."
 
 

@@ -200,6 +200,12 @@ async def test_what_a_recall_could_not_bring_is_said_to_be_there() -> None:
     assert done.text.endswith(
         "and 7 more things (ask me about any of them, or what else I know about you)."
     ), done.text
+    found[2] = {"left_out": 1, "note": "1 more memory was found but did not fit"}
+    messages[2] = ChatMessage("tool", json.dumps(found), tool_call_id="recall-0")
+    done = await OfflineProvider().complete(messages, (), 300, purpose="chat")
+    assert done.text.endswith(
+        "and 1 more thing (ask me about it, or what else I know about you)."
+    ), done.text
 
 
 async def test_what_else_says_what_it_cannot_bring_and_asks_what_it_continues() -> None:

@@ -909,10 +909,14 @@ LIST_LOST = (
     "(The list I just gave has already left this conversation's view, so I cannot tell "
     "what I listed: here it is from the top.) "
 )
-_MORE_ITEM = re.compile(r"^and (\d+) more things\b")
+_MORE_ITEM = re.compile(r"^and (\d+) more (?:things|thing)\b")
 _KNOWN_OF = re.compile(r"^(?:What I know|Also) about ([A-Z][\w-]+): ")
 _WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
 _ELSE = re.compile(r"\belse\b", re.I)
+
+
+def _things(n: int) -> str:
+    return "thing" if n == 1 else "things"
 
 
 def _listed(messages: Sequence[ChatMessage]) -> list[str]:
@@ -1128,7 +1132,8 @@ def _about(
         more += len(told) - len(cut)
         return [
             *cut,
-            f"and {more} more things (ask me about any of them, or what else I know about you)",
+            f"and {more} more {_things(more)} (ask me about "
+            f"{'it' if more == 1 else 'any of them'}, or what else I know about you)",
         ]
     return told
 
@@ -1983,7 +1988,11 @@ def _personal_answer(
             if rest and (more := _MORE_ITEM.match(rest[0])):
                 # The recall brought back what was listed; the rest did not fit.
                 return (
-                    f"There are {more[1]} more things you told me that I could not bring "
+                    f"There {'is' if more[1] == '1' else 'are'} {more[1]} more "
+                    f"{_things(int(more[1]))} you told me that I could not bring into this "
+                    "conversation at once: ask me about it by name."
+                    if more[1] == "1"
+                    else f"There are {more[1]} more things you told me that I could not bring "
                     "into this conversation at once: ask me about one of them by name."
                 )
             return _nothing(failed, ALL_TOLD) if failed else ALL_TOLD

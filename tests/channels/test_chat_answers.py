@@ -426,3 +426,21 @@ async def test_a_moved_date_follows_what_it_moves_and_what_someone_said_is_their
     assert "Acme" in priya and "9 March" in priya, priya
     assert tom.startswith("Tom said:") and "billing migration" in tom, tom
     assert "coffee" not in tom, tom  # said, but nothing worth keeping
+
+
+async def test_what_is_noted_is_said_back_without_the_hesitation_before_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Noted: Hmm, then we push the launch…" and "Noted: Change of plan: …" said the
+    filler back; the acknowledgement says what was kept."""
+    replies = await _talk(
+        make_config,
+        [
+            "Hmm, then we push the launch to Thursday 11 March.",
+            "Change of plan: the grandchildren now come from 19 to 26 August instead.",
+        ],
+    )
+    assert replies[0] == "Noted: we push the launch to Thursday 11 March.", replies[0]
+    assert replies[1] == ("Noted: the grandchildren now come from 19 to 26 August instead."), (
+        replies[1]
+    )

@@ -444,3 +444,43 @@ async def test_what_is_noted_is_said_back_without_the_hesitation_before_it(
     assert replies[1] == ("Noted: the grandchildren now come from 19 to 26 August instead."), (
         replies[1]
     )
+
+
+async def test_what_else_about_me_with_no_list_in_view_says_it_starts_over(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What else do you know about me?" once the list it continues has left the view
+    gave the same list again as if it were new; it says it starts from the top."""
+    replies = await _talk(
+        make_config,
+        [
+            "My name is Harold and I'm retired from the railway.",
+            "I live in Shrewsbury with my wife Margaret.",
+            "What else do you know about me?",
+        ],
+    )
+    assert replies[2].startswith(
+        "(I cannot see an earlier list in this conversation's view, so here it is from the "
+        "top.) Here is what you told me:"
+    ), replies[2]
+    assert "Shrewsbury" in replies[2], replies[2]
+
+
+async def test_how_much_and_a_pronoun_for_what_is_asked_still_find_the_line(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How much did the greenhouse cost?" ("much" counted as a word the line lacked)
+    and "What does Margaret want to do with the kids?" (the line says "them") found
+    nothing."""
+    replies = await _talk(
+        make_config,
+        [
+            "The greenhouse is 8 by 6 feet, I got it second-hand for 150 pounds.",
+            "Margaret wants to take them to the Severn Valley Railway on the 15th.",
+            "I live in Shrewsbury with my wife Margaret.",
+            "How much did the greenhouse cost?",
+            "What does Margaret want to do with the kids?",
+        ],
+    )
+    assert "150 pounds" in replies[3], replies[3]
+    assert "Severn Valley" in replies[4], replies[4]

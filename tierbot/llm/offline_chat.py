@@ -402,6 +402,7 @@ _YES_NO = re.compile(
 _ASKED_OF_IT = frozenset(
     stems("number name called age old colour color time date day year birthday born birth")
 )
+_OBJECT_PRONOUN = re.compile(r"\b(?:them|it|her|him|they)\b", re.I)
 # A birthday is said with one of these words, or an age turned ("turns 40 on …"): any
 # other dated line naming the person ("a call with Lucia on Friday") is not it.
 _BIRTH = frozenset(stems("birthday birthdays born birth bday"))
@@ -542,7 +543,10 @@ class _Asked:
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
         # Osaka this time" is not "What time is our flight?".
-        if self.about and not self.about & have and not dated:
+        # "Margaret wants to take them to the railway" may answer "What does Margaret want
+        # to do with the kids?": "them" may be the kids.
+        them = bool(self.names) and self.names <= have and _OBJECT_PRONOUN.search(e.text)
+        if self.about and not self.about & have and not dated and not them:
             return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
@@ -909,6 +913,9 @@ WHAT_ELSE_OF_WHAT = (
 LIST_LOST = (
     "(The list I just gave has already left this conversation's view, so I cannot tell "
     "what I listed: here it is from the top.) "
+)
+LIST_UNSEEN = (
+    "(I cannot see an earlier list in this conversation's view, so here it is from the top.) "
 )
 _MORE_ITEM = re.compile(r"^and (\d+) more (?:things|thing)\b")
 _KNOWN_OF = re.compile(r"^(?:What I know|Also) about ([A-Z][\w-]+): ")
@@ -1611,6 +1618,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if personal is not None and lost_list and personal.startswith(ABOUT_YOU):
             # What was listed is no longer in view: say why the list starts over.
             personal = LIST_LOST + personal
+        elif personal is not None and _ELSE.search(plain) and personal.startswith(ABOUT_YOU):
+            # "What else do you know about me?" with no list in view: it starts over too.
+            personal = LIST_UNSEEN + personal
         if personal is not None:
             answers.append((task, personal))
             continue

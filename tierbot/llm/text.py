@@ -31,7 +31,8 @@ STOPWORDS = frozenset(
     ourselves out over own same she should so some such than that the their theirs them
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself yourselves
-    i'm it's that's don't didn't what's let's i've i'd i'll you're we're they're""".split()
+    i'm it's that's don't didn't what's let's i've i'd i'll you're we're they're much
+    many""".split()
 )
 
 _stemmer = Stemmer.Stemmer("english")

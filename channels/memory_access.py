@@ -99,7 +99,8 @@ class ChannelMemoryAccess:
     ) -> str:
         """memory_forget: the asker's memories and messages that match the query go, the
         bot's replies here that repeat them, and the request itself (it repeats what is
-        forgotten).  Nobody else's."""
+        forgotten).  Nobody else's.  What else a forgotten sentence said is saved anew
+        (``kept`` in the JSON: "forget where Ana lives" keeps that she is a dentist)."""
         query = forget_query(arguments)
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
         named = [h for h in hits if names(query, h.content)]

@@ -229,7 +229,7 @@ def says_something(text: str) -> bool:
 # Where a sentence may be cut into clauses: a comma, semicolon or dash (with the "and"
 # or "but" after it), or "and" / "but" alone.
 _CLAUSE_GAP = re.compile(r"\s*(?:[,;]|\s[-–]\s)\s*(?:(?:and|but)\s+)?|\s+(?:and|but)\s+", re.I)
-# A clause of its own: one that starts with a person ("she works as a dentist").
+# A clause about what the one before it named: "…, he teaches chemistry".
 _REFERS_BACK = re.compile(r"^(?:he|she|it|they|his|her|its|their|them)\b", re.I)
 # "…, the party doesn't know", "…, so keep it quiet": a clause whose object is the one
 # before it.
@@ -238,6 +238,7 @@ _ENDS_BACK = re.compile(
     r"cares|agree|agrees|understand|understands|remember|remembers|see|sees|noticed))\W*$",
     re.I,
 )
+# A clause of its own: one that starts with a person ("she works as a dentist").
 _PERSON_START = re.compile(r"^(?:i|you|he|she|we|they|it)\b(?:'\w+)?\s+\S", re.I)
 
 

@@ -480,6 +480,9 @@ def test_hurried_and_third_person_statements_are_typed(line: str, kind: str | No
         # A cheer with a number in it is not a fact; a clause of its own is no lone value.
         ("Nat 20 on the floor though!", None),
         ("Actually, Grim is a ranger, not a rogue.", "fact"),
+        # A thing promised to the group is a to-do; a look promised is nothing to keep.
+        ("I'll bring snacks next time, Ben brings drinks.", "todo"),
+        ("I'll take a look", None),
     ],
 )
 def test_a_fifth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:

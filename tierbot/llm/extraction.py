@@ -928,6 +928,15 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # "I'll bring snacks next time": a thing promised to the others, a to-do of one's own.
+    (
+        "todo",
+        0.7,
+        _Folded(
+            r"^(i'?ll|i will) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
+            r"pay for|make|cook|bake|print|order|drive|collect|arrange) \w"
+        ),
+    ),
     # "The pond will go by the greenhouse", "Bed one will be potatoes": where a thing goes.
     (
         "fact",

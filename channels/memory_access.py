@@ -6,6 +6,7 @@ save cites that message; a forget touches only that person's memories and messag
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ import structlog
 
 from channels.history import BOT_AUTHOR
 from memory_graph import (
+    MemoryDraft,
     MemoryGraph,
     chat_memory_tools,
     forget_query,
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["ChannelMemoryAccess"]
 
 log = structlog.get_logger("tierbot.memory")
+#: How long a forget waits for live indexing to catch up before it searches.
+_FORGET_CATCH_UP_SECONDS = 5.0
 
 
 class ChannelMemoryAccess:
@@ -102,13 +106,21 @@ class ChannelMemoryAccess:
         forgotten).  Nobody else's.  What else a forgotten sentence said is saved anew
         (``kept`` in the JSON: "forget where Ana lives" keeps that she is a dentist)."""
         query = forget_query(arguments)
+        # What was said a moment ago (and the bot's "Noted: …" of it) may not be indexed
+        # yet: a forget that cannot see it would say "nothing to forget" and leave it.
+        try:
+            await asyncio.wait_for(self.indexer.flush(), _FORGET_CATCH_UP_SECONDS)
+        except TimeoutError:
+            log.warning("memory.forget_before_indexed", waited=_FORGET_CATCH_UP_SECONDS)
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
         named = [h for h in hits if names(query, h.content)]
         # A question asked is not something told: it is not forgotten with it.
         theirs = [
             h
             for h in named
-            if h.author_id == source.author_id and not is_question(without_author(h.content))
+            if h.author_id == source.author_id
+            and not is_question(without_author(h.content))
+            and source.platform_id not in h.source_message_ids  # the request itself
         ]
         # The bot's replies in this channel that repeat it ("Noted: your …") go too; they
         # are never recall results, so they count for nothing in the reply: a forget that
@@ -120,7 +132,7 @@ class ChannelMemoryAccess:
         ]
         chosen = theirs + echoes
         forgotten: list[dict[str, str]] = []
-        kept: dict[str, str] = {}  # what else the forgotten said, and its memory type
+        kept: dict[str, tuple[str, str, float]] = {}  # what else it said: speaker, type, when
         for h in chosen:
             if await self.graph.forget(h.id, channel=channel) and h.author_id != BOT_AUTHOR:
                 forgotten.append({"id": h.id, "type": h.type, "content": h.content})
@@ -129,18 +141,21 @@ class ChannelMemoryAccess:
                 if rest := without_named(query, h.content):
                     kind = h.type if h.type != "episode" else classify(rest)[0] or "fact"
                     speaker = h.content[: len(h.content) - len(without_author(h.content))]
-                    kept.setdefault(speaker + rest, kind)
+                    kept.setdefault(rest, (speaker, kind, h.created_at))
             if h.type != "episode":  # the messages it came from say the same
                 await self.graph.forget_messages(h.channel, h.source_message_ids)
         # Saved anew, in the asker's name, once what it was cut from is gone (saved
         # first, it could merge into it).  Its messages were forgotten: it cites none.
         kept_json: list[dict[str, str]] = []
-        for rest, kind in kept.items():
+        for told, (speaker, kind, when) in kept.items():
+            rest = speaker + told
             try:
-                draft = save_draft(
-                    {"content": rest, "memory_type": kind},
+                draft = MemoryDraft(
+                    content=rest,
+                    memory_type=kind,
                     channel=channel,
                     author_id=source.author_id,
+                    created_at=when,  # dated as it was said: what came later stays later
                 )
                 saved = (await self.graph.save_many([draft]))[0]
             except ToolError as e:

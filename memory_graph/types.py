@@ -82,6 +82,9 @@ class MemoryDraft:
     supersedes: str | None = None
     author_id: str = ""
     sources: Sequence[str] = ()
+    #: When what it says was said (epoch seconds); None: now.  What a forget keeps of a
+    #: sentence is dated as the sentence was, so what was said after it stays later.
+    created_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

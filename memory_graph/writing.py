@@ -57,6 +57,13 @@ def validate_draft(d: MemoryDraft) -> None:
     for s in d.sources:
         if not isinstance(s, str) or not s:
             raise _fail("sources", "must be a list of platform message ids")
+    if d.created_at is not None and (
+        isinstance(d.created_at, bool)
+        or not isinstance(d.created_at, int | float)
+        or not math.isfinite(d.created_at)
+        or not 0 < d.created_at <= time.time() + 60
+    ):
+        raise _fail("created_at", f"must be a time in the past, got {d.created_at!r}")
 
 
 @dataclass(slots=True)
@@ -310,7 +317,7 @@ async def _write(g: MemoryGraph, plans: list[_Plan]) -> list[SaveResult]:
                     content=d.content,
                     content_hash=content_hash(d.content),
                     importance=imp,
-                    created_at=now,
+                    created_at=now if d.created_at is None else float(d.created_at),
                     channel=d.channel,
                     workspace=ws,
                     author_id=d.author_id,

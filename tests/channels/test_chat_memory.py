@@ -1582,3 +1582,76 @@ async def test_a_forget_with_a_reason_after_it_forgets_and_keeps_the_rest(
         assert "staging.orbit.internal" in await _say(rt, "Where is staging?", "v4")
         kept = [str(m["content"]) for m in await _memories(rt)]
         assert not [k for k in kept if "vault" in k], kept
+
+
+async def test_a_forget_right_after_the_telling_finds_it_and_its_echo(
+    make_config: Callable[..., Config],
+) -> None:
+    """Said a moment ago and not yet indexed (nor saved: the bot only said "OK."), a
+    line was not found by "Forget where Ana lives" ("I had nothing of yours…") and was
+    quoted back later; the bot's own "Noted: …" of a PIN stayed searchable after the PIN
+    was forgotten.  The forget now waits for live indexing to catch up."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "Ana lives in Porto, and so does her ex-husband.", "n1")
+        said = await _say(rt, "Forget where Ana lives.", "n2")
+        assert said.startswith("Done: I forgot what you told me about where Ana lives"), said
+        assert "I kept" not in said, said  # "so does her ex-husband" says where too
+        await _say(rt, "My brother Tom lives at 12 Elm Street and his PIN is 4821.", "n3")
+        said = await _say(rt, "Forget his PIN.", "n4")
+        assert said.endswith("I kept the rest: your brother Tom lives at 12 Elm Street."), said
+        assert rt.memory is not None
+        await rt.memory.indexer.flush()
+        left = [n["content"] for n in await _nodes(rt) if "4821" in str(n["content"])]
+        assert left == [], left
+        left = [n["content"] for n in await _nodes(rt) if "Porto" in str(n["content"])]
+        assert left == [], left
+        assert "Porto" not in await _say(rt, "Where does Ana live?", "n5")
+
+
+async def test_what_a_forget_keeps_is_dated_as_it_was_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """A line said after the sentence a forget cut stays later than what the forget
+    kept of it: "When is the dinner?" still quotes Luigi's on Friday, then "Later, …
+    Mario's instead", not the kept part as the newest word."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(
+            rt, "The dinner is at Luigi's on Friday and Jo's surprise gift is a watch.", "d1"
+        )
+        await _say(rt, "Actually, the dinner is at Mario's instead.", "d2")
+        said = await _say(rt, "Forget Jo's surprise gift.", "d3")
+        assert "I kept the rest: the dinner is at Luigi's on Friday." in said, said
+        kept = [n for n in await _memories(rt) if "Luigi" in str(n["content"])]
+        later = [n for n in await _memories(rt) if "Mario" in str(n["content"])]
+        assert kept and later, (kept, later)
+        assert float(str(kept[0]["created_at"])) < float(str(later[0]["created_at"]))
+        said = await _say(rt, "When is the dinner?", "d4")
+        assert "Luigi's on Friday.» Later," in said and "Mario's" in said, said
+
+
+async def test_a_forget_whose_indexing_cannot_catch_up_still_forgets_and_warns(
+    make_config: Callable[..., Config],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Live indexing stuck (a long burst elsewhere): the forget waits a bounded time,
+    logs a warning naming the wait, and forgets what it can find; the turn is answered."""
+    from structlog.testing import capture_logs
+
+    import channels.memory_access as access
+
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "Remember that my locker code is 4411.", "s1")
+        stuck = asyncio.Event()
+
+        async def never_catches_up() -> None:
+            await stuck.wait()
+
+        monkeypatch.setattr(rt.memory.indexer, "flush", never_catches_up)
+        monkeypatch.setattr(access, "_FORGET_CATCH_UP_SECONDS", 0.05)
+        with capture_logs() as logs:
+            said = await _say(rt, "Forget my locker code.", "s2")
+        assert said == "Done: I forgot what you told me about your locker code.", said
+        assert [e for e in logs if e["event"] == "memory.forget_before_indexed"], logs
+        assert await _memories(rt) == []
+        monkeypatch.undo()  # shutting down flushes the indexer too

@@ -121,6 +121,33 @@ async def test_ids_of_another_workspace_count_as_missing(graph: MemoryGraph) -> 
     assert err.value.argument == "related_to"
 
 
+async def test_a_memory_dated_when_it_was_said_keeps_that_date_and_a_bad_date_is_named(
+    graph: MemoryGraph,
+) -> None:
+    """A draft may carry when what it says was said (what a forget keeps of a sentence
+    does); a date in the future, NaN or not a number is refused naming created_at, and
+    nothing of the batch is saved."""
+    import math
+    import time
+
+    said = time.time() - 3600
+    kept = await graph.save_many(
+        [MemoryDraft("Ana is a dentist", "fact", GUILD_A, created_at=said)]
+    )
+    stored = await graph.get(kept[0].id)
+    assert stored is not None and stored["created_at"] == pytest.approx(said)
+    for bad in (time.time() + 86_400, math.nan, "yesterday", True):
+        with pytest.raises(ToolError) as err:
+            await graph.save_many(
+                [
+                    MemoryDraft("Bob is a nurse", "fact", GUILD_A),
+                    MemoryDraft("Cy is a pilot", "fact", GUILD_A, created_at=bad),  # type: ignore[arg-type]
+                ]
+            )
+        assert err.value.argument == "created_at"
+    assert await graph.count() == 1
+
+
 # --- dedupe and supersedes -----------------------------------------------------------
 
 

@@ -349,6 +349,38 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
             "Remind me to call the plumber. Remind me to buy milk.",
             "Remind me to buy milk.",
         ),
+        # The subject a clause shares is the nearest one said: Ben's job stays Ben's.
+        (
+            "where Ben lives",
+            "Ana works as a dentist and lives in Porto, and Ben lives in Braga and works as a "
+            "nurse.",
+            "Ana works as a dentist, Ana lives in Porto, Ben works as a nurse.",
+        ),
+        ("where Eva lives", "Eva is 29 and lives in Braga.", "Eva is 29."),
+        (
+            "where Ben lives",
+            "Ben is 34; he lives in Braga; he is a nurse.",
+            "Ben is 34, Ben is a nurse.",
+        ),
+        ("where Carla lives", "Carla - who lives in Faro - is a pilot.", "Carla is a pilot."),
+        (
+            "Tom's PIN",
+            "My brother Tom lives in Leeds and his PIN is 4821.",
+            "My brother Tom lives in Leeds.",
+        ),
+        (
+            "where Ana lives",
+            "Ana lives in Porto and her son is called Leo.",
+            "Ana's son is called Leo.",
+        ),
+        # What is tied to the forgotten part, or is about the forgotten thing, goes too.
+        ("my bank PIN", "My bank PIN is 7731, which is also my phone unlock code.", ""),
+        ("my password", "My password, which is hunter2, is also used for my email.", ""),
+        ("where Ana lives", "Ana lives in Porto, and so does her ex-husband.", ""),
+        # Only a name asked, or a second thing asked by a pronoun: which clause is meant
+        # cannot be told, so the sentence goes whole.
+        ("what Ana does", "My sister Ana lives in Porto and works as a dentist.", ""),
+        ("where Ana lives and what she does", "Ana lives in Porto and works as a dentist.", ""),
     ]
     for request, told, left in cases:
         assert without_named(request, told) == left, (request, told)

@@ -1671,7 +1671,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
-        elif (score < 0.34 or _unsure(plain, found)) and recall_ok:
+        elif (score < 0.34 or _unsure(plain, found, pool)) and recall_ok:
             # A summary's line carries no date, and may be what its author later said
             # holds no more ("I live in Porto", then "I moved to Lisbon"): the memories
             # of it say when, and what came after.
@@ -1699,13 +1699,18 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     return "\n".join([*notes, *lines]), []
 
 
-def _unsure(question: str, found: Evidence | None) -> bool:
+def _unsure(question: str, found: Evidence | None, pool: Sequence[Evidence] = ()) -> bool:
     """Whether ``found`` answers ``question`` too weakly to stop looking: a summary's
-    line, or a line naming nobody for "who…?" ("Who is our team lead?" is not "I moved
-    to the platform team", when "Our team lead is Priya" has left the view)."""
+    line, a line naming nobody for "who…?" ("Who is our team lead?" is not "I moved
+    to the platform team", when "Our team lead is Priya" has left the view), or a line
+    replacing another ("Actually, the dinner is at Mario's instead") when what it
+    replaces is not in ``pool`` (it may be in memory only)."""
     if found is None:
         return False
-    return found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text))
+    if found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text)):
+        return True
+    restates = _RESTATED.match(found.text) or _INSTEAD.search(found.text)
+    return bool(restates) and said_before(found, pool) is None
 
 
 # "…, and where do I live?": a second question in the same sentence.

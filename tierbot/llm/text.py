@@ -229,8 +229,13 @@ def says_something(text: str) -> bool:
 # Where a sentence may be cut into clauses: a comma, semicolon or dash (with the "and"
 # or "but" after it), or "and" / "but" alone.
 _CLAUSE_GAP = re.compile(r"\s*(?:[,;]|\s[-–]\s)\s*(?:(?:and|but)\s+)?|\s+(?:and|but)\s+", re.I)
-# A clause about what the one before it named: "…, he teaches chemistry".
-_REFERS_BACK = re.compile(r"^(?:he|she|it|they|his|her|its|their|them)\b", re.I)
+# A clause tied to the one before it: "…, which is also my phone code", "…, and so does
+# her ex-husband", "…, that he lives in Leeds".
+_LINKED = re.compile(
+    r"^(?:which|who|whom|whose|that|neither|nor|so\s+(?:do|does|did|is|are|was|were|has|"
+    r"have|can|will)\b)",
+    re.I,
+)
 # "…, the party doesn't know", "…, so keep it quiet": a clause whose object is the one
 # before it.
 _ENDS_BACK = re.compile(
@@ -240,6 +245,15 @@ _ENDS_BACK = re.compile(
 )
 # A clause of its own: one that starts with a person ("she works as a dentist").
 _PERSON_START = re.compile(r"^(?:i|you|he|she|we|they|it)\b(?:'\w+)?\s+\S", re.I)
+# Who a clause starting "he"/"his" is about: the subject of the clause before it.
+_HE = re.compile(r"^(?:he|she|they)(?:'(?P<verb>s|re|ll|d|ve))?\b", re.I)
+_CONTRACTED = {"s": "is", "re": "are", "ll": "will", "d": "would", "ve": "have"}
+_HIS = re.compile(r"^(?:his|her|their)\b", re.I)
+# A subject ends at a comma or a dash: "My password, which is …", "Carla - who lives …".
+_SUBJECT_END = re.compile(r"\s*(?:,|\s[-–]\s)")
+_NAME = re.compile(r"\b(?!(?:My|Our|The|His|Her|Their|An)\b)([A-Z][a-z][\w-]*?)(?:'s)?\b")
+# Several things asked to be forgotten at once: "where Ana lives and what she does".
+_AND_ASKED = re.compile(r"\s*(?:,|\band)\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.I)
 
 
 def clauses(sentence: str) -> list[str]:
@@ -263,37 +277,64 @@ def clauses(sentence: str) -> list[str]:
     return [sentence[s:e].strip() for s, e in out if sentence[s:e].strip()]
 
 
+def _subject_of(clause: str) -> str:
+    """What ``clause`` is said of: the words before its verb, up to a comma or dash."""
+    verb = HAS_VERB.search(clause)
+    return _SUBJECT_END.split(clause[: verb.start()])[0].strip() if verb else ""
+
+
+def _said_whole(parts: list[str]) -> list[str]:
+    """Each clause of ``parts`` with the subject it shares with the one before: "lives in
+    Porto" after "Ana works as a dentist" is "Ana lives in Porto"; "he is a nurse" after
+    "Ben is 34" is "Ben is a nurse", "his PIN is 4821" after "My brother Tom lives in
+    Leeds" "Tom's PIN is 4821"."""
+    out, subject = [], ""
+    for p in parts:
+        if subject and (he := _HE.match(p)):
+            verb = _CONTRACTED[he["verb"].lower()] + " " if he["verb"] else ""
+            p = f"{subject} {verb}{p[he.end() :].strip()}"
+        elif subject and HAS_VERB.match(p):
+            p = f"{subject} {p}"
+        elif subject and _HIS.match(p):
+            name = _NAME.search(subject)
+            p = f"{name[1] if name else subject}'s {_HIS.sub('', p).strip()}"
+        subject = _subject_of(p) or subject
+        out.append(p)
+    return out
+
+
 def without_named(request: str, text: str) -> str:
     """``text`` without what ``request`` ("forget where Ana lives") names of it: the
-    sentences, or in a sentence the clauses, that :func:`names` it; a clause left
-    without its subject ("… and works as a dentist") gets the sentence's back.  Empty
-    when nothing else is left, or when no sentence or clause names it alone (the text
-    as a whole does: it all goes)."""
+    sentences, or in a sentence the clauses, that :func:`names` it, said whole (see
+    :func:`_said_whole`), and with them what only points back at them ("…, which is
+    also my phone code").  A request naming only someone ("what Ana does") takes every
+    sentence it names whole.  Empty when nothing else is left, or when no sentence or
+    clause names it alone (the text as a whole does: it all goes)."""
+    asks = [a for a in _AND_ASKED.split(request) if a.strip()] or [request]
+    named_only = any(
+        not set(stems(a)) - {t for n in _NAME.findall(a) for t in stems(n)} for a in asks
+    )
     kept: list[str] = []
     cut = False
     for sentence in sentences(without_author(text)):
-        if not names(request, sentence):
+        if not any(names(a, sentence) for a in asks) and not names(request, sentence):
             kept.append(sentence)
             continue
         cut = True
+        if named_only:
+            continue  # "forget what Ana does": which clause says it cannot be told
         parts = clauses(sentence)
         rest, gone = [], False
-        for p in parts:
-            # "… is called Daniel and he teaches chemistry": "he" is who went with it.
-            if names(request, p) or (gone and (_REFERS_BACK.match(p) or _ENDS_BACK.search(p))):
+        for p, whole in zip(parts, _said_whole(parts), strict=True):
+            if any(names(a, whole) or names(a, p) for a in asks) or (
+                gone and (_LINKED.match(p) or _ENDS_BACK.search(p))
+            ):
                 gone = True
             else:
-                rest.append(p)
+                rest.append(whole.rstrip(" .!;,"))
         if not rest or len(rest) == len(parts):
             continue  # it is the whole sentence, or no clause of it alone
-        verb = HAS_VERB.search(parts[0])
-        subject = parts[0][: verb.start()].strip() if verb else ""
-        told = []
-        for p in rest:
-            if subject and p is not parts[0] and HAS_VERB.match(p):
-                p = f"{subject} {p}"  # "works as a dentist": Ana does
-            told.append(p.rstrip(" .!;,"))
-        clause = ", ".join(told)
+        clause = ", ".join(rest)
         kept.append(f"{clause[:1].upper()}{clause[1:]}.")
     return " ".join(kept) if cut else ""
 

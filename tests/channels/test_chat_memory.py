@@ -1655,3 +1655,21 @@ async def test_a_forget_whose_indexing_cannot_catch_up_still_forgets_and_warns(
         assert [e for e in logs if e["event"] == "memory.forget_before_indexed"], logs
         assert await _memories(rt) == []
         monkeypatch.undo()  # shutting down flushes the indexer too
+
+
+async def test_forget_everything_about_someone_forgets_what_was_said_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Forget everything about Tom" answered "I had nothing of yours about that to
+    forget (everything about Tom)" and kept him; "Forget where the dinner is" was said
+    back as "I forgot that where the dinner is"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "My brother Tom works as a chef.", "e1")
+        await _say(rt, "The dinner is at Luigi's on Friday.", "e2")
+        said = await _say(rt, "Forget everything about Tom.", "e3")
+        assert said == "Done: I forgot what you told me about Tom.", said
+        said = await _say(rt, "Forget where the dinner is.", "e4")
+        assert said == "Done: I forgot what you told me about where the dinner is.", said
+        assert await _memories(rt) == []
+        said = await _say(rt, "Forget everything.", "e5")  # still one thing at a time
+        assert said.startswith("I can't forget everything at once"), said

@@ -1130,6 +1130,14 @@ def skipped_topic(text: str) -> str:
 _WHY = re.compile(r"\s*(?:,|;|\s-\s|\s(?:because|since|as)\s)\s*")
 
 
+# "Forget everything about Tom", "all you know of Ida": the one named is the topic.
+_ALL_ABOUT = re.compile(
+    r"^(?:everything|all|anything|whatever)\s+(?:(?:i|you)\s+(?:'ve\s+|have\s+)?(?:said|told"
+    r"(?:\s+you)?|know)\s+)?(?:about|of|on|regarding)\s+(?=\S)",
+    re.I,
+)
+
+
 def _why_cut(what: str) -> str:
     """What a forget names, without the reason given after it (a clause of its own:
     "…, Oksana took that over"); a list ("my address, phone and email") stays whole."""
@@ -1168,6 +1176,8 @@ def read_request(text: str) -> Request | None:
         return Request("forget", m["rest"].strip())
     if (m := _FORGET.match(t)) is not None:
         what = _why_cut(m["rest"].strip().rstrip(".!"))
+        if not FORGET_ALL.match(what):
+            what = _ALL_ABOUT.sub("", what)  # "everything about Tom": Tom
         if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):
             return Request("forget", what)
         return None

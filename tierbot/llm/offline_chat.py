@@ -1392,7 +1392,14 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 phrase = not _HAS_COPULA.search(what)
                 # "you like flat whites" says something all the same.
                 clause = re.match(r"(?:you|we|they|he|she)\b", what, re.I) is not None
-                if topic is not None or (phrase and not clause) or not says_something(what):
+                # "where the dinner is" names what was told, it does not tell it.
+                asked = _WH_LEAD.match(what) is not None
+                if (
+                    topic is not None
+                    or (phrase and not clause)
+                    or asked
+                    or not says_something(what)
+                ):
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"

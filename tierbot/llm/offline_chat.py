@@ -1393,13 +1393,8 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 # "you like flat whites" says something all the same.
                 clause = re.match(r"(?:you|we|they|he|she)\b", what, re.I) is not None
                 # "where the dinner is" names what was told, it does not tell it.
-                asked = _WH_LEAD.match(what) is not None
-                if (
-                    topic is not None
-                    or (phrase and not clause)
-                    or asked
-                    or not says_something(what)
-                ):
+                wh = _WH_LEAD.match(what) is not None
+                if topic is not None or (phrase and not clause) or wh or not says_something(what):
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"

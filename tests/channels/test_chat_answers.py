@@ -484,3 +484,27 @@ async def test_how_much_and_a_pronoun_for_what_is_asked_still_find_the_line(
     )
     assert "150 pounds" in replies[3], replies[3]
     assert "Severn Valley" in replies[4], replies[4]
+
+
+async def test_a_question_asked_of_another_is_answered_only_in_kind(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What else?" after "When is the launch?" quoted "I think the launch will go
+    well", and "And where?" after "When is the party?" quoted the line giving only its
+    date: asked of another question, a "when" needs a date and a "where" a place."""
+    replies = await _talk(
+        make_config,
+        [
+            "The launch is on Tuesday.",
+            "I think the launch will go well.",
+            "When is the launch?",
+            "What else?",
+            "The party is on Saturday at 8pm.",
+            "When is the party?",
+            "And where?",
+        ],
+    )
+    assert "Tuesday" in replies[2], replies[2]
+    assert replies[3] == "That is all I found on that.", replies[3]
+    assert "Saturday" in replies[5], replies[5]
+    assert replies[6] == "I don't know yet: nothing I can see or remember covers that.", replies[6]

@@ -440,7 +440,7 @@ _MY_THING = re.compile(r"\bmy\s+\w", re.I)
 _WHOSE = re.compile(r"[A-Z][\w-]*'s\s")
 _WHERE = re.compile(r"^\W*(?:and\s+)?where\b", re.I)
 _PLACE = re.compile(
-    r"\b(?:at|in|near|behind|opposite|inside|outside|next\s+to|on)\s+(?:the|a|an|my|our|his|her|"
+    r"\b(?:at|in|near|behind|opposite|inside|outside|next\s+to|on|from)\s+(?:the|a|an|my|our|his|her|"
     r"their|(?!(?:" + "|".join(w.title() for w in CALENDAR_WORDS) + r")\b)[A-Z])|"
     r"\b(?:lives?|based|located)\b"
 )
@@ -977,12 +977,16 @@ def _told_part(e: Evidence) -> Evidence | None:
     return replace(e, text=" ".join(told)) if told else None
 
 
-def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, float]:
+def best(
+    question: str, pool: Sequence[Evidence], strict: bool = False
+) -> tuple[Evidence | None, float]:
     """The evidence that best answers ``question`` (questions are never answers); later
     evidence wins ties: it is the most recent thing said about the topic, unless it is a
     long ramble and the other a message of ordinary length (a paragraph that mentions
     "Mia starting school" in passing holds the question's words as well as "Mia starts
-    school on September 3rd" does)."""
+    school on September 3rd" does).  ``strict``, for a question that only asks "when?"
+    or "where?" of another ("And where?", "What else?"): only a line giving a date, a
+    place or a person answers it."""
     pool = [told for e in pool if (told := _told_part(e)) is not None]
     if not pool:
         return None, 0.0
@@ -1010,14 +1014,18 @@ def best(question: str, pool: Sequence[Evidence]) -> tuple[Evidence | None, floa
         # leave is Omar"), unless it shares far fewer.
         top = max(scores[k] for k in fits)
         dated = [k for k in fits if _DATED.search(pool[k].text) and scores[k] >= top / 2]
-        fits = dated or fits
+        fits = dated if strict else dated or fits
     elif asked.who:
         # "Who is our team lead?": a line naming someone ("Our team lead is Priya") over
         # one that only shares words ("I moved to the platform team"), unless it shares
         # far fewer.
         top = max(scores[k] for k in fits)
         someone = [k for k in fits if _proper(pool[k].text) - asked.names and scores[k] >= top / 2]
-        fits = someone or fits
+        fits = someone if strict else someone or fits
+    elif strict and _WHERE.match(question):
+        fits = [k for k in fits if _PLACE.search(pool[k].text)]
+    if not fits:
+        return None, 0.0
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     # Of lines sharing as much with the question: the one about what it asks of ("Flat
@@ -1668,8 +1676,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         # "What is my favourite colour?" is answered by what the asker said, not by
         # someone else's "My favourite colour is purple".
         mine = _MINE.search(plain) and speaker
-        found, score = best(plain, [e for e in pool if e.author in (speaker, "")] if mine else pool)
-        if score < 0.34 and "branch" in tools and "branch" not in tried and not quoted:
+        # "And where?", "What else?": asked of another question, answered only in kind.
+        strict = bool(quoted) or _question_text(at, q, messages) != q.content
+        found, score = best(
+            plain, [e for e in pool if e.author in (speaker, "")] if mine else pool, strict
+        )
+        if score < 0.34 and "branch" in tools and "branch" not in tried and not strict:
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)

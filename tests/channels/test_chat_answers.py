@@ -508,3 +508,27 @@ async def test_a_question_asked_of_another_is_answered_only_in_kind(
     assert replies[3] == "That is all I found on that.", replies[3]
     assert "Saturday" in replies[5], replies[5]
     assert replies[6] == "I don't know yet: nothing I can see or remember covers that.", replies[6]
+
+
+async def test_a_date_is_no_age_and_a_dislike_is_no_liking(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How old is Lee?" quoted «Lee's birthday is on 3 March» (a date's number passed
+    for an age), and "What do I like?" «I don't like olives»."""
+    replies = await _talk(
+        make_config,
+        [
+            "I don't like olives.",
+            "Lee's birthday is on 3 March.",
+            "What do I like?",
+            "How old is Lee?",
+            "I like capers, but I don't like anchovies.",
+            "Lee is 34 years old.",
+            "What do I like?",
+            "How old is Lee?",
+        ],
+    )
+    assert "olives" not in replies[2], replies[2]
+    assert "3 March" not in replies[3], replies[3]
+    assert "capers" in replies[6], replies[6]
+    assert "34 years" in replies[7], replies[7]

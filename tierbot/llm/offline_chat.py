@@ -422,6 +422,12 @@ _NOT_LIKE = re.compile(
     r"\b(?:dislikes?|hates?)\b",
     re.I,
 )
+_LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
+_NOT_LIKED = re.compile(
+    r"\b(?:don'?t|doesn'?t|didn'?t|do\s+not|does\s+not|did\s+not|never|not)\s+(?:\w+\s+)?"
+    r"(?:like|likes|love|loves|enjoy|enjoys)\b",
+    re.I,
+)
 _NEGATIVE = re.compile(
     r"\b(?:not|never|no|dislikes?|hates?|avoids?|stand)\b|n't\b|\bno\s+longer\b", re.I
 )
@@ -429,9 +435,12 @@ _NEGATIVE = re.compile(
 # age or a birth, not by any line naming Sam.
 _HOW_OLD = re.compile(r"\bhow old\b|\bage\b", re.I)
 _AN_AGE = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"[a-z]+teen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)\b|"
-    r"\b(?:old|age|aged|born|birthday)\b",
+    r"\b(?:is|was|am|are|aged?|turns?|turned|turning|of)\s+(?:\d{1,3}|one|two|three|four|five|"
+    r"six|seven|eight|nine|ten|eleven|twelve|[a-z]+teen|twenty|thirty|forty|fifty|sixty|"
+    r"seventy|eighty|ninety)\b(?![:.]\d|\s*(?:%|(?:st|nd|rd|th|am|pm|feet|foot|ft|cm|kg|km|"
+    r"miles?|pounds?|euros?|dollars?|quid|percent|minutes?|mins?|hours?|days?|weeks?|"
+    r"months?|o'clock|people|of)\b))|"
+    r"\b\d{1,3}\s*(?:years?|yrs?|y/?o)\b|\b(?:old|aged|born)\b",
     re.I,
 )
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)
@@ -482,6 +491,7 @@ class _Asked:
     age: bool = False  # asks how old someone is
     number: bool = False  # asks someone's number, nothing else of them
     against: bool = False  # asks what someone does not like or want
+    liking: bool = False  # asks what someone likes
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -507,6 +517,7 @@ class _Asked:
             "number" in (words := set(overlap.query_stems(question)))
             and not words - named - _ASKED_OF_IT - _ANY,
             _NOT_LIKE.search(question) is not None,
+            _LIKING.search(question) is not None and _NOT_LIKE.search(question) is None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -526,6 +537,8 @@ class _Asked:
             return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
         if self.against and not _NEGATIVE.search(e.text):
             return False  # "What do I not like?" is not "I like Duolingo"
+        if self.liking and not _LIKING.search(_NOT_LIKED.sub(" ", e.text)):
+            return False  # "What do I like?" is not "I don't like olives"
         for name in self.names:
             if name not in have and not any(_same_name(name, h) for h in have):
                 return False

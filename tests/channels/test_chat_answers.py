@@ -532,3 +532,36 @@ async def test_a_date_is_no_age_and_a_dislike_is_no_liking(
     assert "3 March" not in replies[3], replies[3]
     assert "capers" in replies[6], replies[6]
     assert "34 years" in replies[7], replies[7]
+
+
+async def test_what_someone_said_is_listed_asked_either_way_and_continued(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What did I say about Tom?" and "Did I say anything about Kim?" found nothing
+    (the words "say" and "anything" were looked for); "What else?" after "Alice said: …"
+    was refused.  Both now list, and "What else?" goes on, then says that was all."""
+    lines = [
+        ("ann", "My brother Tom works as a chef."),
+        ("ann", "Kim's number is 07700 900123."),
+        ("ann", "What did I say about Tom?"),
+        ("ann", "Did I say anything about Kim?"),
+        ("alice", "The launch budget is 5000 euros."),
+        ("alice", "We decided to launch on Tuesday."),
+        ("alice", "lol ok"),
+        ("bob", "What did Alice say?"),
+        ("bob", "What else?"),
+        ("bob", "What else?"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"w{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert replies[2].startswith("What I know about Tom:") and "chef" in replies[2], replies[2]
+    assert replies[3].startswith("What I know about Kim:") and "07700" in replies[3], replies[3]
+    said = replies[7]
+    assert said.startswith("Alice said:") and "5000" in said and "Tuesday" in said, said
+    assert "lol" not in said, said
+    assert replies[8] == "That is everything Alice said that I kept.", replies[8]
+    assert replies[9] == "That is all I found on that.", replies[9]

@@ -931,7 +931,9 @@ LIST_UNSEEN = (
     "(I cannot see an earlier list in this conversation's view, so here it is from the top.) "
 )
 _MORE_ITEM = re.compile(r"^and (\d+) more (?:things|thing)\b")
-_KNOWN_OF = re.compile(r"^(?:What I know|Also) about ([A-Z][\w-]+): ")
+_KNOWN_OF = re.compile(
+    r"^(?:(?:What I know|Also) about ([A-Z][\w-]+)|([A-Z][\w-]+) (?:also )?said): "
+)
 _WHAT_ELSE = re.compile(r"^\W*(?:and\s+)?(?:what|anything)\s+else\W*$", re.I)
 _ELSE = re.compile(r"\belse\b", re.I)
 
@@ -965,10 +967,10 @@ def _shown_of(messages: Sequence[ChatMessage], name: str) -> set[str]:
         if m.role != "assistant" or m.tool_calls:
             continue
         of = _KNOWN_OF.match(m.content)
-        if of is None or of[1] != name:
+        if of is None or (of[1] or of[2]) != name:
             break
         out.update(re.findall(r"«([^»]+)»", m.content))
-        if m.content.startswith("What I know"):
+        if m.content.startswith("What I know") or m.content.startswith(f"{name} said:"):
             break
     return out
 
@@ -1550,8 +1552,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         shown_of: set[str] = set()  # what "What I know about Rin: …" just listed
         last = _last_reply(messages[:at]) if _WHAT_ELSE.match(plain) else ""
         if (of := _KNOWN_OF.match(last)) is not None:
-            shown_of = _shown_of(messages[:at], of[1])
-            plain = f"what else do you know about {of[1]}?"
+            shown_of = _shown_of(messages[:at], of[1] or of[2])
+            if of[1]:
+                plain = f"what else do you know about {of[1]}?"
+            else:  # "Ben said: …", then "What else?"
+                plain = f"what else did {of[2]} say?"
         elif _WHAT_ELSE.match(plain):
             # The list it continues, or this turn's recalls for it (a compaction landing
             # in the middle of the turn may take the list out of view).
@@ -1561,8 +1566,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             if not continued:
                 # Nothing in view it continues (a long list may be compacted already).
                 last = _last_reply(messages[:at])
-                if last.startswith(TODOS) or last in (ALL_TODOS, ELSE_NOTHING):
-                    answers.append((task, ELSE_NOTHING if last == ELSE_NOTHING else ALL_TODOS))
+                if last.startswith(TODOS) or last == ALL_TODOS:
+                    answers.append((task, ALL_TODOS))
+                elif last == ELSE_NOTHING or last.startswith("That is everything"):
+                    answers.append((task, ELSE_NOTHING))
                 else:
                     answers.append((task, WHAT_ELSE_OF_WHAT))
                 continue
@@ -1611,7 +1618,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                     ToolCall(f"recall-{key}", "memory_recall", {"query": name, "limit": 20})
                 )
             elif shown_of:
-                rest = _about_someone(name, pool, shown=shown_of)
+                rest = _about_someone(name, pool, shown=shown_of, by_only=said_by is not None)
                 if rest is None and _left_out(results, mine_ids):
                     # The recall found more than the window could bring (hits, some of
                     # them the same lines again): not "everything".
@@ -1619,7 +1626,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                         f"There may be more said of {name} than this conversation's window "
                         "could bring at once: ask me about one thing of theirs."
                     )
-                answers.append((task, rest or f"That is everything I know about {name}."))
+                if said_by is not None:
+                    answers.append((task, rest or f"That is everything {name} said that I kept."))
+                else:
+                    answers.append((task, rest or f"That is everything I know about {name}."))
             else:
                 listed = _about_someone(name, pool, by_only=said_by is not None)
                 answers.append((task, listed or _nothing(failed, UNKNOWN)))
@@ -1919,7 +1929,10 @@ def _nothing(failed: str | None, answer: str) -> str:
 
 _ABOUT_SOMEONE = re.compile(
     r"(?i:\b(?:(?:what|anything)\s+(?:else\s+)?(?:do|did)\s+you\s+(?:know|remember)\s+"
-    r"(?:about|of)|tell\s+me\s+(?:everything\s+|all\s+|what\s+you\s+know\s+)?about)\s+)"
+    r"(?:about|of)|tell\s+me\s+(?:everything\s+|all\s+|what\s+you\s+know\s+)?about|"
+    # "What did I say about Tom?", "Did I tell you anything about Kim?"
+    r"(?:what\s+(?:else\s+)?|anything\s+)?(?:did|have)\s+(?:I|we)\s+(?:say|said|tell|told|"
+    r"mention|mentioned)\s+(?:you\s+|to\s+you\s+)?(?:anything\s+)?about)\s+)"
     r"(?!(?:Me|Myself|Us|You|It|Them|Him|Her|That|This|The|My|Our)\b)([A-Z][\w-]+)\b"
 )
 

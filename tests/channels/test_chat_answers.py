@@ -565,3 +565,26 @@ async def test_what_someone_said_is_listed_asked_either_way_and_continued(
     assert "lol" not in said, said
     assert replies[8] == "That is everything Alice said that I kept.", replies[8]
     assert replies[9] == "That is all I found on that.", replies[9]
+
+
+async def test_a_follow_up_is_answered_by_the_line_just_quoted_when_it_says_that(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Who is coming on Friday?" quoted Zoe's line; "And where from?" then found
+    nothing (asked as "where from is coming on Friday", it shared too little), though
+    the line just quoted says "from Lyon".  A line just quoted without a place still
+    does not answer "And where?"."""
+    replies = await _talk(
+        make_config,
+        [
+            "My friend Zoe is from Lyon and she arrives on Friday with her brother.",
+            "The party is on Saturday at 8pm.",
+            "Who is coming on Friday?",
+            "And where from?",
+            "When is the party?",
+            "And where?",
+        ],
+    )
+    assert "Zoe" in replies[2], replies[2]
+    assert "from Lyon" in replies[3], replies[3]
+    assert replies[5] == "I don't know yet: nothing I can see or remember covers that.", replies[5]

@@ -1704,6 +1704,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         found, score = best(
             plain, [e for e in pool if e.author in (speaker, "")] if mine else pool, strict
         )
+        if (
+            strict
+            and not quoted
+            and score < 0.34
+            and (just := _in_kind(plain, messages[:at], pool))
+        ):
+            # "Who is coming on Friday?" quoted Zoe's line; "And where from?" asks it of
+            # that line: it answers when it says where ("from Lyon").
+            found, score = just, 1.0
         if score < 0.34 and "branch" in tools and "branch" not in tried and not strict:
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
@@ -1734,6 +1743,21 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
         lines += [f"«{shown.get(task, task)}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+def _in_kind(
+    question: str, before: Sequence[ChatMessage], pool: Sequence[Evidence]
+) -> Evidence | None:
+    """The line the answer before ``question`` quoted, when it gives what ``question``
+    asks ("where" a place, "when" a date, "who" a name), or None."""
+    quoted = [b for t in re.findall(r"«(.+?)»", _last_reply(before), re.S) if (b := _bare(t))]
+    kind = _PLACE if _WHERE.match(question) else _DATED if _WHEN.search(question) else None
+    for e in pool:
+        if any(x in _bare(e.text) for x in quoted) and (kind is None or kind.search(e.text)):
+            if kind is None and _WHO.match(question) and not _proper(e.text):
+                continue
+            return e
+    return None
 
 
 def _unsure(question: str, found: Evidence | None, pool: Sequence[Evidence] = ()) -> bool:

@@ -27,6 +27,8 @@ import structlog
 
 from channels import ChannelSnapshot
 from channels.memory import ForgetOutcome, plural
+from tierbot.llm.extraction import is_question
+from tierbot.llm.text import without_author
 from tierbot.messages import InboundMessage, Message, Role
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
@@ -247,7 +249,10 @@ async def _recall(inv: Invocation) -> str:
         return MEMORY_DISABLED
     if not inv.arg:
         return "Usage: /memory QUERY"
-    hits = await memory.search(inv.arg, channel=inv.channel, limit=5)
+    # A question asked is no memory of anything ("/memory pond" listed "Where is the
+    # pond going?"): only what was told is shown.
+    found = await memory.search(inv.arg, channel=inv.channel, limit=10)
+    hits = [h for h in found if not is_question(without_author(str(h["content"])))][:5]
     if not hits:
         return "I remember nothing about that."
     lines = [f"- {h['id']} ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits]

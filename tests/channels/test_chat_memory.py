@@ -146,6 +146,11 @@ async def test_memory_search_never_shows_the_bots_own_replies(
         assert hits
         assert all(not h["content"].startswith(("alice said", "Noted")) for h in hits), hits
         assert all(h.get("author") != "tierbot" for h in hits), hits
+        # Nor the questions people asked: "/memory weekends" listed "What do I love doing
+        # on weekends?" as something remembered.
+        assert any(h["content"].endswith("?") for h in hits), hits  # indexed all the same
+        shown = await rt.command(inbound(CH, "/memory weekends"), is_admin=True)
+        assert "bouldering" in shown and "?" not in shown, shown
 
 
 async def test_a_burst_of_two_people_saves_each_fact_in_its_own_authors_name(

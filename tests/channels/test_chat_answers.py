@@ -588,3 +588,19 @@ async def test_a_follow_up_is_answered_by_the_line_just_quoted_when_it_says_that
     assert "Zoe" in replies[2], replies[2]
     assert "from Lyon" in replies[3], replies[3]
     assert replies[5] == "I don't know yet: nothing I can see or remember covers that.", replies[5]
+
+
+async def test_who_is_not_answered_by_a_line_whose_only_name_is_its_subject(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Who lives in flat 3?" quoted «Flat 3 is empty at the moment» over the new
+    tenant's line: "Flat" opening a sentence counted as someone named."""
+    replies = await _talk(
+        make_config,
+        [
+            "Flat 3 is empty at the moment.",
+            "A new tenant, Tomasz Nowak, signed for flat 3 today, rent 780 pounds from 1 March.",
+            "Who lives in flat 3?",
+        ],
+    )
+    assert "Tomasz Nowak" in replies[2], replies[2]

@@ -200,6 +200,14 @@ async def test_what_a_recall_could_not_bring_is_said_to_be_there() -> None:
     assert done.text.endswith(
         "and 7 more things (ask me about any of them, or what else I know about you)."
     ), done.text
+    # The second recall failed: the count is a floor, said once, not contradicted.
+    failed = json.dumps({"error": "the context window has no room for the 12 results found"})
+    messages[3] = ChatMessage("tool", failed, tool_call_id="recall-0.facts")
+    done = await OfflineProvider().complete(messages, (), 300, purpose="chat")
+    assert done.text.endswith(
+        "and at least 7 more things (ask me about any of them, or what else I know about you)."
+    ), done.text
+    messages[3] = ChatMessage("tool", "[]", tool_call_id="recall-0.facts")
     found[2] = {"left_out": 1, "note": "1 more memory was found but did not fit"}
     messages[2] = ChatMessage("tool", json.dumps(found), tool_call_id="recall-0")
     done = await OfflineProvider().complete(messages, (), 300, purpose="chat")
@@ -377,6 +385,11 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
         ("my bank PIN", "My bank PIN is 7731, which is also my phone unlock code.", ""),
         ("my password", "My password, which is hunter2, is also used for my email.", ""),
         ("where Ana lives", "Ana lives in Porto, and so does her ex-husband.", ""),
+        (
+            "that I don't like the g sound",
+            "I don't like the g sound, it is hard for my throat.",
+            "",
+        ),
         # Only a name asked, or a second thing asked by a pronoun: which clause is meant
         # cannot be told, so the sentence goes whole.
         ("what Ana does", "My sister Ana lives in Porto and works as a dentist.", ""),

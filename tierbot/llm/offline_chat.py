@@ -73,7 +73,7 @@ __all__ = [
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
 #: How a reply cut to the room the window leaves ends (see the offline provider).
-CUT_SHORT = " (cut short: this conversation's window has no room for more)"
+CUT_SHORT = ' (cut short here: ask me "what else?" for the rest)'
 UNKNOWN = "I don't know yet: nothing I can see or remember covers that."
 #: A question about the asker's own things.
 _MINE = re.compile(r"\b(my|mine|myself)\b", re.I)
@@ -1035,7 +1035,12 @@ def best(
         # one that only shares words ("I moved to the platform team"), unless it shares
         # far fewer.
         top = max(scores[k] for k in fits)
-        someone = [k for k in fits if _proper(pool[k].text) - asked.names and scores[k] >= top / 2]
+        # (A name that is the line's subject names no one: "Flat 3 is empty".)
+        someone = [
+            k
+            for k in fits
+            if _proper(pool[k].text) - asked.names - _subject(pool[k].text) and scores[k] >= top / 2
+        ]
         fits = someone if strict else someone or fits
     elif strict and _WHERE.match(question):
         fits = [k for k in fits if _PLACE.search(pool[k].text)]
@@ -2077,6 +2082,11 @@ def _personal_answer(
                 )
             return _nothing(failed, ALL_TOLD) if failed else ALL_TOLD
         if facts:
+            if failed and (more := _MORE_ITEM.match(facts[-1])):
+                # A recall failed beside one that left some out: the count is a floor.
+                at_least = f"and at least {more[1]} more {_things(int(more[1]))}"
+                facts[-1] = facts[-1].replace(more[0], at_least, 1)
+                return ABOUT_YOU + "; ".join(facts) + "."
             maybe = f" (There may be more: {_nothing(failed, '')})" if failed else ""
             return ABOUT_YOU + "; ".join(facts) + "." + maybe
     return None

@@ -230,9 +230,9 @@ def says_something(text: str) -> bool:
 # or "but" after it), or "and" / "but" alone.
 _CLAUSE_GAP = re.compile(r"\s*(?:[,;]|\s[-–]\s)\s*(?:(?:and|but)\s+)?|\s+(?:and|but)\s+", re.I)
 # A clause tied to the one before it: "…, which is also my phone code", "…, and so does
-# her ex-husband", "…, that he lives in Leeds".
+# her ex-husband", "…, that he lives in Leeds", "…, it is hard for my throat".
 _LINKED = re.compile(
-    r"^(?:which|who|whom|whose|that|neither|nor|so\s+(?:do|does|did|is|are|was|were|has|"
+    r"^(?:which|who|whom|whose|that|this|it|it's|its|neither|nor|so\s+(?:do|does|did|is|are|was|were|has|"
     r"have|can|will)\b)",
     re.I,
 )

@@ -403,6 +403,7 @@ async def test_a_moved_date_follows_what_it_moves_and_what_someone_said_is_their
     lines = [
         ("priya", "I'm Priya, product manager for the Orbit launch."),
         ("priya", "We decided the Orbit public launch is on Tuesday 9 March."),
+        ("priya", "Remember that legal must sign off on the pricing page before launch."),
         ("tom", "I own the billing migration, it has to be done by 2 March."),
         ("priya", "The beta customers are Acme, Globex and Initech."),
         ("tom", "Actually, the billing migration deadline moves to 4 March, the vendor is late."),
@@ -412,6 +413,7 @@ async def test_a_moved_date_follows_what_it_moves_and_what_someone_said_is_their
         ("priya", "Is the billing migration still due on 2 March?"),
         ("tom", "What do you know about Priya?"),
         ("lena", "What did Tom say?"),  # named as people write names
+        ("tom", "Who needs to sign off on the pricing page?"),
     ]
     replies = []
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
@@ -419,7 +421,8 @@ async def test_a_moved_date_follows_what_it_moves_and_what_someone_said_is_their
             await rt.submit(inbound(CH, line, pid=f"t{i}", author=who))
             await rt.drain()
             replies.append(rt.outbox.sent[-1].text)
-    decided, due, priya, tom = replies[7:]
+    decided, due, priya, tom, sign_off = replies[8:]
+    assert "legal must sign off" in sign_off and "Later" not in sign_off, sign_off
     assert "9 March.» Later," in decided and "11 March" in decided, decided
     assert "2 March.» Later," in due and "4 March" in due, due
     assert priya.startswith("What I know about Priya:"), priya

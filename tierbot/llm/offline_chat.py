@@ -729,7 +729,11 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     doesn't work for us anymore" after "Our head baker Rui is allergic to sesame";
     "George's pills are at 9am now" after "George takes his pills at 8am" (two words in
     common)."""
-    if _RESCHEDULED.search(e.text) and (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID:
+    if (
+        _RESCHEDULED.search(e.text)
+        and _DATED.search(found.text)  # a date it moves ("sign off before launch" has none)
+        and (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID
+    ):
         return True  # "we push the launch to Thursday" after "the launch is on Tuesday"
     if not (CHANGED.search(e.text) or _no_longer(e.text) or _NOW.search(e.text)):
         return False

@@ -41,12 +41,15 @@ async def test_a_line_sharing_only_a_qualifying_word_does_not_answer(
             "What car do I drive?",
             "My favourite study spot is the fourth floor of Powell.",
             "Where do I like to study?",  # a spot to study is what is asked
+            "The beta customers are Acme, Globex and Initech.",
+            "Which beta customers do we have?",
         ],
     )
     assert replies[1] == NOTHING, replies[1]
     assert "30 September" in replies[2], replies[2]
     assert "Honda Civic" in replies[4], replies[4]
     assert "Powell" in replies[6], replies[6]
+    assert "Acme" in replies[8], replies[8]  # the kind asked is "customers", not "beta"
 
 
 async def test_are_we_still_going_is_answered_by_the_plan_and_its_cancellation(

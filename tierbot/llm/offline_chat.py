@@ -512,7 +512,9 @@ class _Asked:
             bool(_WHEN.search(question)),
             bool(_WHO.match(question)),
             bool(_MY_THING.search(question)),
-            frozenset(overlap.query_stems(kind[1])) - _ASKED_OF_IT if kind else frozenset(),
+            frozenset(overlap.query_stems(kind[1] or kind[2])) - _ASKED_OF_IT
+            if kind
+            else frozenset(),
             bool(_HOW_OLD.search(question)),
             "number" in (words := set(overlap.query_stems(question)))
             and not words - named - _ASKED_OF_IT - _ANY,
@@ -601,7 +603,12 @@ class _Asked:
 
 
 # "What car do I drive?", "which kind of bike…": the thing asked for, after "what".
+# "Which beta customers do we have?": the head is the last word before the verb.
 _WHAT_KIND = re.compile(
+    r"^\W*(?:what|which)\s+(?:kind\s+of\s+|type\s+of\s+|sort\s+of\s+)?"
+    r"(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|'s)\b)"
+    r"(?:[a-z][\w-]*\s+){0,2}?([a-z][\w-]*)"
+    r"(?=\s+(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should)\b)|"
     r"^\W*(?:what|which)\s+(?:kind\s+of\s+|type\s+of\s+|sort\s+of\s+)?"
     r"(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|'s)\b)"
     r"([a-z][\w-]*)",

@@ -610,3 +610,21 @@ async def test_who_is_not_answered_by_a_line_whose_only_name_is_its_subject(
         ],
     )
     assert "Tomasz Nowak" in replies[2], replies[2]
+
+
+async def test_a_line_said_of_everyone_answers_for_each_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What level is Veska?" found nothing against «Everyone is level 4 after last
+    session»: it is said of Veska too.  It still does not answer what it does not say."""
+    replies = await _talk(
+        make_config,
+        [
+            "Everyone is level 4 after last session.",
+            "Aisha plays Veska, a tiefling warlock.",
+            "What level is Veska?",
+            "What colour are Veska's eyes?",
+        ],
+    )
+    assert "level 4" in replies[2], replies[2]
+    assert "level 4" not in replies[3], replies[3]

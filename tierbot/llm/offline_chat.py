@@ -402,6 +402,9 @@ _YES_NO = re.compile(
 _ASKED_OF_IT = frozenset(
     stems("number name called age old colour color time date day year birthday born birth")
 )
+_EVERYONE = re.compile(
+    r"^\W*(?:everyone|everybody|all of us|we all|the whole (?:team|group|party))\b", re.I
+)
 _OBJECT_PRONOUN = re.compile(r"\b(?:them|it|her|him|they)\b", re.I)
 # A birthday is said with one of these words, or an age turned ("turns 40 on …"): any
 # other dated line naming the person ("a call with Lucia on Friday") is not it.
@@ -531,6 +534,9 @@ class _Asked:
         number is …" answers "my new phone number"; "I love the colour green" (no such
         subject) answers "my favourite colour"."""
         have = said | Overlap.stems(e.author)
+        if _EVERYONE.match(e.text):
+            # "Everyone is level 4" is said of Veska too, for "What level is Veska?".
+            have = have | self.names
         if self.words & _BIRTH and not have & _BIRTH and not _TURNS.search(e.text):
             return False
         if self.age and not _AN_AGE.search(e.text):

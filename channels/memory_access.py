@@ -120,7 +120,8 @@ class ChannelMemoryAccess:
             for h in named
             if h.author_id == source.author_id
             and not is_question(without_author(h.content))
-            and source.platform_id not in h.source_message_ids  # the request itself
+            # the request itself, once indexed (a memory saved in this turn may cite it)
+            and not (h.type == "episode" and source.platform_id in h.source_message_ids)
         ]
         # The bot's replies in this channel that repeat it ("Noted: your …") go too; they
         # are never recall results, so they count for nothing in the reply: a forget that

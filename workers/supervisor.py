@@ -268,19 +268,25 @@ class Supervisor:
         except asyncio.CancelledError:
             status, error = "cancelled", "the channel stopped"
             outcome = self._outcome(h, status, result, error)
-            await self._settle(h, outcome, bound)
+            try:
+                await self._settle(h, outcome, bound)
+            finally:
+                self._tasks.pop(h.id, None)
             raise
         except Exception as exc:  # a bug in a run must not take the channel down
             bound.exception(f"{h.kind}.crashed")
             error = f"{type(exc).__name__}: {exc}"
             self.pool.events.publish(TaskCrashed(self.channel, h.kind, error))
         outcome = self._outcome(h, status, result, error)
-        await self._settle(h, outcome, bound)
-        if not self._closing:
-            try:
-                self.on_done(outcome)
-            except Exception:
-                bound.exception(f"{h.kind}.done_callback_failed")
+        try:
+            await self._settle(h, outcome, bound)
+            if not self._closing:
+                try:
+                    self.on_done(outcome)
+                except Exception:
+                    bound.exception(f"{h.kind}.done_callback_failed")
+        finally:
+            self._tasks.pop(h.id, None)
         return outcome
 
     def _outcome(self, h: TaskHandle, status: Status, result: str, error: str) -> TaskOutcome:
@@ -291,8 +297,10 @@ class Supervisor:
         )
 
     async def _settle(self, h: TaskHandle, outcome: TaskOutcome, bound: Any) -> None:
+        # The run stays counted as running (``_tasks``) until its outcome is posted: a
+        # drain that looked between the two saw an idle channel whose answer was still
+        # to come (the record below is a store write, slow on a loaded PostgreSQL).
         self.handles.pop(h.id, None)
-        self._tasks.pop(h.id, None)
         event = {"concluded": "concluded", "cancelled": "cancelled"}.get(outcome.status, "failed")
         level = "info" if outcome.status == "concluded" else "warning"
         getattr(bound, level)(

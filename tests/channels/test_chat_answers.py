@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from bot.runtime import Runtime
 from tests.helpers import inbound
@@ -628,3 +630,31 @@ async def test_a_line_said_of_everyone_answers_for_each_of_them(
     )
     assert "level 4" in replies[2], replies[2]
     assert "level 4" not in replies[3], replies[3]
+
+
+async def test_a_branch_answer_recorded_slowly_is_waited_for_by_drain(
+    make_config: Callable[..., Config],
+    monkeypatch: Any,
+) -> None:
+    """A branch concluded, then its run was recorded (a store write, slow on a loaded
+    PostgreSQL) before its answer reached the channel; in between the channel looked
+    idle, so a drain returned with only "Let me look further back…" sent.  The run now
+    counts as running until its answer is posted."""
+    here, other = "slack:T1:C1", "slack:T1:C2"  # one workspace: one memory
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await rt.submit(
+            inbound(other, "Remember that the deploy window is Friday at 5pm.", pid="o1")
+        )
+        await rt.drain()
+        records = rt.registry.deps.tasks.records
+        finish = records.finish_run
+
+        async def slow_finish(*args: Any, **kwargs: Any) -> None:
+            await asyncio.sleep(0.3)
+            await finish(*args, **kwargs)
+
+        monkeypatch.setattr(records, "finish_run", slow_finish)
+        await rt.submit(inbound(here, "When is the deploy window?", pid="q1", author="eli"))
+        await rt.drain()
+        said = [m.text for m in rt.outbox.sent if m.channel == here]
+    assert len(said) == 2 and "Friday at 5pm" in said[-1], said

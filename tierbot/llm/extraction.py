@@ -1433,7 +1433,7 @@ _REPORTING = re.compile(
     r"that is everything|your to-dos|your name is|you go by|corrected:|ok: i won't|"
     r"i had nothing|i could not|i can't|nothing i could find|\S+ (said|told me) on \d{4}-|"
     r"i'm a bot|i'm well, thanks|what i know about|also about|there may be more|"
-    r"what else about what|\(the list|\(i cannot see|there (?:are|is) \d+ more|that is everything|"
+    r"what else about what|\(the list|\(i cannot see|there (?:are|is) \d+ more|"
     r"i'll take your word|that is all)",
     re.I,
 )

@@ -419,18 +419,14 @@ _ANY = frozenset(
 # A number, or a line naming one: what "What's Dave's number?" needs.
 _A_NUMBER = re.compile(r"\d{3,}|\d[\d ()+.-]{3,}\d|\b(?:number|phone|mobile|tel)\b", re.I)
 # Asked what someone does not like or want, and a line saying so.
-_NOT_LIKE = re.compile(
-    r"\b(?:don'?t|doesn'?t|didn'?t|do\s+not|does\s+not|did\s+not)\s+(?:\w+\s+)?"
-    r"(?:like|love|enjoy|want)\b|\b(?:do|does|did)\s+\w+\s+not\s+(?:like|love|enjoy|want)\b|"
-    r"\b(?:dislikes?|hates?)\b",
-    re.I,
-)
 _LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
+# A liking said negated: "I don't like olives", "What do I not like?".
 _NOT_LIKED = re.compile(
     r"\b(?:don'?t|doesn'?t|didn'?t|do\s+not|does\s+not|did\s+not|never|not)\s+(?:\w+\s+)?"
-    r"(?:like|likes|love|loves|enjoy|enjoys)\b",
+    r"(?:like|likes|love|loves|enjoy|enjoys|want)\b",
     re.I,
 )
+_NOT_LIKE = re.compile(rf"{_NOT_LIKED.pattern}|\b(?:dislikes?|hates?)\b", re.I)
 _NEGATIVE = re.compile(
     r"\b(?:not|never|no|dislikes?|hates?|avoids?|stand)\b|n't\b|\bno\s+longer\b", re.I
 )
@@ -719,7 +715,7 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     """What ``found`` restates, when it says it does ("Correction: butter is £6.40 per
     kilo" of "Butter comes from Yeo Valley at £6.20 per kilo"): the newest such line of
     the same author, or None."""
-    if found.when is None or not (_RESTATED.match(found.text) or _INSTEAD.search(found.text)):
+    if found.when is None or not _restates(found.text):
         return None
     earlier = [
         e
@@ -817,11 +813,7 @@ def _replaces(e: Evidence, sent: str) -> bool:
     Valley at £6.20"; "the engineer moved to Friday" after "The fridge engineer is coming
     Thursday".  A person moving ("Tariq moved to Leeds") replaces nothing said of them."""
     instead = _INSTEAD.search(e.text) is not None
-    if not (
-        _RESTATED.match(e.text)
-        or instead
-        or (CHANGED.search(e.text) and not _proper_subject(e.text))
-    ):
+    if not (_restates(e.text) or (CHANGED.search(e.text) and not _proper_subject(e.text))):
         return False
     what = _subject(e.text)
     if what and what <= _subject(sent):
@@ -835,6 +827,12 @@ def _replaces(e: Evidence, sent: str) -> bool:
     if what:
         return what <= set(stems(sent))
     return bool(_proper(e.text) & _proper(sent))
+
+
+def _restates(text: str) -> bool:
+    """Whether ``text`` says it replaces something said: "Correction: …", "… instead",
+    "…, not the apple tree"."""
+    return _RESTATED.match(text) is not None or _INSTEAD.search(text) is not None
 
 
 # "… instead", "…, not the apple tree": a statement saying it replaces what was said.
@@ -1539,21 +1537,20 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     answers: list[tuple[str, str]] = []  # (what was asked, the answer)
     waiting: list[str] = []
     calls: list[ToolCall] = []
+    # Each question whole ("And where from?" as where the seed potatoes came from), and
+    # what it asks, once: the lookups, and what to show beside each answer ("what editor
+    # does she use?", though it is looked up as "what editor does Priya use?").
+    wholes = {at: _question_text(at, q, messages) for at, q in questions}
+    each = {at: _each_question(wholes[at], _asked_before(at, q, messages)) for at, q in questions}
     asked_each = [
         (at, q, task, str(at) if j == 0 else f"{at}.{j}")
         for at, q in questions
-        for j, (task, _) in enumerate(
-            _each_question(_question_text(at, q, messages), _asked_before(at, q, messages))
-        )
+        for j, (task, _) in enumerate(each[at])
     ]
-    # What each question said, to show beside its answer: "what editor does she use?",
-    # though it is looked up as "what editor does Priya use?"; "and where from?", though
-    # it is looked up as where the seed potatoes came from.
     shown = {
-        task: said if whole == q.content else q.content
+        task: said if wholes[at] == q.content else q.content
         for at, q in questions
-        for whole in [_question_text(at, q, messages)]
-        for task, said in _each_question(whole, _asked_before(at, q, messages))
+        for task, said in each[at]
     }
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
@@ -1567,7 +1564,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 m.content for m in messages[:at] if m.role == "assistant" and not m.tool_calls
             ]
             said = " ".join(replies[-times:])
-            quoted = [b for t in re.findall(r"«(.+?)»", said, re.S) if (b := _bare(t))]
+            quoted = _quoted(said)
         plain = _LEADING.sub("", plain)  # "Quick one - what car do I drive?"
         plain = spelled_out(plain)  # "what do u know…"
         lost_list = False
@@ -1722,7 +1719,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         # someone else's "My favourite colour is purple".
         mine = _MINE.search(plain) and speaker
         # "And where?", "What else?": asked of another question, answered only in kind.
-        strict = bool(quoted) or _question_text(at, q, messages) != q.content
+        strict = bool(quoted) or wholes[at] != q.content
         found, score = best(
             plain, [e for e in pool if e.author in (speaker, "")] if mine else pool, strict
         )
@@ -1772,7 +1769,7 @@ def _in_kind(
 ) -> Evidence | None:
     """The line the answer before ``question`` quoted, when it gives what ``question``
     asks ("where" a place, "when" a date, "who" a name), or None."""
-    quoted = [b for t in re.findall(r"«(.+?)»", _last_reply(before), re.S) if (b := _bare(t))]
+    quoted = _quoted(_last_reply(before))
     kind = _PLACE if _WHERE.match(question) else _DATED if _WHEN.search(question) else None
     for e in pool:
         if any(x in _bare(e.text) for x in quoted) and (kind is None or kind.search(e.text)):
@@ -1792,8 +1789,7 @@ def _unsure(question: str, found: Evidence | None, pool: Sequence[Evidence] = ()
         return False
     if found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text)):
         return True
-    restates = _RESTATED.match(found.text) or _INSTEAD.search(found.text)
-    return bool(restates) and said_before(found, pool) is None
+    return _restates(found.text) and said_before(found, pool) is None
 
 
 # "…, and where do I live?": a second question in the same sentence.
@@ -1896,6 +1892,11 @@ _ELSE_MARK = "what else: "
 ELSE_NOTHING = "That is all I found on that."
 ALL_TODOS = "That is all your to-dos."
 TODOS = "Your to-dos: "
+
+
+def _quoted(reply: str) -> list[str]:
+    """What ``reply`` quoted «…», each :func:`_bare`, to find it again in a line."""
+    return [b for t in re.findall(r"«(.+?)»", reply, re.S) if (b := _bare(t))]
 
 
 def _bare(text: str) -> str:
@@ -2089,13 +2090,11 @@ def _personal_answer(
                 return ABOUT_YOU_MORE + "; ".join(rest) + "."
             if rest and (more := _MORE_ITEM.match(rest[0])):
                 # The recall brought back what was listed; the rest did not fit.
+                one = more[1] == "1"
                 return (
-                    f"There {'is' if more[1] == '1' else 'are'} {more[1]} more "
-                    f"{_things(int(more[1]))} you told me that I could not bring into this "
-                    "conversation at once: ask me about it by name."
-                    if more[1] == "1"
-                    else f"There are {more[1]} more things you told me that I could not bring "
-                    "into this conversation at once: ask me about one of them by name."
+                    f"There {'is' if one else 'are'} {more[1]} more {_things(int(more[1]))} "
+                    "you told me that I could not bring into this conversation at once: ask "
+                    f"me about {'it' if one else 'one of them'} by name."
                 )
             return _nothing(failed, ALL_TOLD) if failed else ALL_TOLD
         if facts:

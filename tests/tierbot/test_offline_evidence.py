@@ -394,6 +394,31 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
         # cannot be told, so the sentence goes whole.
         ("what Ana does", "My sister Ana lives in Porto and works as a dentist.", ""),
         ("where Ana lives and what she does", "Ana lives in Porto and works as a dentist.", ""),
+        # An item of a list goes, the rest of the list stays, joined as it was.
+        ("the condoms", "I need to buy milk, eggs, and condoms.", "I need to buy milk and eggs."),
+        ("milk", "I need to buy milk, eggs, and condoms.", "I need to buy eggs and condoms."),
+        (
+            "that Mum takes metformin",
+            "Mum takes aspirin, metformin and lisinopril.",
+            "Mum takes aspirin and lisinopril.",
+        ),
+        (
+            "the cap",
+            "For the trip I pack sunscreen, a hat or a cap.",
+            "For the trip I pack sunscreen or a hat.",
+        ),
+        ("Joe", "My kids are Sam, Lily and Joe.", "My kids are Sam and Lily."),
+        # ... not when it names the whole list, says more than it, or the list does not
+        # end the sentence (where its last item ends cannot be told).
+        ("milk, eggs and condoms", "I need to buy milk, eggs, and condoms.", ""),
+        ("that I need condoms for Friday", "I need to buy milk, eggs, and condoms.", ""),
+        ("Ben", "Yesterday evening I met Tom, Ana and Ben at the pub.", ""),
+        (
+            "Tom",
+            "Yesterday evening I met Tom, Ana and Ben at the pub.",
+            "Yesterday evening I met Ana and Ben at the pub.",
+        ),
+        ("two tents", "We need two tents, a stove and a lamp.", "We need a stove and a lamp."),
     ]
     for request, told, left in cases:
         assert without_named(request, told) == left, (request, told)

@@ -164,6 +164,14 @@ _THING = re.compile(
     r"(?:(?P<copula>\s+(?:is|are|was|were|'s)\b)|\s*[.!]?\s*$)",
     re.I,
 )
+# A request that states something ("that Mum takes metformin"): up to its verb.  Not
+# one asked with a question word ("where Ana lives"), which names a thing, not its value.
+_STATED = re.compile(
+    r"^\s*(?:that\s+)?(?!(?:what|where|when|who|whom|which|how|why)\b)"
+    r"(?:[^\W\d][\w'-]*\s+){1,4}?(?:(?:do|does|did)(?:n't)?\s+)?"
+    r"(?:[a-z]+s|[a-z]{3,}ed|need|want|like|love|hate|have|has|take|took|go|went|work)\b",
+    re.I,
+)
 # Digits written apart ("4,411", "44 11", "555-0101") are one number.
 _DIGIT_GAP = re.compile(r"(?<=\d)[,\s.-](?=\d)")
 
@@ -185,6 +193,12 @@ def names(request: str, text: str) -> bool:
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):
         return False
     asked, told = _THING.match(request), _THING.match(text)
+    if (verb := _STATED.match(request)) and not (asked and asked["copula"]):
+        # "that Mum takes metformin": what it says of its subject must be there too
+        # ("Mum takes aspirin and lisinopril" is another thing said of her).
+        value = set(stems(_DIGIT_GAP.sub("", request[verb.end() :])))
+        if value and len(value & have) < NAMES_SHARE * len(value):
+            return False
     if asked and asked["copula"]:
         # "my dentist appointment is on Tuesday at 3pm": the value told must be there
         # too, its words as well as its numbers ("on Thursday at 3pm" is another value).
@@ -303,6 +317,47 @@ def _said_whole(parts: list[str]) -> list[str]:
     return out
 
 
+# The items of a list a clause ends with: "I need to buy milk, eggs, and condoms".
+_ITEM_GAP = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+", re.I)
+_ITEM_WORDS = 4
+_COUNTS = re.compile(
+    r"^(?:a|an|the|some|my|our|your|his|her|their|two|three|four|five|six|\d+)$", re.I
+)
+
+
+def _without_items(asks: list[str], clause: str) -> str | None:
+    """``clause`` without the items of the list it ends with that ``asks`` name ("forget
+    the condoms" of "I need to buy milk, eggs, and condoms" leaves "I need to buy milk
+    and eggs"), or None when it ends with no list, when the asks name no item alone or
+    every item, or when they say more than the clause's lead and its items do."""
+    body = clause.rstrip(" .!;,")
+    pieces = [p for p in _ITEM_GAP.split(body) if p]
+    tail = pieces[1:]
+    if not tail or any(len(p.split()) > _ITEM_WORDS or says_something(p) for p in tail):
+        return None
+    # The first item is the last word before the list goes on, with what counts it.
+    head = pieces[0].split()
+    size = 1
+    while size < len(head) and _COUNTS.match(head[-size - 1]):
+        size += 1
+    lead, items = " ".join(head[:-size]), [" ".join(head[-size:]), *tail]
+    if not lead or says_something(items[0]):
+        return None
+    item_stems = [set(stems(i)) for i in items]
+    told = set(stems(lead)).union(*item_stems)
+    gone = [
+        k
+        for k, mine in enumerate(item_stems)
+        if mine and any(mine <= set(stems(a)) and set(stems(a)) <= told for a in asks)
+    ]
+    if not gone or len(gone) == len(items):
+        return None
+    left = [i for k, i in enumerate(items) if k not in gone]
+    joint = " or " if re.search(rf"\bor\s+{re.escape(items[-1])}$", body, re.I) else " and "
+    listed = left[0] if len(left) == 1 else ", ".join(left[:-1]) + joint + left[-1]
+    return f"{lead} {listed}"
+
+
 def without_named(request: str, text: str) -> str:
     """``text`` without what ``request`` ("forget where Ana lives") names of it: the
     sentences, or in a sentence the clauses, that :func:`names` it, said whole (see
@@ -322,17 +377,26 @@ def without_named(request: str, text: str) -> str:
             continue
         cut = True
         if named_only:
-            continue  # "forget what Ana does": which clause says it cannot be told
+            # "forget what Ana does": which clause says it cannot be told; "forget Joe"
+            # of "My kids are Sam, Lily and Joe" takes him off the list.
+            if len(parts := clauses(sentence)) == 1 and (short := _without_items(asks, parts[0])):
+                kept.append(f"{short}.")
+            continue
         parts = clauses(sentence)
-        rest, gone = [], False
+        rest, gone, fewer = [], False, False
         for p, whole in zip(parts, _said_whole(parts), strict=True):
-            if any(names(a, whole) or names(a, p) for a in asks) or (
+            if any(names(a, whole) or names(a, p) for a in asks) and (
+                short := _without_items(asks, whole)
+            ):
+                rest.append(short)  # "forget the condoms": the milk and eggs stay
+                fewer = True
+            elif any(names(a, whole) or names(a, p) for a in asks) or (
                 gone and (_LINKED.match(p) or _ENDS_BACK.search(p))
             ):
                 gone = True
             else:
                 rest.append(whole.rstrip(" .!;,"))
-        if not rest or len(rest) == len(parts):
+        if not rest or (len(rest) == len(parts) and not fewer):
             continue  # it is the whole sentence, or no clause of it alone
         clause = ", ".join(rest)
         kept.append(f"{clause[:1].upper()}{clause[1:]}.")

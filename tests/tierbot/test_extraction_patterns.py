@@ -258,6 +258,14 @@ def test_a_forget_request_names_a_text_only_with_every_number_it_gives() -> None
     assert not names("my gym code is 4411", "ann: my locker code is 4411.")
     assert not names("my locker code", "ann: my sister's locker code is 9090")
     assert not names("my phone number", "ann: Dr. Smith's phone number is 555-1234.")
+    # "his" is whoever was spoken of ("Forget his NHS number" after telling Dad's), never
+    # the asker's own.
+    assert names("his NHS number", "ann: Dad's NHS number is 485 777 3929.")
+    assert not names("his NHS number", "ann: My NHS number is 111 222 3333.")
+    # A request that states a value needs it: "Mum takes aspirin" is not "Mum takes
+    # metformin".
+    assert names("that Mum takes metformin", "ann: Mum takes aspirin and metformin.")
+    assert not names("that Mum takes metformin", "ann: Mum takes aspirin and lisinopril.")
 
 
 def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> None:

@@ -394,6 +394,18 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
         # cannot be told, so the sentence goes whole.
         ("what Ana does", "My sister Ana lives in Porto and works as a dentist.", ""),
         ("where Ana lives and what she does", "Ana lives in Porto and works as a dentist.", ""),
+        # The thing asked is told of, not what the clause is said of: what he did then
+        # goes with it, and so does what speaks of it.
+        (
+            "the fall",
+            "He had a fall in January and bruised his hip, we don't talk about it in front of him.",
+            "",
+        ),
+        (
+            "the fall",
+            "Dad had a fall, please never mention it to Paul, his GP is Dr. Nwosu.",
+            "Dad's GP is Dr. Nwosu.",
+        ),
         # An item of a list goes, the rest of the list stays, joined as it was.
         ("the condoms", "I need to buy milk, eggs, and condoms.", "I need to buy milk and eggs."),
         ("milk", "I need to buy milk, eggs, and condoms.", "I need to buy eggs and condoms."),

@@ -214,8 +214,12 @@ def names(request: str, text: str) -> bool:
         # combination is 3719"); "my locker" does not name "my gym code", nor "my locker
         # code" someone else's ("my sister's locker code").
         whose = {w.lower() for w in re.findall(r"([\w-]+)'s\b", told[1])}
-        if whose - {w.lower() for w in re.findall(r"[\w-]+", asked[1])}:
+        # "his NHS number" is anyone's ("Dad's NHS number"): who he is was said before.
+        anyones = re.match(r"(?i)(?:his|her|their)\b", asked[1]) is not None
+        if not anyones and whose - {w.lower() for w in re.findall(r"[\w-]+", asked[1])}:
             return False
+        if anyones and re.match(r"(?i)(?:my|our)\b", told[1]):
+            return False  # the asker's own is not his
         # "forget the address" names the sentence that gives one, whatever it is of.
         return set(stems(asked[1])) <= set(stems(told[1])) or (
             not asked["copula"] and wanted <= have
@@ -257,6 +261,11 @@ _ENDS_BACK = re.compile(
     r"cares|agree|agrees|understand|understands|remember|remembers|see|sees|noticed))\W*$",
     re.I,
 )
+# "…, we don't talk about it in front of him": a clause that speaks of the one before.
+_SPEAKS_OF_IT = re.compile(
+    r"\b(?:about|of|on|with|mention|mentions|mentioned|tell|told)\s+(?:it\b|(?:this|that)\b(?!\s+[a-z]+\s))",
+    re.I,
+)
 # A clause of its own: one that starts with a person ("she works as a dentist").
 _PERSON_START = re.compile(r"^(?:i|you|he|she|we|they|it)\b(?:'\w+)?\s+\S", re.I)
 # Who a clause starting "he"/"his" is about: the subject of the clause before it.
@@ -266,6 +275,7 @@ _HIS = re.compile(r"^(?:his|her|their)\b", re.I)
 # A subject ends at a comma or a dash: "My password, which is …", "Carla - who lives …".
 _SUBJECT_END = re.compile(r"\s*(?:,|\s[-–]\s)")
 _NAME = re.compile(r"\b(?!(?:My|Our|The|His|Her|Their|An)\b)([A-Z][a-z][\w-]*?)(?:'s)?\b")
+_WH = re.compile(r"^\s*(?:what|where|when|who|whom|which|how|why)\b", re.I)
 # Several things asked to be forgotten at once: "where Ana lives and what she does".
 _AND_ASKED = re.compile(r"\s*(?:,|\band)\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.I)
 
@@ -383,16 +393,23 @@ def without_named(request: str, text: str) -> str:
                 kept.append(f"{short}.")
             continue
         parts = clauses(sentence)
-        rest, gone, fewer = [], False, False
+        rest, gone, fewer, told_of = [], False, False, False
         for p, whole in zip(parts, _said_whole(parts), strict=True):
-            if any(names(a, whole) or names(a, p) for a in asks) and (
-                short := _without_items(asks, whole)
-            ):
+            named = any(names(a, whole) or names(a, p) for a in asks)
+            if named and (short := _without_items(asks, whole)):
                 rest.append(short)  # "forget the condoms": the milk and eggs stay
                 fewer = True
-            elif any(names(a, whole) or names(a, p) for a in asks) or (
-                gone and (_LINKED.match(p) or _ENDS_BACK.search(p))
+            elif (
+                named
+                or (gone and (_LINKED.match(p) or _ENDS_BACK.search(p) or _SPEAKS_OF_IT.search(p)))
+                # "He had a fall and bruised his hip": what he did goes with the fall
+                or (told_of and whole != p and HAS_VERB.match(p))
             ):
+                if named:
+                    # the thing asked is not what the clause is said of: it is told of
+                    told_of = not set(stems(_subject_of(whole))) & {
+                        t for a in asks for t in stems(a)
+                    } and not any(_WH.match(a) for a in asks)
                 gone = True
             else:
                 rest.append(whole.rstrip(" .!;,"))

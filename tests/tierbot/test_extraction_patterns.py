@@ -498,6 +498,38 @@ def test_a_fifth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
 
 
 @pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # "too" and "so far" that are not opinions; a remark after what was told.
+        ("I can drive too but only 3 kids, my car is small.", "fact"),
+        ("I've collected £48 so far from the Smith, Jones, Ahmed and Brown families.", "fact"),
+        ("My budget is now 3,500 euros, I spent too much in Tokyo.", "fact"),
+        ("Jess recommended a ramen place called Ichiran, but it's not vegetarian.", "fact"),
+        (
+            "Actually Tom changed his order: it's a strawberry cake now, not chocolate fudge.",
+            "event",
+        ),
+        # What a thing must be is no task; a heading is no order to do.
+        (
+            "Aisha ordered two dozen vanilla cupcakes for Friday 13 June, £36, she's gluten "
+            "intolerant so they must be gluten-free.",
+            "event",
+        ),
+        ("Order from Jake Morris: carrot cake, 20 June, £32, no walnuts.", "event"),
+        ("They must send the invoice by Friday.", "todo"),
+        ("Order the flour for next week.", "todo"),
+        # ... and what stays chit-chat.
+        ("lol so tired, the build is broken again", None),
+        ("thanks so much, really appreciate it", None),
+        ("Nice weather lately, hope it holds.", None),
+        ("omg too tired, long day at work", None),
+    ],
+)
+def test_a_sixth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
     ("line", "what"),
     [
         ('remember also: "eigenlijk" means actually.', '"eigenlijk" means actually.'),

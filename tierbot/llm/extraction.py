@@ -75,7 +75,9 @@ class _Folded:
 _QUESTION_START = _Folded(
     r"^(what|when|where|who|whom|whose|why|how|which|does|did|is|are|was|were|"
     # Typed without the apostrophe: "whats my door code".
-    r"whats|wheres|whos|hows|whens|whys|wats|wat|wut|"
+    r"whats|wheres|whos|hows|whens|whys|wats|wat|wut|wen|whn|"
+    # "anything else", typed without its "?", asks for the rest.
+    r"anything else|"
     r"can(?!'?t\b|not\b)|could(?!n'?t\b)|"
     r"will|should|(have|has|had)(?! (to|a|an|the|my|our|some|no|two|three|\d+)\b)|tell me|"
     r"recall|any ?one|anybody|"
@@ -528,8 +530,11 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             rf"\b{_I} (really |still |also |definitely |urgently |just )?((need|needs|have|"
             r"has|got|ought) to|gotta|must|should)\b|\b(need|needs|have|has) to be (done|"
             r"sent|fixed|reviewed|merged|signed|paid|renewed|submitted|booked|shipped)\b|"
-            r"\b(someone|somebody|anyone|everyone|you|you all|y'all|we all|they)\b"
+            r"\b(someone|somebody|anyone|everyone|you|you all|y'all|we all)\b"
             r" (still |really |also )?((has|have|need|needs|got) to|must|should)\b|"
+            # "they must be gluten-free" is what a thing is to be, not a task
+            r"\bthey (still |really |also )?((has|have|need|needs|got) to|must|should)"
+            r"(?! be\b)\b|"
             r"^\s*((have|need|got) to|gotta|must|need)\b|^need (someone|somebody|a volunteer|"
             r"volunteers|help|a hand) (to|with)\b|\b(don'?t|do not) forget (it'?s|that|the|"
             r"your)\b|"
@@ -551,7 +556,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             r"lock|unlock|turn off|switch off|charge|pack|move|sort|restock|mark|"
             # (a name like a verb: "Mark isn't a firefighter", "Bill has left")
             r"practi[sc]e|rehearse|wear|bring|text|message|don'?t)\b"
-            r"(?!\s+(?:is|isn'?t|was|wasn'?t|has|hasn'?t|had|does|doesn'?t|did|said|says)\b)|"
+            r"(?!\s+(?:is|isn'?t|was|wasn'?t|has|hasn'?t|had|does|doesn'?t|did|said|says|"
+            # "Order from Jake: carrot cake…", "Update from the team: …": a heading
+            r"from)\b)|"
             r"^(everyone|everybody|all|folks|team|guys|people|y'all)\b[,:]?\s+(please |pls |"
             r"just |also )?(?!(is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
             r"wants|needs|seems|looks|got|gets|here|else|okay|ok)\b)[a-z]+(?<!ed)(?<!s)\b|"
@@ -715,7 +722,8 @@ _EVALUATIVE = _Folded(
 # worth a reply, not a fact to recall.  Only the fallback to ``fact`` checks it.
 _OPINION = _Folded(
     # "so it stays" joins two clauses; "so good" is an opinion.
-    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there)\b)|such|really|too(?=\s+\w)|awesome|"
+    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there|far)\b)|such|really|"
+    r"too(?=\s+(?!(but|and|as|though)\b)\w)|awesome|"
     r"amazing|great|cool|lucky|glad|happy|proud|inspiring|"
     r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|"
     r"best(?! (friend|mate|man|seller|buddy|pal)s?\b)|worst|"
@@ -832,7 +840,15 @@ def is_chitchat(sentence: str) -> bool:
         or _AWAY.search(rest)
         or _PASSING.match(rest)
         or _ENCOURAGING.search(rest)
+        or _WELCOME.match(rest)
     )
+
+
+# "Welcome to the Year 3 trip chat!": a greeting to a place, nothing to keep.
+_WELCOME = _Folded(
+    r"^\s*welcome( back| aboard| all| everyone| everybody)?( to (the|our|this|my) "
+    r"[\w' -]{1,40})?[\s!.]*$"
+)
 
 
 # Something that held changed: a move, a job left, a thing sold, a switch.
@@ -885,13 +901,22 @@ def _cased(s: str) -> str:
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing.
     A sentence that says nothing durable as a whole may in its consequence ("sofia
-    switched groups so my lab partner is now tariq"): then it is kept as that says."""
+    switched groups so my lab partner is now tariq"): then it is kept as that says; or
+    in its first clause, a remark after it ("My budget is now 3,500 euros, I spent too
+    much in Tokyo")."""
     found = _classify(sentence)
     if found[0] is None:
         for clause in _SO.split(sentence)[1:]:
             if (found := _classify(clause))[0] is not None:
                 return found
+        first = _REMARK_AFTER.split(sentence)[0]
+        if first != sentence and len(words(first)) >= 4:
+            return _classify(first)
     return found
+
+
+# Where a remark may follow what was told: "…, I spent too much in Tokyo".
+_REMARK_AFTER = re.compile(r"\s*[,;:]\s+|\s+-\s+")
 
 
 # Shapes the rules above miss, each a whole kind of statement: someone else's taste
@@ -928,6 +953,25 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # "Jess recommended a ramen place called Ichiran": what someone pointed to.
+    (
+        "fact",
+        0.55,
+        _Folded(
+            r"^([a-z][\w'-]+|(my|our) [a-z][\w'-]+( [a-z][\w'-]+)?) (recommended|suggested|"
+            r"swears by|told (me|us) about) (a|an|the|this|that|[a-z]+ing|[a-z][\w'-]+ [a-z])"
+        ),
+    ),
+    # "Tom changed his order", "we moved the booking": a plan someone changed.
+    (
+        "event",
+        0.6,
+        _Folded(
+            r"\b(changed|updated|moved|rebooked|cancell?ed|swapped) (my|his|her|their|our|the) "
+            r"([a-z]+ )?(order|booking|reservation|appointment|flight|plans?|date|time|shift|"
+            r"meeting|delivery|session)\b"
+        ),
+    ),
     # "I'll bring snacks next time": a thing promised to the others, a to-do of one's own.
     (
         "todo",
@@ -1359,6 +1403,7 @@ _SECOND_PERSON = (
     (r"\bI am\b", "you are"),
     (r"\bI'm\b", "you're"),
     (r"^im\b", "you're"),  # "im jonas, 2nd year…", typed without the apostrophe
+    (r"^([A-Z][\w'-]+) here\b", r"you're \1"),  # "Sam here, Leo's dad"
     (r"\bI was\b", "you were"),
     (r"\bI've\b", "you've"),
     (r"\bI'll\b", "you'll"),

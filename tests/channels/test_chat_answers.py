@@ -658,3 +658,126 @@ async def test_a_branch_answer_recorded_slowly_is_waited_for_by_drain(
         await rt.drain()
         said = [m.text for m in rt.outbox.sent if m.channel == here]
     assert len(said) == 2 and "Friday at 5pm" in said[-1], said
+
+
+async def test_a_group_chat_of_a_sixth_round_of_new_users(
+    make_config: Callable[..., Config],
+) -> None:
+    """What a parents' group and an on-call team met: a question put to someone else by
+    name was answered by the bot ("I can't do that here"); "What did Maria say about
+    lunch?" and "Did anyone mention the coffee machine?" found nothing, nor "What was the
+    root cause of INC-1042?" (the line after the ticket's does not repeat it); "Note
+    that …" after a filler, "Sam here" and "Welcome to the … chat" were said back as
+    told; "I've collected £48 so far" was not kept ("so far" read as an opinion)."""
+    lines = [
+        ("maria", "Hi all! Welcome to the Year 3 trip chat. The trip is on Friday 9 May."),
+        ("maria", "Great. Note that each family pays £12 for museum entry and lunch."),
+        ("sam", "Hi, Sam here, Leo's dad."),
+        ("dev", "I've collected £48 so far from four families."),
+        ("dev", "No worries. Sam, can you drive instead?"),
+        ("omar", "Heads up, INC-1042: checkout API returning 502s since 09:40."),
+        ("omar", "The root cause was a memory leak in the new retry client."),
+        ("omar", "coffee machine on floor 3 is broken again btw"),
+        ("karen", "What did Maria say about lunch?"),
+        ("karen", "Did anyone mention the coffee machine?"),
+        ("karen", "What was the root cause of INC-1042?"),
+        ("karen", "What was the root cause of INC-2077?"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"g{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert "Welcome" not in replies[0] and "Friday 9 May" in replies[0], replies[0]
+    assert replies[1].startswith("Noted: each family pays £12"), replies[1]
+    assert "you're Sam, Leo's dad" in replies[2], replies[2]
+    assert replies[3].startswith("Noted: you've collected £48"), replies[3]
+    assert replies[4] == "OK, dev.", replies[4]  # Sam's to answer, not the bot's
+    assert "£12 for museum entry and lunch" in replies[8], replies[8]
+    assert "broken again" in replies[9], replies[9]
+    assert "memory leak" in replies[10], replies[10]
+    assert "memory leak" not in replies[11], replies[11]  # another ticket's
+
+
+async def test_chat_shorthand_asks_and_thanks(make_config: Callable[..., Config]) -> None:
+    """ "wen do i work" and "anything else" (no question mark) got "OK, ann."; so did
+    "ok ty ur the best"."""
+    replies = await _talk(
+        make_config,
+        [
+            "i work at the campus cafe on tues and thurs evenings 5 to 9",
+            "my flatmate is priya, she studies medicine",
+            "wen do i work",
+            "anything else",
+            "ok ty ur the best",
+        ],
+    )
+    assert "campus cafe" in replies[2], replies[2]
+    assert replies[3] == "That is all I found on that.", replies[3]
+    assert replies[4] == "You're welcome.", replies[4]
+
+
+async def test_how_much_is_answered_by_a_line_giving_an_amount(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How much is Tom's cake?" quoted "Tom changed his order: it's a strawberry cake
+    now", the newest line about Tom's cake, over the one giving its price."""
+    replies = await _talk(
+        make_config,
+        [
+            "Tom Becker ordered a chocolate fudge cake for 21 June, price £45.",
+            "And the price for Tom's cake is £50 instead of £45.",
+            "Actually Tom changed his order: it's a strawberry cake now, not chocolate fudge.",
+            "How much is Tom's cake?",
+            "How many cakes did Lina order?",
+        ],
+    )
+    assert "£50" in replies[3] and "strawberry" not in replies[3], replies[3]
+    assert replies[4] == NOTHING, replies[4]
+
+
+async def test_a_question_asking_for_several_of_a_kind_lists_each(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "wat exams do i have" quoted one exam of two; "What decisions did we make?" one
+    decision of two.  Each is listed now, and a question for one thing still gets one."""
+    replies = await _talk(
+        make_config,
+        [
+            "my stats exam is on the 12th of jan at 9am in the roger stevens building",
+            "also linear algebra exam is jan 19 pls remember",
+            "my flatmate is priya",
+            "Decision: roll back payments-gateway to 1.8.2.",
+            "We decided to postpone release 4.2 to Tuesday.",
+            "wat exams do i have",
+            "What decisions did we make?",
+            "When is my stats exam?",
+        ],
+    )
+    assert "stats exam" in replies[5] and "linear algebra" in replies[5], replies[5]
+    assert "priya" not in replies[5], replies[5]
+    assert "1.8.2" in replies[6] and "postpone" in replies[6], replies[6]
+    assert "stats exam" in replies[7] and "linear algebra" not in replies[7], replies[7]
+
+
+async def test_a_line_said_of_he_or_she_answers_for_who_was_named_before_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "He also takes amlodipine every morning" after "Dad takes metformin…" did not
+    answer "What does Dad take in the morning?", nor Lina's card "She also asked for…"."""
+    replies = await _talk(
+        make_config,
+        [
+            "Dad takes metformin 500mg twice a day with breakfast and dinner.",
+            "He also takes amlodipine 5mg every morning for blood pressure.",
+            "Lina Okafor wants a red velvet cake for her anniversary on 28 June.",
+            "She also asked for a handwritten card saying 10 years, still sweet.",
+            "What does Dad take in the morning?",
+            "What should the card for Lina say?",
+            "What should the card for Tom say?",
+        ],
+    )
+    assert "amlodipine" in replies[4], replies[4]
+    assert "10 years" in replies[5], replies[5]
+    assert replies[6] == NOTHING, replies[6]

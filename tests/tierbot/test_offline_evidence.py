@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tierbot.llm.base import ChatMessage
 from tierbot.llm.offline_chat import candidates
 from tierbot.llm.quoting import quote
@@ -467,3 +469,60 @@ def test_a_memory_cut_from_a_message_is_not_quoted_as_said_later_than_it() -> No
     assert answer.count("ranger") == 1, answer
     answer = quoted_with_changes(pool[0], "What is Ben's character?", pool)
     assert "dwarf rogue.» Later," in answer and "ranger" in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("told", "later", "question", "changes"),
+    [
+        # Said of another thing, mentioning it: no change.
+        (
+            "My flight is LH716 from Munich to Tokyo Haneda on 2 April, departing 11:50.",
+            "My total budget is 4,000 euros, not counting flights.",
+            "When is my flight to Tokyo?",
+            False,
+        ),
+        # "now" said of the budget, a place named in another clause.
+        (
+            "I met two Australians at the hostel in Tokyo, Mick and Jess.",
+            "My budget is now 3,500 euros, I spent too much in Tokyo.",
+            "Who is Mick?",
+            False,
+        ),
+        # A month both give is not a thing in common.
+        (
+            "I have a JR Pass for 14 days, I need to activate it on 7 April.",
+            "Actually I changed the Kyoto ryokan to 9 to 13 April instead of 8 to 12.",
+            "When do I activate the JR Pass?",
+            False,
+        ),
+        # What does change it still follows it.
+        (
+            "My total budget is 4,000 euros, not counting flights.",
+            "My budget is now 3,500 euros, I spent too much in Tokyo.",
+            "What is my budget?",
+            True,
+        ),
+        (
+            "He also takes amlodipine 5mg every morning for blood pressure.",
+            "Actually the doctor changed his amlodipine to 10mg, not 5mg.",
+            "How much amlodipine does he take?",
+            True,
+        ),
+        (
+            "Dad takes metformin 500mg twice a day.",
+            "Actually the doctor changed his amlodipine to 10mg, not 5mg.",
+            "How much metformin does he take?",
+            False,
+        ),
+    ],
+)
+def test_what_is_quoted_as_said_later_changes_what_was_found(
+    told: str, later: str, question: str, changes: bool
+) -> None:
+    """A sixth round of new users saw "Later, you said: «My total budget is …»" after
+    their flight, and the amlodipine dose changed "to 10mg, not 5mg" never shown."""
+    from tierbot.llm.offline_chat import Evidence, quoted_with_changes
+
+    pool = [Evidence(told, "ann", 1.0), Evidence(later, "ann", 2.0)]
+    answer = quoted_with_changes(pool[0], question, pool)
+    assert ("Later," in answer) == changes, answer

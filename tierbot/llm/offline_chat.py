@@ -174,7 +174,7 @@ _NATIONALITIES = frozenset(
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
     r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|hmm+|um+|erm+|uh+|then|"
-    r"change of plans?|quick update|heads up|"
+    r"change of plans?|quick update|heads up|(?:please\s+)?note that|for the record|"
     rf"{RESTATING}|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
     re.I,
 )
@@ -186,7 +186,11 @@ _TODO_LEAD = re.compile(
 # "My locker code is …" (or, said back, "your locker code is …"): a thing and its value.
 _SUBJECT = re.compile(r"^\s*((?:my|our|your)\s+[\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
 _THE_SUBJECT = re.compile(r"^\s*the\s+([\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
-_THANKS = re.compile(r"^\s*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)
+_THANKS = re.compile(
+    r"^\s*(?:(?:ok|okay|k|oh|great|perfect|cool|nice|brilliant)\W+)?"
+    r"(thanks|thank you|thx|thnx|tysm|tyvm|ty|cheers|much appreciated)\b",
+    re.I,
+)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
 
@@ -418,6 +422,13 @@ _ANY = frozenset(
 )
 # A number, or a line naming one: what "What's Dave's number?" needs.
 _A_NUMBER = re.compile(r"\d{3,}|\d[\d ()+.-]{3,}\d|\b(?:number|phone|mobile|tel)\b", re.I)
+# Asked how much or how many, and a line giving an amount ("£50", "two dozen", "10mg").
+_HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b|\bwhat\s+(?:does|did|do)\b.*\bcost\b", re.I)
+_AN_AMOUNT = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|dozen|half|a few|several|free|nothing)\b",
+    re.I,
+)
 # Asked what someone does not like or want, and a line saying so.
 _LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
 # A liking said negated: "I don't like olives", "What do I not like?".
@@ -491,6 +502,7 @@ class _Asked:
     number: bool = False  # asks someone's number, nothing else of them
     against: bool = False  # asks what someone does not like or want
     liking: bool = False  # asks what someone likes
+    amount: bool = False  # asks how much or how many
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -519,6 +531,7 @@ class _Asked:
             and not words - named - _ASKED_OF_IT - _ANY,
             _NOT_LIKE.search(question) is not None,
             _LIKING.search(question) is not None and _NOT_LIKE.search(question) is None,
+            _HOW_MUCH.search(question) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -539,6 +552,8 @@ class _Asked:
             return False
         if self.number and not _A_NUMBER.search(e.text):
             return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
+        if self.amount and not _AN_AMOUNT.search(e.text):
+            return False  # "How much is Tom's cake?" is not "Tom changed his order"
         if self.against and not _NEGATIVE.search(e.text):
             return False  # "What do I not like?" is not "I like Duolingo"
         if self.liking and not _LIKING.search(_NOT_LIKED.sub(" ", e.text)):
@@ -678,7 +693,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and not _part_of(e.text, found.text)
         and not is_question(e.text)
         and (
-            (about and about <= set(stems(e.text)))
+            (about and about <= set(stems(e.text)) and _about_same(about, e.text))
             or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
             or _changed_since(found, e, said, mine)
             or _replaces(e, found.text)
@@ -696,6 +711,14 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
     if (before := said_before(found, pool)) is not None:
         return f"{before.quoted()} Later, {found.quoted()}"
     return found.quoted()
+
+
+def _about_same(about: set[str], text: str) -> bool:
+    """Whether ``text`` may say something new of ``about`` (the stems of what a line was
+    said of, "my flight"): not when it is said of another thing and only mentions it
+    ("My total budget is 4,000 euros, not counting flights")."""
+    subject = _SUBJECT.match(_LEAD.sub("", text))
+    return subject is None or bool(about & set(stems(subject[1])))
 
 
 def _part_of(a: str, b: str) -> bool:
@@ -746,11 +769,21 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
         return True  # "we push the launch to Thursday" after "the launch is on Tuesday"
     if not (CHANGED.search(e.text) or _no_longer(e.text) or _NOW.search(e.text)):
         return False
-    if _proper(found.text) & _proper(e.text):
+    # What says it changed: with "now", the clause saying "now" ("My budget is now 3,500
+    # euros, I spent too much in Tokyo" changes no line about Tokyo).
+    changing = e.text
+    if not (CHANGED.search(e.text) or _no_longer(e.text)):
+        changing = next((c for c in re.split(r"[,;:]\s+", e.text) if _NOW.search(c)), e.text)
+    if _proper(found.text) & _proper(changing):
         return True
-    if _NOW.search(e.text) and len(said & set(stems(e.text)) - _NOT_SAID) >= 2:
+    if _NOW.search(e.text) and len(said & set(stems(changing)) - _NOT_SAID) >= 2:
         return True  # "George's pills are at 9am now" after "George takes his pills at 8am"
-    return mine and bool(_I_SAID.search(e.text)) and bool(said & set(stems(e.text)) - _NOT_SAID)
+    # (A month both give is no thing in common: "activate it on 7 April", "the ryokan
+    # is 9 to 13 April instead".)
+    common = said & set(stems(changing)) - _NOT_SAID - _WEEKDAYS
+    if CHANGED.search(e.text) and len(common) >= 2:
+        return True  # "the doctor changed his amlodipine to 10mg, not 5mg"
+    return mine and bool(_I_SAID.search(e.text)) and bool(common)
 
 
 def _proper(text: str) -> set[str]:
@@ -1007,19 +1040,67 @@ def _told_part(e: Evidence) -> Evidence | None:
     return replace(e, text=" ".join(told)) if told else None
 
 
+# A ticket, a version, a build: a name with a digit in it ("INC-1042", "JIRA-77").
+_TICKET = re.compile(r"\b[A-Z][A-Za-z]*-\d+\b")
+# A line said of someone named before it: "He also takes…", "She also asked for…".
+_HE_SAID = re.compile(r"^\W*(?:he|she|his|her)\b", re.I)
+#: How far back (lines, seconds) a line may be of the ticket a line before it names.
+_THREAD_LINES, _THREAD_SECONDS = 3, 900.0
+
+
+def _thread_of(pool: Sequence[Evidence], k: int, overlap: Overlap) -> set[str]:
+    """The stems of the tickets the lines just before ``pool[k]`` name, when they were
+    said shortly before it (a line of a thread need not repeat its ticket)."""
+    e, out = pool[k], set()
+    for before in pool[max(0, k - _THREAD_LINES) : k]:
+        if (
+            e.when is None
+            or before.when is None
+            or not 0 <= e.when - before.when <= _THREAD_SECONDS
+        ):
+            continue
+        for ticket in _TICKET.findall(before.text):
+            out.update(overlap.query_stems(ticket))
+    if e.when is not None and _HE_SAID.match(_LEAD.sub("", e.text)):
+        # "He also takes amlodipine every morning" after "Dad takes metformin…": of Dad.
+        said = [
+            x
+            for x in pool
+            if x.author == e.author
+            and x.when is not None
+            and 0 < e.when - x.when <= _THREAD_SECONDS
+            and not _HE_SAID.match(_LEAD.sub("", x.text))
+            and not is_question(x.text)
+        ]
+        if said:
+            last = max(said, key=lambda x: x.when or 0.0)
+            out.update(t for name in _proper(last.text) for t in overlap.query_stems(name))
+    return out
+
+
 def best(
     question: str, pool: Sequence[Evidence], strict: bool = False
 ) -> tuple[Evidence | None, float]:
+    """The evidence that best answers ``question``: see :func:`best_all`."""
+    found, score, _ = best_all(question, pool, strict)
+    return found, score
+
+
+def best_all(
+    question: str, pool: Sequence[Evidence], strict: bool = False
+) -> tuple[Evidence | None, float, list[Evidence]]:
     """The evidence that best answers ``question`` (questions are never answers); later
     evidence wins ties: it is the most recent thing said about the topic, unless it is a
     long ramble and the other a message of ordinary length (a paragraph that mentions
     "Mia starting school" in passing holds the question's words as well as "Mia starts
     school on September 3rd" does).  ``strict``, for a question that only asks "when?"
     or "where?" of another ("And where?", "What else?"): only a line giving a date, a
-    place or a person answers it."""
+    place or a person answers it.  With it, for a question asking for several of a kind
+    ("What exams do I have?"), the other lines of that kind that answer it nearly as
+    well, oldest first."""
     pool = [told for e in pool if (told := _told_part(e)) is not None]
     if not pool:
-        return None, 0.0
+        return None, 0.0, []
     overlap = Overlap([e.text for e in pool])
     # Who or what the question is about weighs more than what it asks of them: "How
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
@@ -1035,9 +1116,12 @@ def best(
     # "What is my garage code?" is not answered by "My gym code is 9090", nor "How old
     # is Max?" by Rex's age: see _Asked.fits.
     asked = _Asked.of(question, overlap)
-    fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k])]
+    # "What was the root cause of INC-1042?": a thread about a ticket names it once, in
+    # its first line; the lines just after it are of it too.
+    near = [_thread_of(pool, k, overlap) for k in range(len(pool))]
+    fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
     if not fits:
-        return None, 0.0
+        return None, 0.0, []
     if asked.when:
         # "When is Lucia back from leave?": a line giving a date ("out on leave until
         # June 2nd") over one that only shares words ("Lucia's replacement during
@@ -1060,7 +1144,7 @@ def best(
     elif strict and _WHERE.match(question):
         fits = [k for k in fits if _PLACE.search(pool[k].text)]
     if not fits:
-        return None, 0.0
+        return None, 0.0, []
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     # Of lines sharing as much with the question: the one about what it asks of ("Flat
@@ -1081,6 +1165,16 @@ def best(
         ),
     )
     found, score = pool[i], scores[i]
+    many = _MANY.match(question)
+    also = [
+        pool[k]
+        for k in sorted(fits, key=lambda k: pool[k].when or 0.0)
+        if many
+        and k != i
+        and scores[k] >= _ALSO_SHARE * score
+        and asked.kind & overlap.doc_stems[k]
+        and not _part_of(pool[k].text, found.text)
+    ]
     # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
     # sentence that answers, when it holds every word of the question the message does.
     parts = (
@@ -1094,14 +1188,32 @@ def best(
         # stopped is half the answer, what replaced it follows.
         if overlap.score(question, part) >= score - 1e-9 and not _STOPPED.search(part):
             found = replace(found, text=part)
-    return found, score
+    return found, score, also
 
 
+# "What exams do I have?", "Which decisions did we make?": several of a kind asked for.
+_MANY = re.compile(
+    r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*[^s\W]s\s+"
+    r"(?:do|did|have|has|are|were|is)\b",
+    re.I,
+)
+#: How well, against the best, another line must answer to be listed beside it, and
+#: how many may be.
+_ALSO_SHARE, _ALSO_MOST = 0.5, 4
 _STOPPED = re.compile(r"\b(?:stopped|quit|dropped|ditched|gave up)\b", re.I)
 # "what games do we play", "what does Jess play": who does what the question asks of.
 _DOING = re.compile(
     r"\b(?:do|does|did)\s+(we|I|you|they|he|she|[A-Z][\w-]+)\s+(?:\w+ly\s+)?([a-z]{3,})\b"
 )
+
+
+def _listed_quotes(quotes: list[str]) -> str:
+    """Several quoted answers as one: "you said on 2026-11-27: «A»; «B»" when each was
+    said by the same person the same day, else each in full ("…» Also, Ben said …")."""
+    heads = [q.split(": «", 1)[0] for q in quotes]
+    if len(set(heads)) == 1 and all(q.count("«") == 1 for q in quotes):
+        return f"{heads[0]}: " + "; ".join(q[len(heads[0]) + 2 :] for q in quotes)
+    return " Also, ".join(quotes)
 
 
 def _short(said: str, most: int = 30) -> str:
@@ -1524,7 +1636,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     questions = [
         (at, m)
         for at, m in people
-        if is_question(m.content) or any(is_question(x) for x in sentences(m.content)[:-1])
+        if (is_question(m.content) or any(is_question(x) for x in sentences(m.content)[:-1]))
+        and not _asks_someone_else(m, messages[:at])
     ]
     if not questions and not done:
         return _statement_reply(messages, people, notes, results), []
@@ -1720,9 +1833,17 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         mine = _MINE.search(plain) and speaker
         # "And where?", "What else?": asked of another question, answered only in kind.
         strict = bool(quoted) or wholes[at] != q.content
-        found, score = best(
-            plain, [e for e in pool if e.author in (speaker, "")] if mine else pool, strict
-        )
+        theirs = pool
+        if mine:
+            theirs = [e for e in pool if e.author in (speaker, "")]
+        elif by := _SAID_ABOUT.search(plain):
+            # "What did Maria say about lunch?": her lines about lunch, which need not
+            # name her.
+            theirs = [e for e in pool if e.author.lower() == by[1].lower()]
+            plain = f"what about {by['topic']}?"
+        elif said := _ANYONE_SAID.search(plain):
+            plain = f"what about {said['topic']}?"  # "Did anyone mention the coffee machine?"
+        found, score, also = best_all(plain, theirs, strict)
         if (
             strict
             and not quoted
@@ -1744,7 +1865,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         elif found is None or score < 0.2:
             answers.append((task, _nothing(failed, ELSE_NOTHING if quoted else UNKNOWN)))
         else:
-            answers.append((task, quoted_with_changes(found, task, pool)))
+            # "What exams do I have?": each of them, the best first.
+            listed = [quoted_with_changes(e, task, pool) for e in [found, *also[:_ALSO_MOST]]]
+            answers.append((task, _listed_quotes(listed)))
     if calls:
         return "", calls
     for task, answer in done.items():  # branches that came back for earlier questions
@@ -1992,6 +2115,24 @@ _SAID_BY = re.compile(
 )
 
 
+# "What did Maria say about lunch?": what one person said of a thing.
+_SAID_ABOUT = re.compile(
+    r"(?i:\bwhat\s+(?:else\s+)?(?:did|has|have)\s+)"
+    r"(?!(?:I|You|We|They|He|She|It)\b)([A-Z][\w-]+)"
+    r"(?i:\s+(?:say|said|tell|told|mention|mentioned|write|wrote)(?:\s+(?:you|us|me))?"
+    r"\s+(?:about|of|on)\s+)(?P<topic>.+?)\W*$"
+)
+
+
+# "Did anyone mention the coffee machine?": whatever was said of a thing, by anyone.
+_ANYONE_SAID = re.compile(
+    r"^\W*(?:did|has|have)\s+(?:anyone|anybody|someone|somebody|any of you|you guys|"
+    r"people)\s+(?:ever\s+)?(?:mention(?:ed)?|say|said|talk(?:ed)?|bring|brought)"
+    r"(?:\s+(?:anything|something))?(?:\s+(?:about|of|on|up))?\s+(?P<topic>.+?)\W*$",
+    re.I,
+)
+
+
 def _about_someone(
     name: str,
     pool: Sequence[Evidence],
@@ -2106,6 +2247,22 @@ def _personal_answer(
             maybe = f" (There may be more: {_nothing(failed, '')})" if failed else ""
             return ABOUT_YOU + "; ".join(facts) + "." + maybe
     return None
+
+
+# "Sam, can you drive instead?": a question put to someone by name.
+_PUT_TO = re.compile(r"^\W*@?([A-Z][\w'-]+)\s*[,:]\s+\S")
+
+
+def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
+    """Whether ``m`` asks another person of the conversation by name ("Sam, can you drive
+    instead?"), not the bot: theirs to answer."""
+    people = {(x.name or "").lower() for x in before if x.role == "user"} - {
+        (m.name or "").lower(),
+        "",
+    }
+    asks = [x for x in sentences(m.content) if is_question(x)]
+    put = [_PUT_TO.match(x) for x in asks]
+    return bool(asks) and all(p is not None and p[1].lower() in people for p in put)
 
 
 def _statement_reply(

@@ -431,6 +431,10 @@ CALENDAR_WORDS = (
 # ("what do u know abt me"), not "r" nor "ya", which are also R and a yes.
 _SPELLED = {
     "u": "you",
+    "wen": "when",
+    "wat": "what",
+    "wut": "what",
+    "whn": "when",
     "ur": "your",
     "abt": "about",
     "bout": "about",
@@ -478,6 +482,13 @@ _VARIANTS = {
     "grandpa": "grandfath",
     "grandad": "grandfath",
     "mobil": "phone",
+    # "Which kid has the egg allergy?" asks of "Mia is allergic to eggs".
+    "allerg": "allergi",
+    "decis": "decid",
+    "med": "medic",
+    "medicin": "medic",
+    # "Where am I flying home from?" asks of "my flight home is from Osaka".
+    "fli": "flight",
     # "Where is Anna's wedding?" asks of "Anna is getting married in June".
     "wed": "marri",
     "marriag": "marri",

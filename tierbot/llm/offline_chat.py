@@ -1841,8 +1841,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             # name her.
             theirs = [e for e in pool if e.author.lower() == by[1].lower()]
             plain = f"what about {by['topic']}?"
-        elif said := _ANYONE_SAID.search(plain):
-            plain = f"what about {said['topic']}?"  # "Did anyone mention the coffee machine?"
+        elif anyone := _ANYONE_SAID.search(plain):
+            plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         found, score, also = best_all(plain, theirs, strict)
         if (
             strict
@@ -1866,8 +1866,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             answers.append((task, _nothing(failed, ELSE_NOTHING if quoted else UNKNOWN)))
         else:
             # "What exams do I have?": each of them, the best first.
-            listed = [quoted_with_changes(e, task, pool) for e in [found, *also[:_ALSO_MOST]]]
-            answers.append((task, _listed_quotes(listed)))
+            quotes = [quoted_with_changes(e, task, pool) for e in [found, *also[:_ALSO_MOST]]]
+            answers.append((task, _listed_quotes(quotes)))
     if calls:
         return "", calls
     for task, answer in done.items():  # branches that came back for earlier questions

@@ -1439,8 +1439,8 @@ async def test_a_hurried_student_is_kept_and_answered(make_config: Callable[...,
     my ex now" are kept; "sofia switched groups so my lab partner is now tariq" is kept
     for its consequence and added to the old partner; a word the told line misspelled
     ("databses") is found by its right spelling; "where is annas wedding and when" asks
-    when too; a face ends its acknowledgement without a full stop after it; "Co." ends
-    no sentence."""
+    when too, and the one line answering both is said once; a face ends its
+    acknowledgement without a full stop after it; "Co." ends no sentence."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
         await _tell(
             rt,
@@ -1459,8 +1459,8 @@ async def test_a_hurried_student_is_kept_and_answered(make_config: Callable[...,
         partner = await _say(rt, "who is my lab partner for databases", "q1")
         assert "sofia" in partner and partner.endswith("my lab partner is now tariq»"), partner
         wedding = await _say(rt, "where is annas wedding and when", "q2")
-        assert wedding.count("married in june in utrecht") == 2, wedding
-        assert "«when is annas wedding»" in wedding, wedding
+        assert wedding.count("married in june in utrecht") == 1, wedding
+        assert "«" not in wedding.split("«my sister")[0], wedding  # no part named
         sad = await _say(rt, "Mo is moving to Canada in March :(", "q3")
         assert sad == "Noted: Mo is moving to Canada in March :(", sad
         await _say(rt, "I like flat whites", "q4")

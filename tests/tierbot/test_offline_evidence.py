@@ -526,3 +526,24 @@ def test_what_is_quoted_as_said_later_changes_what_was_found(
     pool = [Evidence(told, "ann", 1.0), Evidence(later, "ann", 2.0)]
     answer = quoted_with_changes(pool[0], question, pool)
     assert ("Later," in answer) == changes, answer
+
+
+def test_of_several_changes_the_one_about_what_is_asked_follows() -> None:
+    """Tom's cake changed twice, its flavour then its price: "What did Tom order?" is
+    followed by the new flavour (it was followed by the price, the newest), "How much is
+    Tom's cake?" by the new price."""
+    from tierbot.llm.offline_chat import Evidence, quoted_with_changes
+
+    pool = [
+        Evidence("Tom Becker ordered a chocolate fudge cake for 21 June, price £45.", "ann", 1.0),
+        Evidence(
+            "Actually Tom changed his order: it's a strawberry cake now, not chocolate fudge.",
+            "ann",
+            2.0,
+        ),
+        Evidence("And the price for Tom's cake is £50 instead of £45.", "ann", 3.0),
+    ]
+    ordered = quoted_with_changes(pool[0], "What did Tom order?", pool)
+    assert "strawberry" in ordered.split("Later,")[1], ordered
+    price = quoted_with_changes(pool[0], "How much is Tom's cake?", pool)
+    assert "£50" in price.split("Later,")[1], price

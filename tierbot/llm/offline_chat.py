@@ -135,8 +135,8 @@ _ABOUT_ME = re.compile(
 _EVERYTHING = re.compile(r"\b(else|everything|all)\b", re.I)
 _MY_TODOS = re.compile(
     r"\b(my (to-?dos?|todos?|reminders|tasks)\b|(to-?do|todo|task) list|what (do|should|must) i "
-    r"(still )?(need|have) to do|what('s| is) on my (list|plate)|what (should|do|did) you "
-    r"(need to )?remind me|what did i ask you to remind me)",
+    r"(still )?(need|have) to (do|remember)|what('s| is) on my (list|plate)|"
+    r"what (should|do|did) you (need to )?remind me|what did i ask you to remind me)",
     re.I,
 )
 _MY_NAME = re.compile(r"\b(what('s| is|s) my name|who am i\b|do you know (my name|who i am))", re.I)
@@ -699,7 +699,14 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _replaces(e, found.text)
         )
     ]
-    return max(later, key=lambda e: e.when or 0.0) if later else None
+    # Of several changes, the one about what is asked ("What did Tom order?": that he
+    # changed his order, not that its price went up), else the newest.
+    asked = set(stems(question))
+    return (
+        max(later, key=lambda e: (len(asked & set(stems(e.text))), e.when or 0.0))
+        if later
+        else None
+    )
 
 
 def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]) -> str:
@@ -773,7 +780,7 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     # euros, I spent too much in Tokyo" changes no line about Tokyo).
     changing = e.text
     if not (CHANGED.search(e.text) or _no_longer(e.text)):
-        changing = next((c for c in re.split(r"[,;:]\s+", e.text) if _NOW.search(c)), e.text)
+        changing = next((c for c in re.split(r"[,;]\s+", e.text) if _NOW.search(c)), e.text)
     if _proper(found.text) & _proper(changing):
         return True
     if _NOW.search(e.text) and len(said & set(stems(changing)) - _NOT_SAID) >= 2:
@@ -1165,16 +1172,18 @@ def best_all(
         ),
     )
     found, score = pool[i], scores[i]
-    many = _MANY.match(question)
-    also = [
-        pool[k]
-        for k in sorted(fits, key=lambda k: pool[k].when or 0.0)
-        if many
-        and k != i
-        and scores[k] >= _ALSO_SHARE * score
-        and asked.kind & overlap.doc_stems[k]
-        and not _part_of(pool[k].text, found.text)
-    ]
+    also: list[Evidence] = []
+    if _MANY.match(question):
+        for k in sorted(fits, key=lambda k: pool[k].when or 0.0):
+            e = pool[k]
+            if (
+                k != i
+                and scores[k] >= _ALSO_SHARE * score
+                and asked.kind & overlap.doc_stems[k]
+                # a message and the memory saved from it are one line
+                and not any(_part_of(e.text, x.text) for x in [found, *also])
+            ):
+                also.append(e)
     # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
     # sentence that answers, when it holds every word of the question the message does.
     parts = (
@@ -1718,6 +1727,16 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if _FOR_ME.match(plain) or _OF_MINE.match(plain):
             answers.append((task, FOR_ME_REPLY if _FOR_ME.match(plain) else OF_MINE_REPLY))
             continue
+        if (
+            not quoted
+            and _ELSE.search(plain)
+            and not _WHAT_ELSE.match(plain)
+            and not any(r.search(plain) for r in (_ABOUT_ME, _ABOUT_SOMEONE, _SAID_BY, _MY_TODOS))
+        ):
+            # "What else did I book?": what the answers since it was first asked did not
+            # quote.
+            quoted = _quoted(" ".join(_answers_since_asked(messages[:at])))
+            plain = _ELSE.sub("", plain).replace("  ", " ")
         pool = candidates(messages[:at], results)
         if quoted:
             pool = [e for e in pool if not any(x in _bare(e.text) for x in quoted)]
@@ -1879,12 +1898,31 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     # and Rui live?") says which part it answers.
     whole = {m.content for m in messages if m.role == "user"}
     answers = [(shown.get(task, task), answer) for task, answer in answers]
-    if len(answers) == 1 and not waiting and answers[0][0] in whole:
+    # "What time do we meet and where?", both answered by one line: said once.
+    same: dict[str, list[str]] = {}
+    for asked_, answer in answers:
+        same.setdefault(answer, []).append(asked_)
+    merged = len(same) < len(answers)
+    answers = [(" / ".join(asks), answer) for answer, asks in same.items()]
+    one = merged and len(questions) == 1  # every part of one question, one answer
+    if len(answers) == 1 and not waiting and (answers[0][0] in whole or one):
         lines = [answers[0][1]]
     else:
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
         lines += [f"«{shown.get(task, task)}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+def _answers_since_asked(before: Sequence[ChatMessage]) -> list[str]:
+    """The bot's replies since the question that "What else did I book?" goes on from
+    (the newest one asked without "else"), that question's answer included."""
+    replies: list[str] = []
+    for m in reversed(before):
+        if m.role == "assistant" and not m.tool_calls:
+            replies.append(m.content)
+        elif m.role == "user" and not is_quoted(m.content) and not _ELSE.search(m.content):
+            break
+    return replies
 
 
 def _in_kind(

@@ -823,3 +823,58 @@ async def test_what_do_i_need_to_remember_lists_the_to_dos(
     )
     assert replies[3].startswith("Your to-dos:"), replies[3]
     assert "pocket wifi" in replies[3] and "postcards" in replies[3], replies[3]
+
+
+async def test_a_thread_line_is_of_the_nearest_ticket_and_he_of_a_man_named_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """An attack on the new rules: after INC-1042's thread came INC-1043's, and INC-1042's
+    root cause was quoted as 1043's DNS; "He also takes amlodipine" after "Mum called
+    this afternoon" answered for Mum (and Dad's question found nothing); "free" counted as
+    an amount."""
+    replies = await _talk(
+        make_config,
+        [
+            "Heads up, INC-1042: checkout API returning 502s.",
+            "The root cause was a memory leak in the retry client.",
+            "INC-1043: DNS errors on the edge.",
+            "The root cause was a DNS misconfiguration.",
+            "Dad takes metformin with breakfast.",
+            "Mum called this afternoon.",
+            "He also takes amlodipine every morning.",
+            "Aisha wants the cupcakes gluten-free.",
+            "What was the root cause of INC-1042?",
+            "What was the root cause of INC-1043?",
+            "What does Dad take in the morning?",
+            "What does Mum take in the morning?",
+            "How much does Aisha want?",
+        ],
+    )
+    assert "memory leak" in replies[8], replies[8]
+    assert "DNS misconfiguration" in replies[9], replies[9]
+    assert "amlodipine" in replies[10], replies[10]
+    assert "amlodipine" not in replies[11], replies[11]
+    assert "gluten-free" not in replies[12], replies[12]
+
+
+async def test_a_question_put_by_name_in_a_group_is_left_to_them_even_before_they_spoke(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Sam, can you drive instead?" before Sam had said anything was answered "I can't
+    do that here…"; so was "Also where is it?" after "Maria, what time is lunch?"."""
+    lines = [
+        ("maria", "The trip is on Friday 9 May."),
+        ("dev", "I can drive six kids."),
+        ("dev", "Sam, can you drive instead?"),
+        ("karen", "Maria, what time is lunch? Also where is it?"),
+        ("karen", "Guys, when is the trip?"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"v{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert replies[2] == "OK, dev.", replies[2]
+    assert replies[3] == "OK, karen.", replies[3]
+    assert "Friday 9 May" in replies[4], replies[4]  # a question to the bot still is

@@ -266,6 +266,19 @@ def test_a_forget_request_names_a_text_only_with_every_number_it_gives() -> None
     # metformin".
     assert names("that Mum takes metformin", "ann: Mum takes aspirin and metformin.")
     assert not names("that Mum takes metformin", "ann: Mum takes aspirin and lisinopril.")
+    # ... of the one it is said of, and a line saying less than it is named.
+    assert not names("that Mum takes metformin", "ann: Dad takes metformin.")
+    assert names("that Mum takes metformin for her diabetes", "ann: Mum takes metformin.")
+    # "his" or "her" is anyone spoken of, of that sex, in any sentence; "my boss" said
+    # first is another thing, not the asker's own address.
+    assert names("his address", "ann: My boss is Greg. His home address is 12 Park Lane.")
+    assert names("his address", "ann: My boss is Greg and his address is 12 Park Lane.")
+    assert names("her phone number", "ann: My sister's phone number is 07700 900123.")
+    assert not names("his NHS number", "ann: Mum's NHS number is 123 456 7890.")
+    assert names("his NHS number", "ann: My NHS number is 123. Dad's NHS number is 456.")
+    # "names" and "info" ask for what was told, not for those words.
+    assert names("my kids names", "ann: My kids are Sam, Lily and Joe.")
+    assert names("Mum's meds info", "ann: Mum's meds are aspirin and metformin.")
 
 
 def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> None:

@@ -408,6 +408,33 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
             "Dad had a fall, please never mention it to Paul, his GP is Dr. Nwosu.",
             "Dad's GP is Dr. Nwosu.",
         ),
+        # A sentence that goes on telling of the event goes with it, unless it gives a
+        # time of its own; one that is only said of the same person keeps its name.
+        (
+            "the fall",
+            "Dad had a fall in January. He bruised his hip and spent two nights in hospital.",
+            "",
+        ),
+        (
+            "the fall",
+            "Dad had a fall in January and moved in with us in May.",
+            "Dad moved in with us in May.",
+        ),
+        (
+            "where Ana lives",
+            "Ana lives in Porto. She works as a dentist.",
+            "Ana works as a dentist.",
+        ),
+        # "his GP" after "His NHS number is …" is still his GP, not the number's.
+        (
+            "his NHS number",
+            "I look after my dad. His NHS number is 485 777 3929 and his GP is Dr Patel.",
+            "I look after my dad. His GP is Dr Patel.",
+        ),
+        # A plea after a comma is no item of a list.
+        ("my gambling problem", "I have a gambling problem, please keep it quiet.", ""),
+        ("my latex allergy", "I have a latex allergy, tell nobody.", ""),
+        ("my gambling problem", "I have a gambling problem, big time.", ""),
         # An item of a list goes, the rest of the list stays, joined as it was.
         ("the condoms", "I need to buy milk, eggs, and condoms.", "I need to buy milk and eggs."),
         ("milk", "I need to buy milk, eggs, and condoms.", "I need to buy eggs and condoms."),
@@ -422,6 +449,11 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
             "For the trip I pack sunscreen or a hat.",
         ),
         ("Joe", "My kids are Sam, Lily and Joe.", "My kids are Sam and Lily."),
+        (
+            "the strip club",
+            "For the party we could go to Nando's, Wagamama or the strip club.",
+            "For the party we could go to Nando's or Wagamama.",
+        ),
         # ... not when it names the whole list, says more than it, or the list does not
         # end the sentence (where its last item ends cannot be told).
         ("milk, eggs and condoms", "I need to buy milk, eggs, and condoms.", ""),
@@ -547,3 +579,17 @@ def test_of_several_changes_the_one_about_what_is_asked_follows() -> None:
     assert "strawberry" in ordered.split("Later,")[1], ordered
     price = quoted_with_changes(pool[0], "How much is Tom's cake?", pool)
     assert "£50" in price.split("Later,")[1], price
+
+
+def test_a_question_for_several_of_a_kind_is_answered_by_lines_of_that_kind() -> None:
+    """ "What cakes do I have to bake?" led with "I have to bake on Friday…" (more words
+    in common) over the line about a cake."""
+    from tierbot.llm.offline_chat import Evidence, best_all
+
+    pool = [
+        Evidence("The lemon cake is for Mrs Patel.", "ann", 1.0),
+        Evidence("I have to bake on Friday and Saturday.", "ann", 2.0),
+    ]
+    found, _, also = best_all("What cakes do I have to bake?", pool)
+    assert found is not None and "lemon cake" in found.text, found
+    assert also == [], also

@@ -426,7 +426,7 @@ _A_NUMBER = re.compile(r"\d{3,}|\d[\d ()+.-]{3,}\d|\b(?:number|phone|mobile|tel)
 _HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b|\bwhat\s+(?:does|did|do)\b.*\bcost\b", re.I)
 _AN_AMOUNT = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"forty|fifty|hundred|thousand|dozen|half|a few|several|free|nothing)\b",
+    r"forty|fifty|hundred|thousand|dozen|half|a few|several)\b",
     re.I,
 )
 # Asked what someone does not like or want, and a line saying so.
@@ -1049,6 +1049,11 @@ def _told_part(e: Evidence) -> Evidence | None:
 
 # A ticket, a version, a build: a name with a digit in it ("INC-1042", "JIRA-77").
 _TICKET = re.compile(r"\b[A-Z][A-Za-z]*-\d+\b")
+# Who "he" is not, and who "she" is not (as names stem).
+_WOMEN = frozenset(
+    stems("mum mom mother sister wife daughter aunt grandma granny girlfriend niece")
+)
+_MEN = frozenset(stems("dad father brother husband son uncle grandpa grandad boyfriend nephew"))
 # A line said of someone named before it: "He also takes…", "She also asked for…".
 _HE_SAID = re.compile(r"^\W*(?:he|she|his|her)\b", re.I)
 #: How far back (lines, seconds) a line may be of the ticket a line before it names.
@@ -1056,32 +1061,41 @@ _THREAD_LINES, _THREAD_SECONDS = 3, 900.0
 
 
 def _thread_of(pool: Sequence[Evidence], k: int, overlap: Overlap) -> set[str]:
-    """The stems of the tickets the lines just before ``pool[k]`` name, when they were
-    said shortly before it (a line of a thread need not repeat its ticket)."""
-    e, out = pool[k], set()
-    for before in pool[max(0, k - _THREAD_LINES) : k]:
-        if (
-            e.when is None
-            or before.when is None
-            or not 0 <= e.when - before.when <= _THREAD_SECONDS
-        ):
+    """The stems of what ``pool[k]`` is of without naming it: the ticket the nearest
+    line before it names, when said shortly before it (a line of a thread need not
+    repeat its ticket); for a line starting "He"/"She", whom the same person's line
+    before it named, a man for "he", a woman for "she"."""
+    e, out = pool[k], set[str]()
+    if e.when is None:
+        return out
+    for before in reversed(pool[max(0, k - _THREAD_LINES) : k]):
+        if _TICKET.search(e.text):
+            break  # it names its own
+        if before.when is None or not 0 <= e.when - before.when <= _THREAD_SECONDS:
             continue
-        for ticket in _TICKET.findall(before.text):
-            out.update(overlap.query_stems(ticket))
-    if e.when is not None and _HE_SAID.match(_LEAD.sub("", e.text)):
-        # "He also takes amlodipine every morning" after "Dad takes metformin…": of Dad.
+        if tickets := _TICKET.findall(before.text):
+            # the nearest ticket named: "INC-1043: DNS" takes over from INC-1042
+            for ticket in tickets:
+                out.update(overlap.query_stems(ticket))
+            break
+    if _HE_SAID.match(_LEAD.sub("", e.text)):
+        # "He also takes amlodipine every morning" after "Dad takes metformin…": of Dad,
+        # not of "Mum called" said between them.
+        she = _LEAD.sub("", e.text).lstrip(" \"'(").lower().startswith(("she", "her"))
+        not_them = _MEN if she else _WOMEN
         said = [
-            x
+            (x, names)
             for x in pool
             if x.author == e.author
             and x.when is not None
             and 0 < e.when - x.when <= _THREAD_SECONDS
             and not _HE_SAID.match(_LEAD.sub("", x.text))
             and not is_question(x.text)
+            and (names := _proper(x.text) - not_them)
         ]
         if said:
-            last = max(said, key=lambda x: x.when or 0.0)
-            out.update(t for name in _proper(last.text) for t in overlap.query_stems(name))
+            _, names = max(said, key=lambda xn: xn[0].when or 0.0)
+            out.update(t for name in names for t in overlap.query_stems(name))
     return out
 
 
@@ -1152,6 +1166,10 @@ def best_all(
         fits = [k for k in fits if _PLACE.search(pool[k].text)]
     if not fits:
         return None, 0.0, []
+    if _MANY.match(question) and (
+        of_kind := [k for k in fits if asked.kind & overlap.doc_stems[k]]
+    ):
+        fits = of_kind  # "What allergies do the kids have?": a line about an allergy
     # "Where do I live?" is asked of the asker: "I live in Porto" over "My sister lives…".
     mine = bool(_ASKED_OF_ME.search(question))
     # Of lines sharing as much with the question: the one about what it asks of ("Flat
@@ -2287,6 +2305,12 @@ def _personal_answer(
     return None
 
 
+# Words that open a question with a comma without naming whom it is put to.
+_NOT_ADDRESSED = frozenset(
+    "tierbot bot ok okay so also and but hey hi hello well sorry btw anyway right oh yes no "
+    "quick question please thanks listen wait hmm um actually guys everyone everybody all team "
+    "folks people friends question update reminder note also".split()
+)
 # "Sam, can you drive instead?": a question put to someone by name.
 _PUT_TO = re.compile(r"^\W*@?([A-Z][\w'-]+)\s*[,:]\s+\S")
 
@@ -2294,13 +2318,15 @@ _PUT_TO = re.compile(r"^\W*@?([A-Z][\w'-]+)\s*[,:]\s+\S")
 def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
     """Whether ``m`` asks another person of the conversation by name ("Sam, can you drive
     instead?"), not the bot: theirs to answer."""
-    people = {(x.name or "").lower() for x in before if x.role == "user"} - {
-        (m.name or "").lower(),
-        "",
-    }
+    me = (m.name or "").lower()
+    people = {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}
     asks = [x for x in sentences(m.content) if is_question(x)]
-    put = [_PUT_TO.match(x) for x in asks]
-    return bool(asks) and all(p is not None and p[1].lower() in people for p in put)
+    put = _PUT_TO.match(asks[0]) if asks else None
+    if put is None or put[1].lower() in _NOT_ADDRESSED:
+        return False
+    # "Maria, what time is lunch? Also where is it?": all of it hers.  A name not yet
+    # heard from counts in a group (people join a chat before they speak).
+    return bool(people)  # a group: someone else is here
 
 
 def _statement_reply(

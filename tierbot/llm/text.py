@@ -168,10 +168,14 @@ _THING = re.compile(
 # one asked with a question word ("where Ana lives"), which names a thing, not its value.
 _STATED = re.compile(
     r"^\s*(?:that\s+)?(?!(?:what|where|when|who|whom|which|how|why)\b)"
-    r"(?:[^\W\d][\w'-]*\s+){1,4}?(?:(?:do|does|did)(?:n't)?\s+)?"
+    r"(?P<subject>(?:[^\W\d][\w'-]*\s+){1,4}?)(?:(?:do|does|did)(?:n't)?\s+)?"
+    # (not a noun after "my", "the" or a name's "'s": "my kids names", "Mum's meds info")
+    r"(?<!\bmy\s)(?<!\bour\s)(?<!\bthe\s)(?<!\bhis\s)(?<!\bher\s)(?<!\byour\s)(?<!'s\s)"
     r"(?:[a-z]+s|[a-z]{3,}ed|need|want|like|love|hate|have|has|take|took|go|went|work)\b",
     re.I,
 )
+_VAGUE = re.compile(r"\s*\b(?:names|info|information|details|stuff)\b", re.I)
+_PRONOUN_SUBJECT = frozenset("i you he she we they it".split())
 # Digits written apart ("4,411", "44 11", "555-0101") are one number.
 _DIGIT_GAP = re.compile(r"(?<=\d)[,\s.-](?=\d)")
 
@@ -188,6 +192,11 @@ def names(request: str, text: str) -> bool:
     another value), however the digits are grouped, and most words of the value a
     request states ("… is on Thursday" is not "… is on Tuesday")."""
     text = without_author(text)
+    # "my kids names", "Mum's meds info": the kids, the meds (unless a name is told of)
+    if (vague := _VAGUE.sub("", request).strip()) and not _VAGUE.search(text):
+        request = vague
+    if len(said := sentences(text)) > 1 and any(names(request, x) for x in said):
+        return True  # "My NHS number is 123. Dad's NHS number is 456." names "his"
     wanted = set(stems(_DIGIT_GAP.sub("", request)))
     have = set(stems(_DIGIT_GAP.sub("", text)))
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):
@@ -197,7 +206,14 @@ def names(request: str, text: str) -> bool:
         # "that Mum takes metformin": what it says of its subject must be there too
         # ("Mum takes aspirin and lisinopril" is another thing said of her).
         value = set(stems(_DIGIT_GAP.sub("", request[verb.end() :])))
-        if value and len(value & have) < NAMES_SHARE * len(value):
+        # A line saying less than the request ("Mum takes metformin" of "that Mum takes
+        # metformin for her diabetes") is named by it.
+        said_less = bool(have) and have <= wanted
+        if value and len(value & have) < NAMES_SHARE * len(value) and not said_less:
+            return False
+        # ... and it is said of the same one: "Dad takes metformin" is not Mum's.
+        subject = set(stems(verb["subject"])) - _PRONOUN_SUBJECT
+        if subject and not subject <= have:
             return False
     if asked and asked["copula"]:
         # "my dentist appointment is on Tuesday at 3pm": the value told must be there
@@ -215,16 +231,41 @@ def names(request: str, text: str) -> bool:
         # code" someone else's ("my sister's locker code").
         whose = {w.lower() for w in re.findall(r"([\w-]+)'s\b", told[1])}
         # "his NHS number" is anyone's ("Dad's NHS number"): who he is was said before.
-        anyones = re.match(r"(?i)(?:his|her|their)\b", asked[1]) is not None
+        anyones = re.match(r"(?i)(?:his|her|their)\b", asked[1])
         if not anyones and whose - {w.lower() for w in re.findall(r"[\w-]+", asked[1])}:
             return False
-        if anyones and re.match(r"(?i)(?:my|our)\b", told[1]):
-            return False  # the asker's own is not his
+        if anyones and not _may_be_his(anyones[0].lower(), asked[1], told[1]):
+            return False  # the asker's own NHS number is not his, nor Mum's
         # "forget the address" names the sentence that gives one, whatever it is of.
         return set(stems(asked[1])) <= set(stems(told[1])) or (
             not asked["copula"] and wanted <= have
         )
     return len(wanted & have) >= NAMES_SHARE * len(wanted)
+
+
+# Who "his" or "her" cannot be: the asker ("my NHS number"), or someone of the other sex.
+_HERS = frozenset(
+    "mum mom mother mam sister wife daughter aunt grandma granny grandmother girlfriend niece "
+    "she her woman girl lady".split()
+)
+_HIS_ = frozenset(
+    "dad father papa brother husband son uncle grandpa grandad grandfather boyfriend nephew "
+    "he him man boy".split()
+)
+
+
+def _may_be_his(pronoun: str, asked: str, thing: str) -> bool:
+    """Whether ``thing`` ("Dad's NHS number", "My sister's phone number") may be what
+    ``asked`` ("his NHS number") is: not the asker's own ("My NHS number"), nor, for
+    "his", a woman's ("Mum's"), nor, for "her", a man's.  ("My boss" is another thing
+    altogether, said in the same message.)"""
+    words = [w.lower() for w in re.findall(r"[\w-]+", thing)]
+    owners = {w.lower() for w in re.findall(r"([\w-]+)'s\b", thing)}
+    same = set(stems(asked)) <= set(stems(thing))
+    if same and words[:1] in (["my"], ["our"]) and not owners:
+        return False  # "My NHS number": the asker's own
+    other = _HERS if pronoun == "his" else _HIS_ if pronoun == "her" else frozenset()
+    return not owners & other
 
 
 # A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
@@ -275,6 +316,19 @@ _HIS = re.compile(r"^(?:his|her|their)\b", re.I)
 # A subject ends at a comma or a dash: "My password, which is …", "Carla - who lives …".
 _SUBJECT_END = re.compile(r"\s*(?:,|\s[-–]\s)")
 _NAME = re.compile(r"\b(?!(?:My|Our|The|His|Her|Their|An)\b)([A-Z][a-z][\w-]*?)(?:'s)?\b")
+# A sentence that goes on telling of what the one before told: "He bruised his hip…".
+_GOES_ON = re.compile(r"^\W*(?:he|she|they|it|this|that|then|afterwards|after that)\b", re.I)
+# A time of its own: "in May", "on Friday", "last year", "at 10".
+_WHEN_SAID = re.compile(
+    r"\b(?:in|on|at|since|until|last|next|this)\s+(?:\d|(?:"
+    + "|".join(
+        "monday tuesday wednesday thursday friday saturday sunday january february march "
+        "april may june july august september october november december week month year "
+        "spring summer autumn winter".split()
+    )
+    + r")\b)",
+    re.I,
+)
 _WH = re.compile(r"^\s*(?:what|where|when|who|whom|which|how|why)\b", re.I)
 # Several things asked to be forgotten at once: "where Ana lives and what she does".
 _AND_ASKED = re.compile(r"\s*(?:,|\band)\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.I)
@@ -319,9 +373,9 @@ def _said_whole(parts: list[str]) -> list[str]:
             p = f"{subject} {verb}{p[he.end() :].strip()}"
         elif subject and HAS_VERB.match(p):
             p = f"{subject} {p}"
-        elif subject and _HIS.match(p):
-            name = _NAME.search(subject)
-            p = f"{name[1] if name else subject}'s {_HIS.sub('', p).strip()}"
+        elif subject and _HIS.match(p) and (name := _NAME.search(subject)):
+            # "his GP" after "His NHS number is …" names no one new: it stays "his GP"
+            p = f"{name[1]}'s {_HIS.sub('', p).strip()}"
         subject = _subject_of(p) or subject
         out.append(p)
     return out
@@ -335,6 +389,14 @@ _COUNTS = re.compile(
 )
 
 
+def _says(item: str) -> bool:
+    """Whether a list item says something: "Nando's" and "Joe's inhaler" do not (a name's
+    "'s" is whose, not "is"), "please keep it quiet" does."""
+    return says_something(re.sub(r"(?<=\w)'s\b", "", item)) or bool(
+        re.search(r"\b(?:please|it|them|nobody|anyone|me|us)\b", item, re.I)
+    )
+
+
 def _without_items(asks: list[str], clause: str) -> str | None:
     """``clause`` without the items of the list it ends with that ``asks`` name ("forget
     the condoms" of "I need to buy milk, eggs, and condoms" leaves "I need to buy milk
@@ -343,7 +405,11 @@ def _without_items(asks: list[str], clause: str) -> str | None:
     body = clause.rstrip(" .!;,")
     pieces = [p for p in _ITEM_GAP.split(body) if p]
     tail = pieces[1:]
-    if not tail or any(len(p.split()) > _ITEM_WORDS or says_something(p) for p in tail):
+    if not tail or any(len(p.split()) > _ITEM_WORDS or _says(p) for p in tail):
+        return None
+    # A list ends "…, and X" or "… or X": "I have a gambling problem, please keep it
+    # quiet" is a sentence and a plea, not a list of two.
+    if not re.search(rf"\b(?:and|or)\s+{re.escape(tail[-1])}$", body, re.I):
         return None
     # The first item is the last word before the list goes on, with what counts it.
     head = pieces[0].split()
@@ -351,7 +417,7 @@ def _without_items(asks: list[str], clause: str) -> str | None:
     while size < len(head) and _COUNTS.match(head[-size - 1]):
         size += 1
     lead, items = " ".join(head[:-size]), [" ".join(head[-size:]), *tail]
-    if not lead or says_something(items[0]):
+    if not lead or _says(items[0]):
         return None
     item_stems = [set(stems(i)) for i in items]
     told = set(stems(lead)).union(*item_stems)
@@ -380,12 +446,22 @@ def without_named(request: str, text: str) -> str:
         not set(stems(a)) - {t for n in _NAME.findall(a) for t in stems(n)} for a in asks
     )
     kept: list[str] = []
-    cut = False
+    cut = told_of = False
+    who = ""  # the name the sentence before was said of, when it went
     for sentence in sentences(without_author(text)):
         if not any(names(a, sentence) for a in asks) and not names(request, sentence):
+            if told_of and _GOES_ON.match(sentence):
+                continue  # "Dad had a fall. He bruised his hip…": the fall's, told on
+            if who and (he := _HE.match(sentence)) and not he[0].lower().startswith("they"):
+                # "Ana lives in Porto. She works as a dentist.": Ana works as a dentist
+                verb = _CONTRACTED[he["verb"].lower()] + " " if he["verb"] else ""
+                sentence = f"{who} {verb}{sentence[he.end() :].strip()}"
             kept.append(sentence)
+            told_of, who = False, ""
             continue
         cut = True
+        named_as = _NAME.search(_subject_of(sentence))
+        who = named_as[1] if named_as else ""
         if named_only:
             # "forget what Ana does": which clause says it cannot be told; "forget Joe"
             # of "My kids are Sam, Lily and Joe" takes him off the list.
@@ -403,7 +479,8 @@ def without_named(request: str, text: str) -> str:
                 named
                 or (gone and (_LINKED.match(p) or _ENDS_BACK.search(p) or _SPEAKS_OF_IT.search(p)))
                 # "He had a fall and bruised his hip": what he did goes with the fall
-                or (told_of and whole != p and HAS_VERB.match(p))
+                # (not what he did at another time: "…and moved in with us in May")
+                or (told_of and whole != p and HAS_VERB.match(p) and not _WHEN_SAID.search(p))
             ):
                 if named:
                     # the thing asked is not what the clause is said of: it is told of

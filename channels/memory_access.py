@@ -17,6 +17,7 @@ from channels.history import BOT_AUTHOR
 from memory_graph import (
     MemoryDraft,
     MemoryGraph,
+    RecallHit,
     chat_memory_tools,
     forget_query,
     memory_tools,
@@ -26,7 +27,7 @@ from memory_graph import (
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
 from tierbot.llm.extraction import classify, is_question
-from tierbot.llm.text import names, stems, without_author, without_named
+from tierbot.llm.text import names, said_of, stems, without_author, without_named
 from tierbot.messages import Message
 
 if TYPE_CHECKING:
@@ -113,7 +114,8 @@ class ChannelMemoryAccess:
         except TimeoutError:
             log.warning("memory.forget_before_indexed", waited=_FORGET_CATCH_UP_SECONDS)
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
-        named = [h for h in hits if names(query, h.content)]
+        # "He also takes amlodipine" is of Dad when the line before it named him.
+        named = [h for h in hits if names(query, h.content) or names(query, _read_of(h, hits))]
         # A question asked is not something told: it is not forgotten with it.
         theirs = [
             h
@@ -190,3 +192,24 @@ class ChannelMemoryAccess:
 
     async def count(self, channel: str) -> int:
         return await self.graph.count(channel)
+
+
+#: How long after a line naming someone a "He …" line of the same person is read as of
+#: them, when a forget looks for what it names.
+_SAID_OF_SECONDS = 900.0
+
+
+def _read_of(hit: RecallHit, hits: list[RecallHit]) -> str:
+    """``hit``'s content with a "He"/"She" it starts with read as whom its author's
+    newest line before it that names someone named (see :func:`said_of`)."""
+    before = [
+        h
+        for h in hits
+        if h.author_id == hit.author_id
+        and h.id != hit.id
+        and 0 < hit.created_at - h.created_at <= _SAID_OF_SECONDS
+    ]
+    for h in sorted(before, key=lambda h: h.created_at, reverse=True):
+        if (read := said_of(hit.content, h.content)) != hit.content:
+            return read  # the newest line before it that names someone it may mean
+    return hit.content

@@ -1678,3 +1678,24 @@ async def test_forget_everything_about_someone_forgets_what_was_said_of_them(
         assert await _memories(rt) == []
         said = await _say(rt, "Forget everything.", "e5")  # still one thing at a time
         assert said.startswith("I can't forget everything at once"), said
+
+
+async def test_a_forget_takes_a_he_line_said_of_whom_it_names(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Forget what Dad takes" left "He also takes amlodipine every morning" in memory
+    (it names no Dad); Mum's line stays, and so does a "He" line after hers."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _tell(
+            rt,
+            [
+                "Dad takes metformin with breakfast.",
+                "He also takes amlodipine every morning.",
+                "Mum takes aspirin.",
+            ],
+        )
+        said = await _say(rt, "Forget what Dad takes.", "f1")
+        assert said.startswith("Done: I forgot"), said
+        left = [str(n["content"]) for n in await _nodes(rt)]
+        assert not [x for x in left if "amlodipine" in x or "metformin" in x], left
+        assert any("aspirin" in x for x in left), left

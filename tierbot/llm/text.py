@@ -268,6 +268,30 @@ def _may_be_his(pronoun: str, asked: str, thing: str) -> bool:
     return not owners & other
 
 
+_NOT_WHO = frozenset("he she they it we you this that also note remember actually".split())
+
+
+def said_of(text: str, before: str) -> str:
+    """``text`` with a "He"/"She" it starts with read as whom ``before`` (the same
+    person's line just before it) named: "He also takes amlodipine" after "Dad takes
+    metformin" is "Dad also takes amlodipine".  Unchanged when it starts otherwise or
+    ``before`` names no one who may be meant ("he" is no "Mum")."""
+    bare = without_author(text)
+    he = _HE.match(bare)
+    if he is None or he[0].lower().startswith("they"):
+        return text
+    other = _HIS_ if he[0].lower().startswith("she") else _HERS
+    who = [
+        n
+        for n in _NAME.findall(without_author(before))
+        if n.lower() not in other and n.lower() not in _NOT_WHO and n.lower() not in STOPWORDS
+    ]
+    if not who:
+        return text
+    verb = _CONTRACTED[he["verb"].lower()] + " " if he["verb"] else ""
+    return f"{who[0]} {verb}{bare[he.end() :].strip()}"
+
+
 # A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
 HAS_VERB = re.compile(
     r"\b(is|are|was|were|am|be|has|have|had|do|does|did|will|can|'s|'re|'m|'ve|'ll|"

@@ -51,7 +51,9 @@ from tierbot.llm.pronouns import people_named, person_named, refers, with_person
 from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import (
     CALENDAR_WORDS,
+    MEN,
     STOPWORDS,
+    WOMEN,
     Overlap,
     names,
     sentences,
@@ -1050,10 +1052,8 @@ def _told_part(e: Evidence) -> Evidence | None:
 # A ticket, a version, a build: a name with a digit in it ("INC-1042", "JIRA-77").
 _TICKET = re.compile(r"\b[A-Z][A-Za-z]*-\d+\b")
 # Who "he" is not, and who "she" is not (as names stem).
-_WOMEN = frozenset(
-    stems("mum mom mother sister wife daughter aunt grandma granny girlfriend niece")
-)
-_MEN = frozenset(stems("dad father brother husband son uncle grandpa grandad boyfriend nephew"))
+_WOMEN = frozenset(t for w in WOMEN for t in stems(w))
+_MEN = frozenset(t for w in MEN for t in stems(w))
 # A line said of someone named before it: "He also takes…", "She also asked for…".
 _HE_SAID = re.compile(r"^\W*(?:he|she|his|her)\b", re.I)
 #: How far back (lines, seconds) a line may be of the ticket a line before it names.

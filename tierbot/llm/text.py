@@ -244,11 +244,11 @@ def names(request: str, text: str) -> bool:
 
 
 # Who "his" or "her" cannot be: the asker ("my NHS number"), or someone of the other sex.
-_HERS = frozenset(
+WOMEN = frozenset(
     "mum mom mother mam sister wife daughter aunt grandma granny grandmother girlfriend niece "
     "she her woman girl lady".split()
 )
-_HIS_ = frozenset(
+MEN = frozenset(
     "dad father papa brother husband son uncle grandpa grandad grandfather boyfriend nephew "
     "he him man boy".split()
 )
@@ -264,7 +264,7 @@ def _may_be_his(pronoun: str, asked: str, thing: str) -> bool:
     same = set(stems(asked)) <= set(stems(thing))
     if same and words[:1] in (["my"], ["our"]) and not owners:
         return False  # "My NHS number": the asker's own
-    other = _HERS if pronoun == "his" else _HIS_ if pronoun == "her" else frozenset()
+    other = WOMEN if pronoun == "his" else MEN if pronoun == "her" else frozenset()
     return not owners & other
 
 
@@ -280,16 +280,20 @@ def said_of(text: str, before: str) -> str:
     he = _HE.match(bare)
     if he is None or he[0].lower().startswith("they"):
         return text
-    other = _HIS_ if he[0].lower().startswith("she") else _HERS
+    other = MEN if he[0].lower().startswith("she") else WOMEN
     who = [
         n
         for n in _NAME.findall(without_author(before))
         if n.lower() not in other and n.lower() not in _NOT_WHO and n.lower() not in STOPWORDS
     ]
-    if not who:
-        return text
+    return _told_of(who[0], he, bare) if who else text
+
+
+def _told_of(who: str, he: re.Match[str], text: str) -> str:
+    """``text``, which starts with ``he`` ("He's", "she"), said of ``who`` instead: "Ben is
+    a nurse" of "he's a nurse"."""
     verb = _CONTRACTED[he["verb"].lower()] + " " if he["verb"] else ""
-    return f"{who[0]} {verb}{bare[he.end() :].strip()}"
+    return f"{who} {verb}{text[he.end() :].strip()}"
 
 
 # A verb: "remember my seat is 14C" says something; "remember my seat number?" asks.
@@ -342,17 +346,6 @@ _SUBJECT_END = re.compile(r"\s*(?:,|\s[-–]\s)")
 _NAME = re.compile(r"\b(?!(?:My|Our|The|His|Her|Their|An)\b)([A-Z][a-z][\w-]*?)(?:'s)?\b")
 # A sentence that goes on telling of what the one before told: "He bruised his hip…".
 _GOES_ON = re.compile(r"^\W*(?:he|she|they|it|this|that|then|afterwards|after that)\b", re.I)
-# A time of its own: "in May", "on Friday", "last year", "at 10".
-_WHEN_SAID = re.compile(
-    r"\b(?:in|on|at|since|until|last|next|this)\s+(?:\d|(?:"
-    + "|".join(
-        "monday tuesday wednesday thursday friday saturday sunday january february march "
-        "april may june july august september october november december week month year "
-        "spring summer autumn winter".split()
-    )
-    + r")\b)",
-    re.I,
-)
 _WH = re.compile(r"^\s*(?:what|where|when|who|whom|which|how|why)\b", re.I)
 # Several things asked to be forgotten at once: "where Ana lives and what she does".
 _AND_ASKED = re.compile(r"\s*(?:,|\band)\s+(?=(?:what|where|when|who|whom|which|how)\b)", re.I)
@@ -393,8 +386,7 @@ def _said_whole(parts: list[str]) -> list[str]:
     out, subject = [], ""
     for p in parts:
         if subject and (he := _HE.match(p)):
-            verb = _CONTRACTED[he["verb"].lower()] + " " if he["verb"] else ""
-            p = f"{subject} {verb}{p[he.end() :].strip()}"
+            p = _told_of(subject, he, p)
         elif subject and HAS_VERB.match(p):
             p = f"{subject} {p}"
         elif subject and _HIS.match(p) and (name := _NAME.search(subject)):
@@ -478,8 +470,7 @@ def without_named(request: str, text: str) -> str:
                 continue  # "Dad had a fall. He bruised his hip…": the fall's, told on
             if who and (he := _HE.match(sentence)) and not he[0].lower().startswith("they"):
                 # "Ana lives in Porto. She works as a dentist.": Ana works as a dentist
-                verb = _CONTRACTED[he["verb"].lower()] + " " if he["verb"] else ""
-                sentence = f"{who} {verb}{sentence[he.end() :].strip()}"
+                sentence = _told_of(who, he, sentence)
             kept.append(sentence)
             told_of, who = False, ""
             continue
@@ -527,6 +518,13 @@ CALENDAR_WORDS = (
     "may june july august september october november december today tomorrow tonight "
     "yesterday"
 ).split()
+# A time of its own: "in May", "on Friday", "last year", "at 10".
+_WHEN_SAID = re.compile(
+    r"\b(?:in|on|at|since|until|last|next|this)\s+(?:\d|(?:"
+    + "|".join([*CALENDAR_WORDS, *"week month year spring summer autumn winter".split()])
+    + r")\b)",
+    re.I,
+)
 
 # Chat shorthand a question may use for a word the answer spells out; text-speak too
 # ("what do u know abt me"), not "r" nor "ya", which are also R and a yes.

@@ -878,3 +878,23 @@ async def test_a_question_put_by_name_in_a_group_is_left_to_them_even_before_the
     assert replies[2] == "OK, dev.", replies[2]
     assert replies[3] == "OK, karen.", replies[3]
     assert "Friday 9 May" in replies[4], replies[4]  # a question to the bot still is
+
+
+async def test_what_else_after_another_question_is_not_told_it_was_all(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What else did I book?" after "What's my hotel confirmation number?" (and "What else
+    is open?" after anything) was answered "That is all I found on that.", as if a list
+    had run out."""
+    replies = await _talk(
+        make_config,
+        [
+            "I booked the Hotel Gracery in Shinjuku, confirmation number GX-55821.",
+            "What's my hotel confirmation number?",
+            "What else did I book?",
+            "What else is open?",
+        ],
+    )
+    assert "GX-55821" in replies[1], replies[1]
+    assert replies[2] == "Nothing else I can see or remember covers that.", replies[2]
+    assert replies[3] == "Nothing else I can see or remember covers that.", replies[3]

@@ -1695,6 +1695,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     for at, q, task, key in asked_each:
         plain = task.replace("\u2019", "'")  # "What’s on my plate?" as "What's…"
         quoted: list[str] = []  # "what else?": what the answer before it quoted
+        goes_on = True  # the "else" goes on from the same question (it may run out)
         if plain.startswith(_ELSE_MARK):
             # "What else?" again and again: none of what the answers since quoted.
             times = 0
@@ -1752,9 +1753,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             and not any(r.search(plain) for r in (_ABOUT_ME, _ABOUT_SOMEONE, _SAID_BY, _MY_TODOS))
         ):
             # "What else did I book?": what the answers since it was first asked did not
-            # quote.
-            quoted = _quoted(" ".join(_answers_since_asked(messages[:at])))
+            # quote.  After another question ("What's my hotel confirmation number?")
+            # nothing found is not "all there is".
+            replies, first = _answers_since_asked(messages[:at])
+            quoted = _quoted(" ".join(replies))
             plain = _ELSE.sub("", plain).replace("  ", " ")
+            goes_on = set(stems(first)) == set(stems(plain))
         pool = candidates(messages[:at], results)
         if quoted:
             pool = [e for e in pool if not any(x in _bare(e.text) for x in quoted)]
@@ -1900,7 +1904,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             # of it say when, and what came after.
             calls.append(ToolCall(f"recall-{key}", "memory_recall", {"query": task, "limit": 5}))
         elif found is None or score < 0.2:
-            answers.append((task, _nothing(failed, ELSE_NOTHING if quoted else UNKNOWN)))
+            said = UNKNOWN if not quoted else ELSE_NOTHING if goes_on else ELSE_UNKNOWN
+            answers.append((task, _nothing(failed, said)))
         else:
             # "What exams do I have?": each of them, the best first.
             quotes = [quoted_with_changes(e, task, pool) for e in [found, *also[:_ALSO_MOST]]]
@@ -1931,16 +1936,17 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     return "\n".join([*notes, *lines]), []
 
 
-def _answers_since_asked(before: Sequence[ChatMessage]) -> list[str]:
+def _answers_since_asked(before: Sequence[ChatMessage]) -> tuple[list[str], str]:
     """The bot's replies since the question that "What else did I book?" goes on from
-    (the newest one asked without "else"), that question's answer included."""
+    (the newest one asked without "else"), that question's answer included; and that
+    question."""
     replies: list[str] = []
     for m in reversed(before):
         if m.role == "assistant" and not m.tool_calls:
             replies.append(m.content)
         elif m.role == "user" and not is_quoted(m.content) and not _ELSE.search(m.content):
-            break
-    return replies
+            return replies, m.content
+    return replies, ""
 
 
 def _in_kind(
@@ -2069,6 +2075,8 @@ _WH_LEAD = re.compile(
 # what was not quoted (a list about someone, or about the asker, is continued instead).
 _ELSE_MARK = "what else: "
 ELSE_NOTHING = "That is all I found on that."
+#: "What else is open?", going on from no question it could run out of.
+ELSE_UNKNOWN = "Nothing else I can see or remember covers that."
 ALL_TODOS = "That is all your to-dos."
 TODOS = "Your to-dos: "
 

@@ -426,10 +426,14 @@ _ANY = frozenset(
 _A_NUMBER = re.compile(r"\d{3,}|\d[\d ()+.-]{3,}\d|\b(?:number|phone|mobile|tel)\b", re.I)
 # Asked how much or how many, and a line giving an amount ("£50", "two dozen", "10mg").
 _HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b|\bwhat\s+(?:does|did|do)\b.*\bcost\b", re.I)
+# Numbers said in words, up to ninety-nine.
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    "fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+    "eighty|ninety"
+)
 _AN_AMOUNT = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"forty|fifty|hundred|thousand|dozen|half|a few|several)\b",
-    re.I,
+    rf"\d|\b(?:{_NUMBER_WORDS}|hundred|thousand|dozen|half|a few|several)\b", re.I
 )
 # Asked what someone does not like or want, and a line saying so.
 _LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
@@ -447,9 +451,8 @@ _NEGATIVE = re.compile(
 # age or a birth, not by any line naming Sam.
 _HOW_OLD = re.compile(r"\bhow old\b|\bage\b", re.I)
 _AN_AGE = re.compile(
-    r"\b(?:is|was|am|are|aged?|turns?|turned|turning|of)\s+(?:\d{1,3}|one|two|three|four|five|"
-    r"six|seven|eight|nine|ten|eleven|twelve|[a-z]+teen|twenty|thirty|forty|fifty|sixty|"
-    r"seventy|eighty|ninety)\b(?![:.]\d|\s*(?:%|(?:st|nd|rd|th|am|pm|feet|foot|ft|cm|kg|km|"
+    rf"\b(?:is|was|am|are|aged?|turns?|turned|turning|of)\s+(?:\d{{1,3}}|{_NUMBER_WORDS})"
+    r"\b(?![:.]\d|\s*(?:%|(?:st|nd|rd|th|am|pm|feet|foot|ft|cm|kg|km|"
     r"miles?|pounds?|euros?|dollars?|quid|percent|minutes?|mins?|hours?|days?|weeks?|"
     r"months?|o'clock|people|of)\b))|"
     r"\b\d{1,3}\s*(?:years?|yrs?|y/?o)\b|\b(?:old|aged|born)\b",

@@ -26,7 +26,7 @@ from memory_graph import (
 )
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
-from tierbot.llm.extraction import classify, is_question
+from tierbot.llm.extraction import classify, is_chitchat, is_question
 from tierbot.llm.text import names, said_of, stems, without_author, without_named
 from tierbot.messages import Message
 
@@ -141,7 +141,8 @@ class ChannelMemoryAccess:
                 forgotten.append({"id": h.id, "type": h.type, "content": h.content})
                 # "Forget where Ana lives" of "My sister Ana lives in Porto and works as
                 # a dentist": that she is a dentist stays.
-                if rest := without_named(query, h.content):
+                rest = without_named(query, h.content)
+                if rest and not is_chitchat(without_author(rest)):  # "… puppy breath? lol"
                     kind = h.type if h.type != "episode" else classify(rest)[0] or "fact"
                     speaker = h.content[: len(h.content) - len(without_author(h.content))]
                     kept.setdefault(rest, (speaker, kind, h.created_at))

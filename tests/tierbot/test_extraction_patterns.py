@@ -193,6 +193,14 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("I play it safe", None),
         ("I speak too fast", None),
         ("I wear many hats lol", None),
+        # News of someone or something: done, or under way; praise of it is not news.
+        ("Arjun twisted his ankle at school today, he'll miss training this week.", "event"),
+        ("Bloom Florist paid INV-041 today!", "event"),
+        ("The plumber fixed the boiler, it was a faulty pump.", "event"),
+        ("We're switching her food to Purina Pro Plan Puppy.", "event"),
+        ("Ollie told me he's moving out at the end of August.", "event"),
+        ("The team played a great game!", None),
+        ("Mum made an amazing lasagna", None),
     ],
 )
 def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:

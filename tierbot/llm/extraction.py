@@ -125,7 +125,7 @@ _REMEMBER = re.compile(
     r"keep in mind|don'?t forget|do not forget|never forget|remind me|save|memorize|memorise|"
     # Typed in a hurry: "pls remeber that…".
     r"remeber|rember|remmber|remembr|rmember|rememebr)"
-    r"(?:\s+(?:also|too|as\s+well))?"
+    r"(?:\s+(?:also|too|as\s+well|please|pls))?"
     r"(?:\s+(?:that|this|the fact that))?\s*[:,-]?\s+(?P<rest>\S.*)$",
     re.I | re.S,
 )
@@ -1010,6 +1010,23 @@ _STANDING_DUE = _Folded(
     r"\bdue (on )?the \d{1,2}(st|nd|rd|th)\b(?! (of )?(jan|feb|mar|apr|may|jun|jul|aug|sep|"
     r"oct|nov|dec))"
 )
+# Something done by a person named, or by someone's or the thing: "Arjun twisted his
+# ankle", "The plumber fixed the boiler", "Bloom Florist paid INV-041" (not "I", "we",
+# "it" or "this": the speaker's own doings and remarks have shapes of their own).
+_NEWS_OF = re.compile(
+    r"^(?:(?:[Tt]he|[Mm]y|[Oo]ur) [a-z]+|(?!(?:I|We|You|They|He|She|It|This|That|There|"
+    r"What|Who|Why|How|Just|So|Well|Also|Still|Maybe|Please|Lol|Haha)\b)[A-Z][a-z]+"
+    r"(?: [A-Z][a-z]+)?) (?:just |finally |already |also )?"
+    r"(?:[a-z]{3,}ed|paid|broke|hurt|sent|gave|won|fell|sold|bought|caught|split|tore|"
+    r"brought|took) "
+    r"(?:his|her|their|my|our|the|a|an|two|three|[A-Z0-9])"
+)
+# A change under way: "Ollie's moving out", "We're switching her food to Purina".
+_CHANGING = re.compile(
+    r"\b(?:is|are|'s|'re) (?:moving (?:out|in|away|to)|switching|changing (?:to|from|"
+    r"his|her|their|our|my)|retiring|quitting|leaving (?:the|his|her|their|us|our|at|on|in))\b",
+    re.I,
+)
 _SO = re.compile(r",?\s+so\s+(?=(?:my|our|the|i|we)\b)|;\s+", re.I)
 
 
@@ -1043,6 +1060,10 @@ def _classify(sentence: str) -> tuple[str | None, float]:
     for kind, importance, pattern in _MORE_SHAPES:
         if pattern.search(s):
             return kind, importance
+    if (_NEWS_OF.match(s) or _CHANGING.search(s)) and not _OPINION.search(s):
+        # "Arjun twisted his ankle at school", "Bloom Florist paid INV-041 today!",
+        # "We're switching her food to Purina": news of someone or something, kept.
+        return "event", 0.5
     if CHANGED.search(s) and len(stems(s)) >= 3:
         # "Tariq moved from Glasgow to Edinburgh", "I quit the library job", "We sold
         # the Honda": what held changed; kept, so an answer can add it.
@@ -1182,6 +1203,14 @@ _ALL_ABOUT = re.compile(
 )
 
 
+_POINTING = re.compile(
+    r"^(?:(?:that|the|this)\s+)?(?:thing|stuff|bit|part)\s+(?:about|of|with)\s+|"
+    r"(?<=\w)\s+(?:thing|stuff)\b(?=\s+(?:for|of|about|with)\b|\s*$)|"
+    r"\s+(?:then|too|as well|please|pls|now)\s*$",
+    re.I,
+)
+
+
 def _why_cut(what: str) -> str:
     """What a forget names, without the reason given after it (a clause of its own:
     "…, Oksana took that over"); a list ("my address, phone and email") stays whole."""
@@ -1219,7 +1248,9 @@ def read_request(text: str) -> Request | None:
     if (m := _DELETE.match(t)) is not None and words(m["rest"]):
         return Request("forget", m["rest"].strip())
     if (m := _FORGET.match(t)) is not None:
-        what = _why_cut(m["rest"].strip().rstrip(".!"))
+        # "that thing about puppy breath", "the discount thing for Kindred then": what
+        # it is about, without the words that only point at it.
+        what = " ".join(_POINTING.sub(" ", _why_cut(m["rest"].strip().rstrip(".!"))).split())
         if not FORGET_ALL.match(what):
             what = _ALL_ABOUT.sub("", what)  # "everything about Tom": Tom
         if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):
@@ -1349,6 +1380,8 @@ def read_correction(text: str) -> Correction | None:
             return None
         if not words(new) and not re.search(r"\d", new):
             return None
+        if re.search(r"\b(?:is|are|was|were|am|be|'s|'re|'m)$", new, re.I):
+            return None  # "sorry my english is not so good": a sentence, no value
         if _OWN_CLAUSE.match(new):
             # "Actually, Grim is a ranger, not a rogue" says all it means: a statement
             # (restating another), not a value to put in a sentence said before.

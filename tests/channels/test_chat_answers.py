@@ -10,10 +10,12 @@ from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
 from tierbot.llm.offline import OfflineProvider
+from tierbot.llm.offline_chat import UNKNOWN
 
 CH = "chat:1"
 MEMORY = {"memory": {"enabled": True}}
-NOTHING = "Nothing I could find covers that."
+# With nothing gone from the view, no lookup further back: the answer is at once.
+NOTHING = UNKNOWN
 
 
 async def _talk(make_config: Callable[..., Config], lines: list[str]) -> list[str]:
@@ -653,10 +655,23 @@ async def test_a_branch_answer_recorded_slowly_is_waited_for_by_drain(
             await asyncio.sleep(0.3)
             await finish(*args, **kwargs)
 
+        # Something of this channel was summarized: the bot looks further back in a
+        # branch (with nothing set aside, the memories would answer in the turn).
+        said_here = [
+            "The coffee machine on the third floor is fixed again, the engineer replaced "
+            f"the pump and the descaler, and says it should last until spring {n}."
+            for n in range(4)
+        ]
+        for i, line in enumerate(said_here):
+            await rt.submit(inbound(here, line, pid=f"h{i}", author="eli"))
+            await rt.drain()
+        await rt.command(inbound(here, "/compact", pid="c1", author="eli"), is_admin=True)
+        await rt.drain()
         monkeypatch.setattr(records, "finish_run", slow_finish)
+        before = len(rt.outbox.sent)
         await rt.submit(inbound(here, "When is the deploy window?", pid="q1", author="eli"))
         await rt.drain()
-        said = [m.text for m in rt.outbox.sent if m.channel == here]
+        said = [m.text for m in rt.outbox.sent[before:] if m.channel == here]
     assert len(said) == 2 and "Friday at 5pm" in said[-1], said
 
 
@@ -898,3 +913,135 @@ async def test_what_else_after_another_question_is_not_told_it_was_all(
     assert "GX-55821" in replies[1], replies[1]
     assert replies[2] == "Nothing else I can see or remember covers that.", replies[2]
     assert replies[3] == "Nothing else I can see or remember covers that.", replies[3]
+
+
+async def test_a_list_and_a_profile_leave_out_what_was_called_off_and_say_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What orders do I have?" listed Jake's cancelled order, and quoted "Later, Jake
+    cancelled his carrot cake order" after Mrs. Patel's and Tom's too; "What do you know
+    about me?" kept the cancelled order.  The cancelled order is left out and the line
+    cancelling it is said once, as the reason; asked of it, the order is quoted with
+    its cancellation after it; a kept order is still listed."""
+    replies = await _talk(
+        make_config,
+        [
+            "New order: Mrs. Patel wants a lemon drizzle cake for Saturday 14 June, £28.",
+            "Note that Tom Becker ordered a chocolate fudge cake for 21 June, price £45.",
+            "Order from Jake Morris: carrot cake, 20 June, £32, with cream cheese frosting.",
+            "Jake cancelled his carrot cake order.",
+            "I have a dentist appointment on Monday at 3pm.",
+            "The dentist appointment is cancelled.",
+            "What orders do I have?",
+            "What do you know about me?",
+            "What did Jake order?",
+            "What appointments do I have?",
+        ],
+    )
+    orders = replies[6]
+    assert "Mrs. Patel" in orders and "Tom Becker" in orders, orders
+    assert "cream cheese" not in orders, orders
+    assert orders.count("Jake cancelled") == 1 and "Not listed, since" in orders, orders
+    assert "carrot cake, 20 June" not in replies[7] and "Tom Becker" in replies[7], replies[7]
+    assert replies[8].index("cream cheese") < replies[8].index("Jake cancelled"), replies[8]
+    assert replies[9].startswith("Nothing that still holds"), replies[9]
+    assert "The dentist appointment is cancelled." in replies[9], replies[9]
+
+
+async def test_a_freelancer_is_answered_at_once_however_the_client_is_named(
+    make_config: Callable[..., Config],
+) -> None:
+    """What a seventh round of new users met, with nothing yet out of view: every miss
+    said "Let me look further back…" first, and then nothing.  "When is the Bloom Florist
+    deadline?" was not answered by "Bloom's deadline" (each word of a name was needed);
+    "Is INV-042 paid?" looked for INV-041 too (read as a typo); "Who is my contact at
+    Northpoint?" skipped "Northpoint's contact is Raj" (someone else's contact); "How
+    much is the job worth?" needed "worth", "When is … due?" "due", "What's happening
+    with …?" "happening"; "Has Bloom paid their invoice?" missed "paid INV-041", the
+    invoice named in the line before."""
+    replies = await _talk(
+        make_config,
+        [
+            "Client one: Bloom Florist, they want a new logo. Contact is Hannah.",
+            "Bloom's deadline is 12 March.",
+            "Northpoint is paying a flat fee of £2,400 for the labels.",
+            "Third is a charity, Kindred Trails, annual report design, deadline end of April.",
+            "I invoiced Bloom Florist £1,150 on 20 February, invoice number INV-041.",
+            "Note that Northpoint's contact is Raj, and he prefers WhatsApp over email.",
+            "Bloom Florist paid INV-041 today!",
+            "Kindred Trails just emailed, the annual report project is cancelled.",
+            "Oh and a new client, Ferro Cycles, wants a website mockup by 2 May.",
+            "I need to chase Northpoint if INV-042 isn't paid by 15 March.",
+            "When is the Bloom Florist deadline?",
+            "Who is my contact at Northpoint?",
+            "Is INV-042 paid?",
+            "How much is the Northpoint job worth?",
+            "What's happening with Kindred Trails?",
+            "When is Ferro Cycles due?",
+            "Has Bloom paid their invoice?",
+            "When is the Acme Widgets deadline?",
+        ],
+    )
+    assert "12 March" in replies[10], replies[10]
+    assert "Raj" in replies[11], replies[11]
+    assert "INV-042 isn't paid" in replies[12] and "INV-041" not in replies[12], replies[12]
+    assert "£2,400" in replies[13], replies[13]
+    assert replies[14].index("annual report design") < replies[14].index("cancelled"), replies[14]
+    assert "2 May" in replies[15], replies[15]
+    assert "paid INV-041" in replies[16], replies[16]
+    assert replies[17] == NOTHING, replies[17]  # at once, and nothing else said first
+
+
+async def test_a_group_of_a_seventh_round_thanks_another_and_introduces_oneself(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Thanks Sarah, that's a huge help" got "You're welcome." from the bot; "Hiya,
+    Ben, Freddie's dad." by Ben greeted him and kept nothing; "sorry my english is not
+    so good" was asked what it corrects; "remember please the agent…" kept "please";
+    "Oh no, Hartwell Barn said…" kept "no,"; "what you know about me?" found nothing."""
+    lines = [
+        ("sarah", "I can drive Leo and Arjun to the away game."),
+        ("priya", "Thanks Sarah, that's a huge help."),
+        ("ben", "Hiya, Ben, Freddie's dad."),
+        ("ben", "sorry my english is not so good"),
+        ("ben", "remember please the agent for the Ancoats flat is called Sophie"),
+        ("emma", "Oh no, Hartwell Barn said the ceremony has to finish by 2pm."),
+        ("emma", "what you know about me?"),
+        ("priya", "Thanks!"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"g{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert "welcome" not in replies[1].lower(), replies[1]
+    assert "you're Ben, Freddie's dad" in replies[2], replies[2]
+    assert "corrects" not in replies[3], replies[3]
+    assert replies[4] == "Noted: the agent for the Ancoats flat is called Sophie.", replies[4]
+    assert replies[5].startswith("Noted: Hartwell Barn said"), replies[5]
+    assert replies[6].startswith("Here is what you told me: Hartwell Barn said"), replies[6]
+    assert replies[7] == "You're welcome.", replies[7]
+
+
+async def test_a_forget_of_that_thing_about_something_keeps_no_chatter(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Forget the discount thing for Kindred then" had nothing to forget ("thing" and
+    "then" were looked for); "Forget that thing about puppy breath" said "about thing
+    about" and kept "lol" as a memory of its own."""
+    replies = await _talk(
+        make_config,
+        [
+            "Remember that Kindred Trails get a 20% charity discount on my day rate.",
+            "Forget the discount thing for Kindred then.",
+            "Do Kindred Trails get a discount?",
+            "Honestly, puppy breath is the best thing ever. lol",
+            "Forget that thing about puppy breath.",
+            "What do you know about me?",
+        ],
+    )
+    assert replies[1].startswith("Done: I forgot"), replies[1]
+    assert "20%" not in replies[2], replies[2]
+    assert replies[4] == "Done: I forgot what you told me about puppy breath.", replies[4]
+    assert "lol" not in replies[5], replies[5]

@@ -128,7 +128,7 @@ _PERSONAL, _MENTIONED = _SAVABLE[:5], _SAVABLE[5:]
 _SAVES_PER_MESSAGE = 3
 
 _ABOUT_ME = re.compile(
-    r"\b(what (else )?do you (know|remember) (about|of) me|what have i told you|"
+    r"\b(what (else )?(do )?(you|u) (know|remember) (about|of) me|what have i told you|"
     r"tell me (about|what you know about) (me|myself)|what do you know about myself|"
     r"(tell me |list )?(everything|all|what else) (do )?you (know|remember) (about|of) me)\b",
     re.I,
@@ -174,7 +174,7 @@ _NATIONALITIES = frozenset(
 )
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
-    r"^\s*(?:(?:actually|also|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
+    r"^\s*(?:(?:actually|also|oh no|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
     r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|hmm+|um+|erm+|uh+|then|"
     r"change of plans?|quick update|heads up|(?:please\s+)?note that|for the record|"
     rf"{RESTATING}|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
@@ -193,6 +193,8 @@ _THANKS = re.compile(
     r"(thanks|thank you|thx|thnx|tysm|tyvm|ty|cheers|much appreciated)\b",
     re.I,
 )
+# Whom thanks are for, when named: "Thanks Sarah", "thank you so much, Ben".
+_THANKED = re.compile(r"[\s,]+(?:so much,?\s+|a lot,?\s+)?([A-Z][a-z]+)\b(?!')")
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
 
@@ -484,7 +486,21 @@ _DATED = re.compile(
 )
 # Asked when someone is back, and a statement saying until when they are away.
 _BACK = frozenset(stems("back return returns returning home"))
+# "What's happening with Kindred Trails?", "any news on the boiler?": anything of it.
+_NEWS = frozenset(stems("happening happened news latest update status"))
+# What a date answers as well as the word: "When is Ferro Cycles due?".
+_DUE = frozenset(stems("due deadline"))
+_BY_DATE = re.compile(
+    r"\b(?:by|before|no later than)\s+(?:the\s+)?(?:\d|(?:next\s+)?(?:"
+    + "|".join(CALENDAR_WORDS)
+    + r")\b)",
+    re.I,
+)
+# Words of what something costs, each another's: "How much is the job worth?".
+_MONEY = frozenset(stems("cost costs price fee fees worth pay paying paid charge rate bill"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
+# A name of several capitalised words, not the question's first: "Bloom Florist".
+_WHOLE_NAME = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+(?:\s+[A-Z][\w-]+)+")
 # Not names, though capitalised or before "'s": the bot, "Let's".
 _NOT_ASKED_NAMES = frozenset({"tierbot", "let"})
 
@@ -508,15 +524,23 @@ class _Asked:
     against: bool = False  # asks what someone does not like or want
     liking: bool = False  # asks what someone likes
     amount: bool = False  # asks how much or how many
+    # One name of several words ("Bloom Florist"): any of them names it ("Bloom's").
+    whole: tuple[frozenset[str], ...] = ()
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
-        named = {
-            t
+        each = [
+            frozenset(overlap.query_stems(m.group(0)))
             for m in _NAMED.finditer(question)
             if m.group(0).lower() not in _NOT_ASKED_NAMES
-            for t in overlap.query_stems(m.group(0))
-        }
+        ]
+        named = {t for ts in each for t in ts}
+        whole = [
+            frozenset(t for w in m.group(0).split() for t in overlap.query_stems(w)) & named
+            for m in _WHOLE_NAME.finditer(question)
+        ]
+        # A name said alone is a name of its own; of several words, one.
+        alone = [ts for ts in each if not any(ts <= w and len(w) > len(ts) for w in whole)]
         about = _ABOUT.search(question)
         kind = _WHAT_KIND.match(question)
         return cls(
@@ -537,6 +561,7 @@ class _Asked:
             _NOT_LIKE.search(question) is not None,
             _LIKING.search(question) is not None and _NOT_LIKE.search(question) is None,
             _HOW_MUCH.search(question) is not None,
+            tuple(frozenset(ts) for ts in {*alone, *(w for w in whole if len(w) > 1)} if ts),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -563,14 +588,18 @@ class _Asked:
             return False  # "What do I not like?" is not "I like Duolingo"
         if self.liking and not _LIKING.search(_NOT_LIKED.sub(" ", e.text)):
             return False  # "What do I like?" is not "I don't like olives"
-        for name in self.names:
-            if name not in have and not any(_same_name(name, h) for h in have):
+        for name in self.whole:
+            if not any(n in have or any(_same_name(n, h) for h in have) for n in name):
                 return False
         # Naming whom is asked about is not enough when the question asks a detail the
         # statement never mentions: "Elif is vegetarian" does not answer "What is Elif
         # afraid of?", nor "My sister Ana lives in Madrid" "When is Ana's birthday?".
-        detail = self.words - self.names - _ASKED_OF_IT
+        detail = self.words - self.names - _ASKED_OF_IT - _NEWS
         dated = self.when and _DATED.search(e.text) is not None  # "turns 40 on 2025-09-14"
+        if dated and _BY_DATE.search(e.text):
+            detail -= _DUE  # "When is Ferro Cycles due?": "wants a mockup by 2 May"
+        if self.amount and self.words & _MONEY and have & _MONEY and _AN_AMOUNT.search(e.text):
+            detail = frozenset()  # "How much is the Northpoint job worth?": "… a fee of £2,400"
         # "Who is covering for Lucia?" is answered by a line naming someone else too:
         # "Lucia's replacement during leave is Omar".
         someone = self.who and bool(_proper(e.text) - self.names)
@@ -583,7 +612,7 @@ class _Asked:
         # "Margaret wants to take them to the railway" may answer "What does Margaret want
         # to do with the kids?": "them" may be the kids.
         them = bool(self.names) and self.names <= have and _OBJECT_PRONOUN.search(e.text)
-        if self.about and not self.about & have and not dated and not them:
+        if self.about - _NEWS and not self.about & have and not dated and not them:
             return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
@@ -602,7 +631,11 @@ class _Asked:
         said_of = [m[1] for m in subjects if m is not None]
         if self.mine and any(_someone_else(x) for x in said_of):
             return False  # "Where do I live?" is not answered by "Mum lives at …"
-        if self.my_thing and said_of and all(_named_whose(x) for x in said_of):
+        if (
+            self.my_thing
+            and said_of
+            and all(_named_whose(x) and not _whose(x) & self.names for x in said_of)
+        ):
             return False  # "my husband's name" is not "Claire's husband is called Mark"
         if self.kind and not self.about and any(self._said_of_another(x) for x in said_of):
             return False  # "What car do I drive?" is not "The car insurance renewal is…"
@@ -649,6 +682,12 @@ def _named_whose(subject: str) -> bool:
     return m is not None and not Overlap.stems(m[0].split("'")[0]) & _FAMILY
 
 
+def _whose(subject: str) -> set[str]:
+    """The stems of the name ``subject`` says it is of ("Northpoint's contact": northpoint)."""
+    m = _WHOSE.match(subject)
+    return Overlap.stems(m[0].split("'")[0]) if m else set()
+
+
 def _someone_else(subject: str) -> bool:
     """Whether a statement's subject is another person: a relative or a name."""
     return bool(Overlap.stems(subject) & _FAMILY) or any(
@@ -685,6 +724,13 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         return max(stopped, key=lambda e: e.when or 0.0)
     if found.when is None:
         return None
+    # "The annual report project is cancelled" after "Kindred Trails, annual report
+    # design, deadline end of April".
+    by = retired_by(pool)
+    if (off := next((r for s in sentences(found.text) if (r := by(found, s))), None)) and (
+        any(_cancelled(s) for s in sentences(off.text))
+    ):
+        return off
     subject = _SUBJECT.match(_LEAD.sub("", found.text))
     about = set(stems(subject[1])) - {"my", "your", "our"} if subject else set()
     # A move is the mover's: "I moved" updates "I live in…", not "Ana lives in…".
@@ -748,10 +794,19 @@ def _same_said(a: str, b: str) -> bool:
 
 def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     """What ``found`` restates, when it says it does ("Correction: butter is £6.40 per
-    kilo" of "Butter comes from Yeo Valley at £6.20 per kilo"): the newest such line of
-    the same author, or None."""
-    if found.when is None or not _restates(found.text):
+    kilo" of "Butter comes from Yeo Valley at £6.20 per kilo"), or calls off ("Jake
+    cancelled his carrot cake order" of "Order from Jake Morris: carrot cake"): the
+    newest such line of the same author, or None."""
+    if found.when is None:
         return None
+    restates = _restates(found.text)
+    if not restates and not any(_cancelled(sent) for sent in sentences(found.text)):
+        return None
+    by = retired_by(pool)  # "Jake cancelled his carrot cake order": what was ordered
+
+    def ends(e: Evidence, sent: str) -> bool:
+        return _replaces(found, sent) if restates else by(e, sent) is found
+
     earlier = [
         e
         for e in pool
@@ -760,7 +815,7 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
         and e.when < found.when
         and not is_question(e.text)
         and not _part_of(e.text, found.text)
-        and any(_replaces(found, sent) for sent in sentences(e.text))
+        and any(ends(e, sent) for sent in sentences(e.text))
     ]
     return max(earlier, key=lambda e: e.when or 0.0) if earlier else None
 
@@ -786,8 +841,16 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     changing = e.text
     if not (CHANGED.search(e.text) or _no_longer(e.text)):
         changing = next((c for c in re.split(r"[,;]\s+", e.text) if _NOW.search(c)), e.text)
-    if _proper(found.text) & _proper(changing):
+    named, naming = _proper(found.text), _proper(changing)
+    # "the Bloom deadline has moved to 19 March" changes no "Bloom paid INV-041" (what it
+    # is said of, not who did it: "the doctor changed his amlodipine to 10mg").
+    thing = _THING_CHANGED.match(_LEAD.sub("", changing))
+    if thing and (what := set(stems(thing[1])) - STOPWORDS - naming) and not what & said:
+        return False
+    if named & naming:
         return True
+    if named and naming:
+        return False  # "Jake cancelled his cake order" changes no order of Mrs. Patel's
     if _NOW.search(e.text) and len(said & set(stems(changing)) - _NOT_SAID) >= 2:
         return True  # "George's pills are at 9am now" after "George takes his pills at 8am"
     # (A month both give is no thing in common: "activate it on 7 April", "the ryokan
@@ -796,6 +859,11 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     if CHANGED.search(e.text) and len(common) >= 2:
         return True  # "the doctor changed his amlodipine to 10mg, not 5mg"
     return mine and bool(_I_SAID.search(e.text)) and bool(common)
+
+
+_THING_CHANGED = re.compile(
+    r"^\s*(?:the|my|our|your)\s+([\w' -]{2,40}?)\s+(?:is|are|was|were|has|have|had)\b", re.I
+)
 
 
 def _proper(text: str) -> set[str]:
@@ -921,50 +989,101 @@ def _no_longer(text: str) -> list[tuple[bool, set[str]]]:
 
 def retired(pool: Sequence[Evidence]) -> Callable[[Evidence, str], bool]:
     """Whether a sentence of an evidence in ``pool`` was said to hold no more by its
-    author later: "I live in Porto" or "I drink coffee every morning" after "I don't
+    author later: see :func:`retired_by`."""
+    by = retired_by(pool)
+    return lambda e, sent: by(e, sent) is not None
+
+
+def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence | None]:
+    """The later line of its author in ``pool`` saying a sentence of an evidence holds
+    no more, or None: "I live in Porto" or "I drink coffee every morning" after "I don't
     live in Porto anymore, I moved to Lisbon" and "I no longer drink coffee"; "I live
-    in Porto" after "I moved to Lisbon".  "My wife works at the bank" is not what "I
+    in Porto" after "I moved to Lisbon"; "Order from Jake Morris: carrot cake" after
+    "Jake cancelled his carrot cake order".  "My wife works at the bank" is not what "I
     don't work at the bank anymore" stopped.  (An answer quotes such a sentence when it
     fits best, and adds what was said later: :func:`said_later`.)"""
-    stopped: list[tuple[str, float | None, str, tuple[bool, set[str]]]] = []
-    moved: list[tuple[str, float | None, str]] = []
+    stopped: list[tuple[Evidence, tuple[bool, set[str]]]] = []
+    moved: list[Evidence] = []
     restated: list[Evidence] = []
+    called_off: list[tuple[Evidence, set[str], set[str]]] = []
     for e in pool:
         if is_question(e.text):
             continue
         if _RESTATED.match(e.text) or CHANGED.search(e.text):
             restated.append(e)
         for sent in sentences(e.text):
-            stopped += [(e.author, e.when, e.text, gone) for gone in _no_longer(sent)]
+            stopped += [(e, gone) for gone in _no_longer(sent)]
             if _I_SAID.search(sent) and _MOVED_TO.search(sent):
-                moved.append((e.author, e.when, e.text))
+                moved.append(e)
+            called_off += [(e, *what) for what in _cancelled(sent)]
 
-    def later(e: Evidence, when: float | None, text: str) -> bool:
-        return not _same_said(text, e.text) and (
-            e.when is None or (when is not None and when > e.when)
+    def later(e: Evidence, r: Evidence) -> bool:
+        return not _same_said(r.text, e.text) and (
+            e.when is None or (r.when is not None and r.when > e.when)
         )
 
-    def gone(e: Evidence, sent: str) -> bool:
+    def by(e: Evidence, sent: str) -> Evidence | None:
         said = set(stems(sent))
         if not said:
-            return False
+            return None
         mine = bool(_I_SAID.search(sent))
-        if any(
-            who == e.author and later(e, when, text) and of_me == mine and what <= said
-            for who, when, text, (of_me, what) in stopped
-        ):
-            return True
-        if any(
-            r.author == e.author and later(e, r.when, r.text) and _replaces(r, sent)
-            for r in restated
-        ):
-            return True
+        for r, (of_me, what) in stopped:
+            if r.author == e.author and later(e, r) and of_me == mine and what <= said:
+                return r
+        for r in restated:
+            if r.author == e.author and later(e, r) and _replaces(r, sent):
+                return r
+        for r, what, who in called_off:
+            # "Jake cancelled his carrot cake order" of "Order from Jake Morris: carrot
+            # cake, …": most of what was called off, and whoever called it off.
+            if (
+                r.author == e.author
+                and later(e, r)
+                and who <= said
+                and 2 * len(what & said) >= len(what) + (len(what) > 1)
+            ):
+                return r
         lives = _I_SAID.search(sent) and _MOVED.search(sent) and not _MOVED_TO.search(sent)
-        return bool(lives) and any(
-            who == e.author and later(e, when, text) for who, when, text in moved
-        )
+        if lives:
+            return next((r for r in moved if r.author == e.author and later(e, r)), None)
+        return None
 
-    return gone
+    return by
+
+
+# "Jake cancelled his carrot cake order", "we called off the trip to Rome": what was
+# called off, after the word that says so.
+_CALLED_OFF = re.compile(
+    r"\b(?:cancell?ed|cancels|called\s+off|calls\s+off|scrapped)\s+"
+    r"(?:(?:my|the|our|his|her|their|this|that)\s+)?(?P<what>[^,.;:!?]{2,60})",
+    re.I,
+)
+_IS_CALLED_OFF = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:so|and|but)\s+)(?:(?:the|my|our|his|her|their|this|that)\s+)?"
+    r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+"
+    r"(?:now\s+|just\s+|been\s+)?(?:cancell?ed|called\s+off|scrapped)\b",
+    re.I,
+)
+_CALLED_OFF_END = re.compile(r"\s+(?:for|because|since|so|and|but|as|after|due)\b.*$", re.I)
+
+
+def _cancelled(sent: str) -> list[tuple[set[str], set[str]]]:
+    """What ``sent`` says was called off: the stems of the thing, and the names said
+    with it ("Jake cancelled his carrot cake order" -> ({carrot, cake, order}, {jake}));
+    [] when it calls nothing off ("She cancelled" says nothing of what)."""
+    if NO_LONGER.search(sent) or is_question(sent):
+        return []
+    found = []
+    for m in _CALLED_OFF.finditer(sent):
+        what = set(stems(_CALLED_OFF_END.sub("", m["what"]))) - STOPWORDS - _WEEKDAYS
+        if what:
+            found.append((what, _proper(sent[: m.start()])))
+    if (passive := _IS_CALLED_OFF.search(sent)) is not None:
+        # "Saturday's match is cancelled": the thing is said before.
+        what = set(stems(passive["what"])) - STOPWORDS - _WEEKDAYS
+        if what:
+            found.append((what, set()))
+    return found
 
 
 # What comes before the question itself: "Quick one - ", "Hey Tierbot, ", "Let's see, ".
@@ -974,6 +1093,8 @@ _LEADING = re.compile(
     re.I,
 )
 
+#: A list whose every line was said to hold no more (what says so follows).
+NONE_CURRENT = "Nothing that still holds, as far as I know."
 #: How the list of what someone told opens.
 ABOUT_YOU = "Here is what you told me: "
 #: How the rest of it opens, when asked "what else?".
@@ -1071,6 +1192,12 @@ def _thread_of(pool: Sequence[Evidence], k: int, overlap: Overlap) -> set[str]:
     e, out = pool[k], set[str]()
     if e.when is None:
         return out
+    if named := set(_TICKET.findall(e.text)):
+        # "Bloom Florist paid INV-041 today!" is of "I invoiced Bloom Florist £1,150,
+        # invoice number INV-041": what the line first naming the ticket said of it.
+        first = next((x for x in pool[:k] if named & set(_TICKET.findall(x.text))), None)
+        if first is not None:
+            out.update(overlap.query_stems(first.text))
     for before in reversed(pool[max(0, k - _THREAD_LINES) : k]):
         if _TICKET.search(e.text):
             break  # it names its own
@@ -1235,6 +1362,35 @@ _STOPPED = re.compile(r"\b(?:stopped|quit|dropped|ditched|gave up)\b", re.I)
 _DOING = re.compile(
     r"\b(?:do|does|did)\s+(we|I|you|they|he|she|[A-Z][\w-]+)\s+(?:\w+ly\s+)?([a-z]{3,})\b"
 )
+
+
+def _current(
+    question: str, items: Sequence[Evidence], pool: Sequence[Evidence]
+) -> tuple[list[Evidence], list[Evidence]]:
+    """Of the lines listed for ``question``, those that still hold, and the lines of
+    ``pool`` saying the others hold no more ("Jake cancelled his carrot cake order" of
+    "Order from Jake Morris: carrot cake"): a line saying so is no item of the list."""
+    by = retired_by(pool)
+    asked = set(stems(question))
+
+    def gone(e: Evidence) -> Evidence | None:
+        sents = sentences(e.text)
+        said = [s for s in sents if asked & set(stems(s))] or sents
+        why = [by(e, s) for s in said]
+        return why[0] if why and all(why) else None
+
+    retiring = [r for e in pool for s in sentences(e.text) if (r := by(e, s)) is not None]
+    kept: list[Evidence] = []
+    since: list[Evidence] = []
+    for e in items:
+        why = gone(e)
+        if why is not None or any(r is e or _same_said(r.text, e.text) for r in retiring):
+            why = why or e
+            if not any(_same_said(why.text, x.text) for x in since):
+                since.append(why)
+        else:
+            kept.append(e)
+    return kept, since
 
 
 def _listed_quotes(quotes: list[str]) -> str:
@@ -1657,7 +1813,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
 
     # Saving and forgetting come first: what is answered next may depend on it.
     if not any(c.name in _MEMORY_TOOLS for c in asked.values()):
-        saves = [c for at, m in people for c in _plan_saves(at, m, tools, messages[:at])]
+        saves = [
+            c for at, m in people for c in _plan_saves(at, _self_named(m), tools, messages[:at])
+        ]
         if saves:
             return "", saves
     notes = _memory_notes(results, asked)
@@ -1670,7 +1828,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         and not _asks_someone_else(m, messages[:at])
     ]
     if not questions and not done:
-        return _statement_reply(messages, people, notes, results), []
+        told = [(at, _self_named(m)) for at, m in people]
+        return _statement_reply(messages, told, notes, results), []
 
     started = {
         str(asked[m.tool_call_id].arguments.get("task"))
@@ -1763,6 +1922,14 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = _ELSE.sub("", plain).replace("  ", " ")
             goes_on = set(stems(first)) == set(stems(plain))
         pool = candidates(messages[:at], results)
+        # Only what left the view (a summary or a note says so) needs looking further
+        # back; with nothing gone, the memories answer in this turn, or nothing does.
+        set_aside = any(
+            b.source in ("summary", "note")
+            for m in messages[:at]
+            if m.role == "user" and is_quoted(m.content)
+            for b in blocks(m.content)
+        )
         if quoted:
             pool = [e for e in pool if not any(x in _bare(e.text) for x in quoted)]
         tried = {
@@ -1897,7 +2064,13 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             # "Who is coming on Friday?" quoted Zoe's line; "And where from?" asks it of
             # that line: it answers when it says where ("from Lyon").
             found, score = just, 1.0
-        if score < 0.34 and "branch" in tools and "branch" not in tried and not strict:
+        if (
+            score < 0.34
+            and "branch" in tools
+            and "branch" not in tried
+            and not strict
+            and set_aside
+        ):
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
@@ -1910,9 +2083,16 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             said = UNKNOWN if not quoted else ELSE_NOTHING if goes_on else ELSE_UNKNOWN
             answers.append((task, _nothing(failed, said)))
         else:
-            # "What exams do I have?": each of them, the best first.
-            quotes = [quoted_with_changes(e, task, pool) for e in [found, *also[:_ALSO_MOST]]]
-            answers.append((task, _listed_quotes(quotes)))
+            # "What exams do I have?": each of them, the best first; "What orders do I
+            # have?" leaves out the order its author said later was cancelled.
+            items, gone = [found, *also], list[Evidence]()
+            if _MANY.match(plain):
+                items, gone = _current(plain, items, pool)
+            quotes = [quoted_with_changes(e, task, pool) for e in items[: 1 + _ALSO_MOST]]
+            listed = _listed_quotes(quotes) if quotes else NONE_CURRENT
+            if gone:
+                listed += " Not listed, since " + " Also, ".join(r.quoted() for r in gone)
+            answers.append((task, listed))
     if calls:
         return "", calls
     for task, answer in done.items():  # branches that came back for earlier questions
@@ -1937,6 +2117,26 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         lines = [f"«{asked_}» {answer}" for asked_, answer in answers]
         lines += [f"«{shown.get(task, task)}» {HOLDING}" for task in waiting]
     return "\n".join([*notes, *lines]), []
+
+
+def _self_named(m: ChatMessage) -> ChatMessage:
+    """``m`` with its author's own name after a greeting read as an introduction: "Hiya,
+    Ben, Freddie's dad." by Ben is "Hiya, Ben here, Freddie's dad." (a name after a
+    greeting is otherwise whom it greets: "Hey Dana, …")."""
+    if m.role != "user" or not m.name or is_quoted(m.content):
+        return m
+    own = _OWN_NAME.match(m.content)
+    if own is None or own["name"].lower() != m.name.split()[0].lower():
+        return m
+    return replace(m, content=f"{m.content[: own.end('name')]} here{m.content[own.end('name') :]}")
+
+
+# A greeting, a name, then more of the sentence: "Hiya, Ben, Freddie's dad."
+_OWN_NAME = re.compile(
+    r"^\W*(?:hi|hiya|hey|hello|morning|evening|good (?:morning|afternoon|evening))\b[\s,!]*"
+    r"(?P<name>[A-Z][\w'-]+)(?=\s*,\s*\S)",
+    re.I,
+)
 
 
 def _answers_since_asked(before: Sequence[ChatMessage]) -> tuple[list[str], str]:
@@ -2379,7 +2579,10 @@ def _statement_reply(
             "and I'll note it."
         )
     if not parts:
-        if _THANKS.match(rest):
+        thanks = _THANKS.match(rest)
+        # "Thanks Sarah, that's a huge help": not the bot's to answer.
+        to = _THANKED.match(rest[thanks.end() :]) if thanks else None
+        if thanks and (to is None or to[1].lower() in _NOT_ADDRESSED | STOPWORDS):
             parts.append("You're welcome.")
         else:
             parts.append(f"OK, {name}." if name else "OK.")

@@ -654,8 +654,8 @@ class Overlap:
         for word in words(spelled):
             word = word.removesuffix("'s")  # "wief's name"
             t = _VARIANTS.get(_stem(word), _stem(word))
-            if len(word) < 4 or t not in q:
-                continue
+            if len(word) < 4 or t not in q or any(c.isdigit() for c in word):
+                continue  # (a number or an id is no typo of another: INV-042, INV-041)
             # Compared as written ("grage" is one typo from "garage", not from its stem).
             # A word spelled right may be what a document misspelled ("databases" for
             # "databses"), never another word ("docker" is not a typo of "locker").

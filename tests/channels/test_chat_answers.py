@@ -1045,3 +1045,94 @@ async def test_a_forget_of_that_thing_about_something_keeps_no_chatter(
     assert "20%" not in replies[2], replies[2]
     assert replies[4] == "Done: I forgot what you told me about puppy breath.", replies[4]
     assert "lol" not in replies[5], replies[5]
+
+
+async def test_a_puppy_is_asked_after_by_name_weight_food_and_vet(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What's my puppy's name?" quoted the line about her food ("puppy's" was taken
+    for a name every answer must hold, and "Her name is Biscuit" does not); "How much
+    does Biscuit weigh?" found nothing ("She weighed…" was not of Biscuit, the line
+    naming her starting "Her"); "She's now 4.1 kg" did not follow "She weighed 3.2 kg",
+    nor "We're switching her food to Purina" "She eats Royal Canin"; "Who is our vet?"
+    added "Later, «she's allergic to chicken, the vet thinks»"."""
+    replies = await _talk(
+        make_config,
+        [
+            "Her name is Biscuit, she's a 9 week old cocker spaniel.",
+            "She weighed 3.2 kg at the breeder's.",
+            "Our vet is Dr Amelia Fox at Riverside Veterinary Clinic.",
+            "She eats Royal Canin Puppy, 4 small meals a day.",
+            "Puppy classes start on 6 May at Pawsitive Steps.",
+            "She's now 4.1 kg at the vet weigh-in today.",
+            "We're switching her food to Purina Pro Plan Puppy because Royal Canin upset her.",
+            "Don't forget she's allergic to chicken, the vet thinks.",
+            "What's my puppy's name?",
+            "How much does Biscuit weigh?",
+            "What food does she eat?",
+            "Who is our vet?",
+            "When do puppy classes start?",
+        ],
+    )
+    assert "Her name is Biscuit" in replies[8], replies[8]
+    assert replies[9].index("3.2 kg") < replies[9].index("4.1 kg"), replies[9]
+    assert replies[10].index("Royal Canin Puppy") < replies[10].index("Purina"), replies[10]
+    assert "Amelia Fox" in replies[11] and "chicken" not in replies[11], replies[11]
+    assert "6 May" in replies[12] and "Purina" not in replies[12], replies[12]
+
+
+async def test_a_wedding_group_puts_questions_to_each_other_and_takes_on_work(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Ben can you take them?" (no comma after the name) was answered by the bot with a
+    line about shirt sizes; "I'm doing flowers and the cake, Rosa can you handle the
+    photographer?" kept nothing of what Emma takes on; "I'm Rosa, your planner" was said
+    back as "you're Rosa, your planner"; "Yes I'll drive…" as "Yes you'll drive…"; a
+    to-do with no time was told "I can't send reminders at a set time"."""
+    lines = [
+        ("rosa", "Hi both! I'm Rosa, your planner."),
+        ("ben", "Arjun takes a youth small shirt."),
+        (
+            "sarah",
+            "I can't drive on Sunday anymore, my car's in the garage. Ben can you take them?",
+        ),
+        ("ben", "Yes I'll drive Leo and Arjun on Sunday no problem."),
+        ("emma", "I'm doing flowers and the cake, Rosa can you handle the photographer?"),
+        ("josh", "Remind me to pay the venue deposit by 1 March."),
+        ("rosa", "What is Emma doing?"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"w{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert replies[0].endswith("Noted: you're Rosa, the planner."), replies[0]
+    assert replies[2] == "Noted: you can't drive on Sunday anymore, your car's in the garage."
+    assert replies[3] == "Noted: you'll drive Leo and Arjun on Sunday no problem.", replies[3]
+    assert replies[4] == "Noted as a to-do: you're doing flowers and the cake.", replies[4]
+    assert "I can't send reminders at a set time" in replies[5], replies[5]
+    assert "flowers and the cake" in replies[6], replies[6]
+
+
+async def test_a_landlord_lists_his_flats_and_finds_the_plumbers_phone_number(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Which flats do I have?" left out "Flat 1 is on Ashby Road, flat 2 is…" (its
+    "Flat" read as a person's name, "Flat 1" as a flat qualifying a "1"); "What's my
+    plumber's phone number?" found nothing ("phone" was a detail the line must hold)."""
+    replies = await _talk(
+        make_config,
+        [
+            "I rent out three flats and I keep losing track of things.",
+            "Flat 1 is on Ashby Road, flat 2 is above the bakery on Mill Lane.",
+            "My plumber is Dave Kettering, his number is 07700 900417.",
+            "Dave fixed the boiler, it was a faulty pump.",
+            "Which flats do I have?",
+            "What's my plumber's phone number?",
+            "What's my accountant's phone number?",
+        ],
+    )
+    assert "three flats" in replies[4] and "Ashby Road" in replies[4], replies[4]
+    assert "07700 900417" in replies[5], replies[5]
+    assert replies[6] == NOTHING, replies[6]

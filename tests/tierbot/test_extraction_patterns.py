@@ -201,6 +201,11 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("Ollie told me he's moving out at the end of August.", "event"),
         ("The team played a great game!", None),
         ("Mum made an amazing lasagna", None),
+        # A share of the work taken on, a "yes" before it or not; how one is doing is not.
+        ("I'm doing flowers and the cake.", "todo"),
+        ("Yes I'll bring the oranges and the first aid kit.", "todo"),
+        ("Yeah, I'm handling the music.", "todo"),
+        ("I'm doing great", None),
     ],
 )
 def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:

@@ -858,7 +858,8 @@ CHANGED = re.compile(
     r"(?:job|role|position|team|company|firm|band|club|course|school)\b|"
     r"\b(?:sold|gave\s+away|got\s+rid\s+of|cancell?ed|called\s+off|postponed)\s+"
     r"(?:my|the|our|his|her|their)\s+\w+|"
-    r"\b(?:switched|changed|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?(?:from|to)\b",
+    r"\b(?:switched|switching|changed|changing|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?"
+    r"(?:from|to)\b",
     re.I,
 )
 # "… no longer …", "… not … anymore": something that held and stopped (the chat reads it
@@ -884,7 +885,8 @@ def _unsaid(m: re.Match[str]) -> str:
 #: "Actually, swap that: …"); the chat reads them too.
 RESTATING = r"correction|update|(?:swap|change|scratch|update|correct) that"
 _FILLER = re.compile(
-    rf"^(?:(?:sorry|oops|whoops|no wait|wait|actually|{RESTATING})\b[,:;!.-]*\s+)+", re.I
+    rf"^(?:(?:sorry|oops|whoops|no wait|wait|actually|yes|yeah|yep|{RESTATING})\b[,:;!.-]*\s+)+",
+    re.I,
 )
 
 
@@ -978,7 +980,11 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         0.7,
         _Folded(
             r"^(i'?ll|i will) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
-            r"pay for|make|cook|bake|print|order|drive|collect|arrange) \w"
+            r"pay for|make|cook|bake|print|order|drive|collect|arrange|do|handle|"
+            r"take care of|sort out) \w|"
+            # "I'm doing flowers and the cake": a share of the work taken on.
+            r"^(i'?m|i am) (also )?(doing|handling|taking care of|sorting( out)?|"
+            r"organi[sz]ing|in charge of|looking after) (the|a|an|our|[a-z]+s\b|[a-z]+ and )"
         ),
     ),
     # "The pond will go by the greenhouse", "Bed one will be potatoes": where a thing goes.
@@ -1432,6 +1438,8 @@ def corrected(sentence: str, fix: Correction) -> str | None:
 
 
 _SECOND_PERSON = (
+    # "I'm Rosa, your planner", said to the others: theirs is not the listener's own.
+    (r"\byour\b", "the"),
     (r"^call me(?= \S+[.!]?$)", "you go by"),
     (r"\bI am\b", "you are"),
     (r"\bI'm\b", "you're"),

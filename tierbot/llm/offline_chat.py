@@ -174,7 +174,8 @@ _NATIONALITIES = frozenset(
 )
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
-    r"^\s*(?:(?:actually|also|oh no|oh|and|btw|by the way|fyi|just so you know|so|well|ok|okay|"
+    r"^\s*(?:(?:actually|also|oh no|oh|yes|yeah|yep|and|btw|by the way|fyi|just so you know|"
+    r"so|well|ok|okay|"
     r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|hmm+|um+|erm+|uh+|then|"
     r"change of plans?|quick update|heads up|(?:please\s+)?note that|for the record|"
     rf"{RESTATING}|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
@@ -408,7 +409,10 @@ _YES_NO = re.compile(
 # What is asked of a thing rather than which thing: "my landlord's number" is answered
 # by "My landlord's phone is …".
 _ASKED_OF_IT = frozenset(
-    stems("number name called age old colour color time date day year birthday born birth")
+    stems(
+        "number phone mobile name called age old colour color time date day year birthday born "
+        "birth"
+    )
 )
 _EVERYONE = re.compile(
     r"^\W*(?:everyone|everybody|all of us|we all|the whole (?:team|group|party))\b", re.I
@@ -499,6 +503,15 @@ _BY_DATE = re.compile(
 # Words of what something costs, each another's: "How much is the job worth?".
 _MONEY = frozenset(stems("cost costs price fee fees worth pay paying paid charge rate bill"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
+# Asked what something is called, and a line saying what: "Her name is Biscuit", "My
+# dentist is Dr Patel", "a ramen place called Ichiran".
+_ASKS_NAME = re.compile(r"^\W*what(?:'s|s| is| was| are)\b.*\bnames?\b", re.I)
+_GIVES_NAME = re.compile(
+    r"\bnames?(?:'s| is| was| are)\b|\b(?:called|named|goes by)\b|"
+    r"\b(?:is|'s|are|was)\s+(?:(?:Dr|Mr|Mrs|Ms|Miss|Prof)\.?\s+)?[A-Z][a-z]|"
+    r"\b(?i:my|our|his|her|their)\s+[a-z]+\s+[A-Z][a-z]"  # "with my husband George"
+)
+_MY_BEFORE = re.compile(r"\b(?:my|our|your)\s+$", re.I)
 # A name of several capitalised words, not the question's first: "Bloom Florist".
 _WHOLE_NAME = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+(?:\s+[A-Z][\w-]+)+")
 # Not names, though capitalised or before "'s": the bot, "Let's".
@@ -526,21 +539,26 @@ class _Asked:
     amount: bool = False  # asks how much or how many
     # One name of several words ("Bloom Florist"): any of them names it ("Bloom's").
     whole: tuple[frozenset[str], ...] = ()
+    naming: bool = False  # asks what something is called ("What's my puppy's name?")
+    common: frozenset[str] = frozenset()  # stems it writes in lower case ("flats")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
-        each = [
-            frozenset(overlap.query_stems(m.group(0)))
-            for m in _NAMED.finditer(question)
-            if m.group(0).lower() not in _NOT_ASKED_NAMES
-        ]
+        found = [m for m in _NAMED.finditer(question) if m.group(0).lower() not in _NOT_ASKED_NAMES]
+        each = [frozenset(overlap.query_stems(m.group(0))) for m in found]
         named = {t for ts in each for t in ts}
         whole = [
             frozenset(t for w in m.group(0).split() for t in overlap.query_stems(w)) & named
             for m in _WHOLE_NAME.finditer(question)
         ]
-        # A name said alone is a name of its own; of several words, one.
-        alone = [ts for ts in each if not any(ts <= w and len(w) > len(ts) for w in whole)]
+        # A name said alone is a name of its own; of several words, one.  "my puppy's"
+        # is the asker's thing, which a line may call "she" ("Her name is Biscuit").
+        alone = [
+            ts
+            for m, ts in zip(found, each, strict=True)
+            if not any(ts <= w and len(w) > len(ts) for w in whole)
+            and not (m.group(0)[0].islower() and _MY_BEFORE.search(question[: m.start()]))
+        ]
         about = _ABOUT.search(question)
         kind = _WHAT_KIND.match(question)
         return cls(
@@ -562,6 +580,8 @@ class _Asked:
             _LIKING.search(question) is not None and _NOT_LIKE.search(question) is None,
             _HOW_MUCH.search(question) is not None,
             tuple(frozenset(ts) for ts in {*alone, *(w for w in whole if len(w) > 1)} if ts),
+            _ASKS_NAME.search(question) is not None,
+            frozenset(_lower_stems(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -578,6 +598,8 @@ class _Asked:
             have = have | self.names
         if self.words & _BIRTH and not have & _BIRTH and not _TURNS.search(e.text):
             return False
+        if self.naming and not _GIVES_NAME.search(e.text):
+            return False  # "What's my puppy's name?" is not "We're switching her food"
         if self.age and not _AN_AGE.search(e.text):
             return False
         if self.number and not _A_NUMBER.search(e.text):
@@ -629,7 +651,9 @@ class _Asked:
             )
         subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
         said_of = [m[1] for m in subjects if m is not None]
-        if self.mine and any(_someone_else(x) for x in said_of):
+        # ("Flat 1 is on Ashby Road, flat 2 is…" is of no one: "flat" is a word)
+        common = self.common | _lower_stems(e.text)
+        if self.mine and any(_someone_else(x, common) for x in said_of):
             return False  # "Where do I live?" is not answered by "Mum lives at …"
         if (
             self.my_thing
@@ -652,7 +676,8 @@ class _Asked:
         """Whether a statement's ``subject`` names the thing asked for ("what car…?")
         only as what qualifies another thing: "car insurance renewal" names a renewal,
         not a car ("the car" or "my car" would be one)."""
-        head = _QUALIFIED.split(subject)[0].split()
+        # ("Flat 1" is a flat: a number after a noun says which.)
+        head = [w for w in _QUALIFIED.split(subject)[0].split() if not w[0].isdigit()]
         shared = Overlap.stems(" ".join(head)) & self.kind
         return bool(head) and bool(shared) and not Overlap.stems(head[-1]) & self.kind
 
@@ -688,11 +713,20 @@ def _whose(subject: str) -> set[str]:
     return Overlap.stems(m[0].split("'")[0]) if m else set()
 
 
-def _someone_else(subject: str) -> bool:
-    """Whether a statement's subject is another person: a relative or a name."""
+def _someone_else(subject: str, common: Collection[str] = ()) -> bool:
+    """Whether a statement's subject is another person: a relative or a name (not a
+    word written in lower case elsewhere, ``common``'s stems)."""
     return bool(Overlap.stems(subject) & _FAMILY) or any(
-        re.fullmatch(r"[A-Z][a-z]+", w) is not None and w != "I" for w in subject.split()
+        re.fullmatch(r"[A-Z][a-z]+", w) is not None
+        and w != "I"
+        and not set(Overlap.stems(w)) & set(common)
+        for w in subject.split()
     )
+
+
+def _lower_stems(text: str) -> set[str]:
+    """The stems of the words ``text`` writes in lower case."""
+    return {t for w in re.findall(r"(?<![\w'])[a-z][\w'-]*", text) for t in stems(w)}
 
 
 def _same_name(a: str, b: str) -> bool:
@@ -733,6 +767,10 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         return off
     subject = _SUBJECT.match(_LEAD.sub("", found.text))
     about = set(stems(subject[1])) - {"my", "your", "our"} if subject else set()
+    head = subject[1].split()[-1] if subject else ""
+    # Words written in lower case somewhere are no names where they open a sentence
+    # ("Puppy classes start…" after "our new puppy").
+    common = {t for e in pool for w in re.findall(r"\b[a-z][\w-]*", e.text) for t in stems(w)}
     # A move is the mover's: "I moved" updates "I live in…", not "Ana lives in…".
     moved = _MOVED.search(question) is not None and _I_SAID.search(found.text) is not None
     later = [
@@ -744,9 +782,9 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and not _part_of(e.text, found.text)
         and not is_question(e.text)
         and (
-            (about and about <= set(stems(e.text)) and _about_same(about, e.text))
+            (about and about <= set(stems(e.text)) and _about_same(about, e.text, head))
             or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
-            or _changed_since(found, e, said, mine)
+            or _changed_since(found, e, said, mine, common)
             or _replaces(e, found.text)
         )
     ]
@@ -771,12 +809,17 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
     return found.quoted()
 
 
-def _about_same(about: set[str], text: str) -> bool:
+def _about_same(about: set[str], text: str, head: str = "") -> bool:
     """Whether ``text`` may say something new of ``about`` (the stems of what a line was
-    said of, "my flight"): not when it is said of another thing and only mentions it
-    ("My total budget is 4,000 euros, not counting flights")."""
+    said of, "my flight", its last word ``head``): not when it is said of another thing
+    and only mentions it ("My total budget is 4,000 euros, not counting flights"), nor,
+    saying of nothing, when it names the thing only in passing ("she's allergic to
+    chicken, the vet thinks" says nothing new of "Our vet")."""
     subject = _SUBJECT.match(_LEAD.sub("", text))
-    return subject is None or bool(about & set(stems(subject[1])))
+    if subject is not None:
+        return bool(about & set(stems(subject[1])))
+    said_of = rf"\b{re.escape(head)}\w*\s+(?:is|are|was|were|has|have|had|will|now|changed|moved)\b"
+    return not head or re.search(said_of, text, re.I) is not None
 
 
 def _part_of(a: str, b: str) -> bool:
@@ -820,7 +863,9 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     return max(earlier, key=lambda e: e.when or 0.0) if earlier else None
 
 
-def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> bool:
+def _changed_since(
+    found: Evidence, e: Evidence, said: set[str], mine: bool, common: Collection[str] = ()
+) -> bool:
     """Whether ``e`` says what ``found`` tells changed: "We sold the Honda" after "I
     drive a grey Honda Civic" (a name both give), "Tariq moved from Glasgow to
     Edinburgh" after "Tariq lives in Glasgow", "I quit the library job" after "I work
@@ -841,7 +886,7 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
     changing = e.text
     if not (CHANGED.search(e.text) or _no_longer(e.text)):
         changing = next((c for c in re.split(r"[,;]\s+", e.text) if _NOW.search(c)), e.text)
-    named, naming = _proper(found.text), _proper(changing)
+    named, naming = _proper(found.text) - set(common), _proper(changing) - set(common)
     # "the Bloom deadline has moved to 19 March" changes no "Bloom paid INV-041" (what it
     # is said of, not who did it: "the doctor changed his amlodipine to 10mg").
     thing = _THING_CHANGED.match(_LEAD.sub("", changing))
@@ -853,6 +898,8 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
         return False  # "Jake cancelled his cake order" changes no order of Mrs. Patel's
     if _NOW.search(e.text) and len(said & set(stems(changing)) - _NOT_SAID) >= 2:
         return True  # "George's pills are at 9am now" after "George takes his pills at 8am"
+    if _NOW.search(e.text) and _units(found.text) & _units(changing):
+        return True  # "She's now 4.1 kg" after "She weighed 3.2 kg at the breeder's"
     # (A month both give is no thing in common: "activate it on 7 April", "the ryokan
     # is 9 to 13 April instead".)
     common = said & set(stems(changing)) - _NOT_SAID - _WEEKDAYS
@@ -863,6 +910,16 @@ def _changed_since(found: Evidence, e: Evidence, said: set[str], mine: bool) -> 
 
 _THING_CHANGED = re.compile(
     r"^\s*(?:the|my|our|your)\s+([\w' -]{2,40}?)\s+(?:is|are|was|were|has|have|had)\b", re.I
+)
+
+
+def _units(text: str) -> set[str]:
+    """The units ``text`` measures in: "3.2 kg" -> {kg} (money is said of everything)."""
+    return {u.lower().rstrip("s") for u in _UNIT.findall(text)}
+
+
+_UNIT = re.compile(
+    r"\d[\d.,]*\s?(kg|g|lbs?|km|miles?|cm|mm|ml|litres?|liters?|stones?|kph|mph)\b", re.I
 )
 
 
@@ -1169,8 +1226,17 @@ def _told_part(e: Evidence) -> Evidence | None:
     new phone number is 555-1234." tells the number); None when it only asks."""
     if not is_question(e.text):
         return e
-    told = [s for s in sentences(e.text) if not is_question(s)]
+    told = [t for s in sentences(e.text) if (t := _told_in(s))]
     return replace(e, text=" ".join(told)) if told else None
+
+
+def _told_in(sentence: str) -> str:
+    """What ``sentence`` tells: all of it, nothing of a question, what comes before one
+    put to someone ("I'm doing flowers and the cake, Rosa can you handle…?")."""
+    if not is_question(sentence):
+        return sentence
+    head = _ASKING_NEXT.split(sentence, maxsplit=1)[0]
+    return head if head != sentence else ""
 
 
 # A ticket, a version, a build: a name with a digit in it ("INC-1042", "JIRA-77").
@@ -1180,6 +1246,7 @@ _WOMEN = frozenset(t for w in WOMEN for t in stems(w))
 _MEN = frozenset(t for w in MEN for t in stems(w))
 # A line said of someone named before it: "He also takes…", "She also asked for…".
 _HE_SAID = re.compile(r"^\W*(?:he|she|his|her)\b", re.I)
+_NAME_IS = re.compile(r"^\W*(?:his|her) name(?:'s| is)\b", re.I)
 #: How far back (lines, seconds) a line may be of the ticket a line before it names.
 _THREAD_LINES, _THREAD_SECONDS = 3, 900.0
 
@@ -1219,14 +1286,28 @@ def _thread_of(pool: Sequence[Evidence], k: int, overlap: Overlap) -> set[str]:
             if x.author == e.author
             and x.when is not None
             and 0 < e.when - x.when <= _THREAD_SECONDS
-            and not _HE_SAID.match(_LEAD.sub("", x.text))
+            # ("Her name is Biscuit" says who she is; "She also asked…" does not)
+            and (not _HE_SAID.match(_LEAD.sub("", x.text)) or _NAME_IS.search(x.text))
             and not is_question(x.text)
             and (names := _proper(x.text) - not_them)
         ]
-        if said:
-            _, names = max(said, key=lambda xn: xn[0].when or 0.0)
+        # Whom a line is of: a name it opens with or says is the name ("My neighbour
+        # Carol has offered…", "Her name is Biscuit"), over one it only gives ("Our vet
+        # is Dr Amelia Fox" is of the vet, a line later "She eats…" of Biscuit).
+        subject = [(x, own) for x, _ in said if (own := _subject_names(x.text) - not_them)]
+        if subject or said:
+            _, names = max(subject or said, key=lambda xn: xn[0].when or 0.0)
             out.update(t for name in names for t in overlap.query_stems(name))
     return out
+
+
+def _subject_names(text: str) -> set[str]:
+    """The names ``text`` opens with, before its verb, or says someone is called."""
+    told = _LEAD.sub("", text)
+    if (named := _NAME_IS.match(told)) is not None:
+        return _proper(told[named.end() :].split(",")[0])
+    head = re.split(r"\s+(?:is|are|was|were|has|had|have|will|can|'s)\b|\s+[a-z]+s\b", told)[0]
+    return _proper(head)
 
 
 def best(
@@ -1256,7 +1337,13 @@ def best_all(
     # Who or what the question is about weighs more than what it asks of them: "How
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
     # about the landlord, not any number.
-    scores = overlap.scores(question, boost=_named(question))
+    named = _named(question)
+    scores = overlap.scores(question, boost=named)
+    # "What is Emma doing?" is answered by what Emma said of herself ("I'm doing the
+    # flowers"): whom it names is its author.
+    for k, e in enumerate(pool):
+        if e.author and (of := set(stems(e.author)) & named) - overlap.doc_stems[k]:
+            scores[k] = overlap.score(question, overlap.doc_stems[k], boost=named, held=of)
     # "What games do we play?" is answered by what "we play", over "game night is…".
     if (doing := _DOING.search(question)) is not None and doing[1].lower() != "you":
         who, verb = doing[1], stems(doing[2])
@@ -1513,7 +1600,9 @@ def _plan_saves(
         if "memory_forget" not in tools or not topic:
             return []
         return [ToolCall(f"skip-{at}", "memory_forget", {"query": topic})]
-    told = [s for s in sentences(split_greeting(m.content)[1]) if not is_question(s)]
+    # "I'm doing flowers and the cake, Rosa can you handle the photographer?": what is
+    # told before a question put to someone is told all the same.
+    told = [t for s in sentences(split_greeting(m.content)[1]) if (t := _told_in(s))]
     if "memory_save" not in tools or (is_question(m.content) and not told):
         return []
     if request is not None:
@@ -1775,9 +1864,16 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
     if saved:
         notes.insert(0, _ended(f"Noted: {_join(saved)}"))
     if todo:
+        # What has a time may be expected to be reminded of: say that it will not be
+        # ("I'm doing flowers and the cake" expects nothing of the kind).
+        timed = any(_DATED.search(t) for t in todo)
         notes.append(
-            f"{_ended(f'Noted as a to-do: {_join(todo)}')} I can't send reminders at a set time, "
-            "but ask me and I'll tell you."
+            _ended(f"Noted as a to-do: {_join(todo)}")
+            + (
+                " I can't send reminders at a set time, but ask me and I'll tell you."
+                if timed
+                else ""
+            )
         )
     return notes
 
@@ -2105,11 +2201,15 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     whole = {m.content for m in messages if m.role == "user"}
     answers = [(shown.get(task, task), answer) for task, answer in answers]
     # "What time do we meet and where?", both answered by one line: said once.
-    same: dict[str, list[str]] = {}
+    # (Quoting the same lines is one answer, a message's "said" or a memory's "told me".)
+    same: dict[tuple[str, ...], list[str]] = {}
+    as_given: dict[tuple[str, ...], str] = {}
     for asked_, answer in answers:
-        same.setdefault(answer, []).append(asked_)
+        quoting = tuple(_quoted(answer)) or (answer,)
+        same.setdefault(quoting, []).append(asked_)
+        as_given.setdefault(quoting, answer)
     merged = len(same) < len(answers)
-    answers = [(" / ".join(asks), answer) for answer, asks in same.items()]
+    answers = [(" / ".join(asks), as_given[q]) for q, asks in same.items()]
     one = merged and len(questions) == 1  # every part of one question, one answer
     if len(answers) == 1 and not waiting and (answers[0][0] in whole or one):
         lines = [answers[0][1]]
@@ -2172,12 +2272,13 @@ def _unsure(question: str, found: Evidence | None, pool: Sequence[Evidence] = ()
     line, a line naming nobody for "who…?" ("Who is our team lead?" is not "I moved
     to the platform team", when "Our team lead is Priya" has left the view), or a line
     replacing another ("Actually, the dinner is at Mario's instead") when what it
-    replaces is not in ``pool`` (it may be in memory only)."""
+    replaces or calls off is not in ``pool`` (it may be in memory only)."""
     if found is None:
         return False
     if found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text)):
         return True
-    return _restates(found.text) and said_before(found, pool) is None
+    calls_off = any(_cancelled(sent) for sent in sentences(found.text))
+    return (_restates(found.text) or calls_off) and said_before(found, pool) is None
 
 
 # "…, and where do I live?": a second question in the same sentence.
@@ -2524,6 +2625,13 @@ _NOT_ADDRESSED = frozenset(
 )
 # "Sam, can you drive instead?": a question put to someone by name.
 _PUT_TO = re.compile(r"^\W*@?([A-Z][\w'-]+)\s*[,:]\s+\S")
+_PUT_TO_KNOWN = re.compile(
+    r"(?:^\W*|,\s*)@?(?!(?i:what|where|when|who|whom|whose|why|how|which|so|and|but|then|"
+    r"or|if|what's|where's|when's|how's)\b)([A-Z][\w'-]+)\s+(?:can|could|would|will|do|are)\s+"
+    r"(?:you|u)\b"
+)
+# Where a statement ends and a question put to someone starts in one sentence.
+_ASKING_NEXT = re.compile(r",\s*(?=@?[A-Z][\w'-]+\s+(?:can|could|would|will)\s+(?:you|u)\b)")
 
 
 def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
@@ -2533,6 +2641,10 @@ def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
     people = {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}
     asks = [x for x in sentences(m.content) if is_question(x)]
     put = _PUT_TO.match(asks[0]) if asks else None
+    if put is None and asks:
+        # "Ben can you take them?", "…, Rosa can you handle the photographer?": put to
+        # someone of the chat without a comma after their name.
+        put = _PUT_TO_KNOWN.search(asks[0])
     if put is None or put[1].lower() in _NOT_ADDRESSED:
         return False
     # "Maria, what time is lunch? Also where is it?": all of it hers.  A name not yet

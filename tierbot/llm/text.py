@@ -690,17 +690,22 @@ class Overlap:
         query: str,
         doc: str | set[str],
         boost: AbstractSet[str] = frozenset(),
+        held: AbstractSet[str] = frozenset(),
     ) -> float:
         """``query``'s overlap with one text (or its stems), weighted by these documents'
         idf (twice for the stems in ``boost``): a part of a document scores what the
-        document scores when it holds every query word the document holds."""
+        document scores when it holds every query word the document holds.  ``held``
+        are stems the text holds without saying them (its author's name)."""
         q = self.query_stems(query)
         if not q:
             return 0.0
         d = self.stems(doc) if isinstance(doc, str) else doc
+        unseen = math.log(1 + len(self.doc_stems))
 
         def weight(t: str, default: float) -> float:
             return self.idf.get(t, default) * (2.0 if t in boost else 1.0)
 
-        norm = sum(weight(t, math.log(1 + len(self.doc_stems))) for t in q)
-        return sum(weight(t, 0.0) for t in q & d) / norm
+        norm = sum(weight(t, unseen) for t in q)
+        return (
+            sum(weight(t, 0.0) for t in q & d) + sum(weight(t, unseen) for t in (q & held) - d)
+        ) / norm

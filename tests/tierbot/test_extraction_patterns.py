@@ -206,6 +206,10 @@ def test_passing_remarks_shaped_like_them_are_not(line: str) -> None:
         ("Yes I'll bring the oranges and the first aid kit.", "todo"),
         ("Yeah, I'm handling the music.", "todo"),
         ("I'm doing great", None),
+        # What someone else says one should do: advice kept, a joke not, no to-do.
+        ("My doctor says I should cut down on salt.", "fact"),
+        ("Dr Patel said I must rest for a week.", "fact"),
+        ("Haha, my wife says I should just sell them all and retire to Spain.", None),
     ],
 )
 def test_chat_shapes_are_typed_as_they_are_meant(line: str, kind: str | None) -> None:

@@ -527,6 +527,8 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
         "todo",
         0.75,
         _Folded(
+            # (not what someone else says one should: "my wife says I should sell up")
+            rf"(?<!says )(?<!said )(?<!thinks )(?<!reckons )(?<!suggests )"
             rf"\b{_I} (really |still |also |definitely |urgently |just )?((need|needs|have|"
             r"has|got|ought) to|gotta|must|should)\b|\b(need|needs|have|has) to be (done|"
             r"sent|fixed|reviewed|merged|signed|paid|renewed|submitted|booked|shipped)\b|"
@@ -955,6 +957,15 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # "My doctor says I should cut down on salt": advice someone gave, kept as said.
+    (
+        "fact",
+        0.55,
+        _Folded(
+            r"^((my|our|the) [a-z]+|[a-z]+( [a-z]+)?) (says|said|thinks|reckons|suggests|suggested|"
+            r"told (me|us)) (that )?(i|we) (should|must|need to|have to|ought to)\b"
+        ),
+    ),
     # "Jess recommended a ramen place called Ichiran": what someone pointed to.
     (
         "fact",

@@ -1055,7 +1055,8 @@ async def test_a_puppy_is_asked_after_by_name_weight_food_and_vet(
     does Biscuit weigh?" found nothing ("She weighed…" was not of Biscuit, the line
     naming her starting "Her"); "She's now 4.1 kg" did not follow "She weighed 3.2 kg",
     nor "We're switching her food to Purina" "She eats Royal Canin"; "Who is our vet?"
-    added "Later, «she's allergic to chicken, the vet thinks»"."""
+    added "Later, «she's allergic to chicken, the vet thinks»"; "What do you know about
+    Biscuit?" left out every line calling her "she"."""
     replies = await _talk(
         make_config,
         [
@@ -1072,6 +1073,7 @@ async def test_a_puppy_is_asked_after_by_name_weight_food_and_vet(
             "What food does she eat?",
             "Who is our vet?",
             "When do puppy classes start?",
+            "What do you know about Biscuit?",
         ],
     )
     assert "Her name is Biscuit" in replies[8], replies[8]
@@ -1079,6 +1081,7 @@ async def test_a_puppy_is_asked_after_by_name_weight_food_and_vet(
     assert replies[10].index("Royal Canin Puppy") < replies[10].index("Purina"), replies[10]
     assert "Amelia Fox" in replies[11] and "chicken" not in replies[11], replies[11]
     assert "6 May" in replies[12] and "Purina" not in replies[12], replies[12]
+    assert "She eats Royal Canin" in replies[13] and "Amelia" not in replies[13], replies[13]
 
 
 async def test_a_wedding_group_puts_questions_to_each_other_and_takes_on_work(

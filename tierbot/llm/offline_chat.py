@@ -2515,13 +2515,16 @@ def _about_someone(
     key = stems(name)
     found: list[tuple[float, str]] = []
     seen: set[str] = set()
-    for e in pool:
+    overlap = Overlap([e.text for e in pool])
+    for at, e in enumerate(pool):
         if e.kind == "branch" or is_question(e.text):
             continue
         author = set(stems(e.author))
         by_them = any(k in author or any(_same_name(k, w) for w in author) for k in key)
+        # "She eats Royal Canin…" after "Her name is Biscuit": of Biscuit too.
+        of = _thread_of(pool, at, overlap) if _HE_SAID.match(_LEAD.sub("", e.text)) else set()
         for sent in sentences(e.text):
-            said = set(stems(sent))
+            said = set(stems(sent)) | of
             named = any(k in said or any(_same_name(k, w) for w in said) for k in key)
             theirs = by_them and classify(sent)[0] is not None
             if not key or not (theirs or (named and not by_only)):

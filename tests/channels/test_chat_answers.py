@@ -10,7 +10,7 @@ from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
 from tierbot.llm.offline import OfflineProvider
-from tierbot.llm.offline_chat import UNKNOWN
+from tierbot.llm.offline_chat import HOLDING, SAME_AS_QUOTED, UNKNOWN
 
 CH = "chat:1"
 MEMORY = {"memory": {"enabled": True}}
@@ -1139,3 +1139,31 @@ async def test_a_landlord_lists_his_flats_and_finds_the_plumbers_phone_number(
     assert "three flats" in replies[4] and "Ashby Road" in replies[4], replies[4]
     assert "07700 900417" in replies[5], replies[5]
     assert replies[6] == NOTHING, replies[6]
+
+
+async def test_two_parts_answered_by_one_line_looked_for_further_back_quote_it_once(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When is the first match and where?", its line summarized away: each part was
+    looked for further back and each late answer quoted the same line in full."""
+    long = (
+        "The coffee machine on the third floor is fixed again, the engineer replaced the "
+        "pump and the descaler, and says it should last until {}."
+    )
+    lines = [
+        "Our first match is Saturday 14th September away at Hollins Lane, kick off 10am.",
+        *(long.format(season) for season in ("spring", "summer", "winter")),
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"m{i}", author="coach"))
+            await rt.drain()
+        await rt.command(inbound(CH, "/compact", pid="c1", author="coach"), is_admin=True)
+        await rt.drain()
+        before = len(rt.outbox.sent)
+        await rt.submit(inbound(CH, "When is the first match and where?", pid="q", author="sarah"))
+        await rt.drain()
+        said = [m.text for m in rt.outbox.sent[before:]]
+    assert said[0] == HOLDING, said
+    assert " ".join(said).count("Hollins Lane") == 1, said
+    assert said[-1].endswith(SAME_AS_QUOTED), said

@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
+#: A late answer that found only what was quoted already for another part of its question.
+SAME_AS_QUOTED = "The line I quoted just above answers that too."
 #: How a reply cut to the room the window leaves ends (see the offline provider).
 CUT_SHORT = ' (cut short here: ask me "what else?" for the rest)'
 UNKNOWN = "I don't know yet: nothing I can see or remember covers that."
@@ -2192,6 +2194,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     if calls:
         return "", calls
     for task, answer in done.items():  # branches that came back for earlier questions
+        # "How much are the subs and who do we pay?": one line answered the second part
+        # at once; the first, looked for further back, found the same line.
+        quotes = _quoted(answer)
+        if quotes and set(quotes) <= set(_quoted(" ".join(_replies_since(task, messages)))):
+            answer = SAME_AS_QUOTED
         answers.append((task, answer))
         shown.setdefault(task, _asked_as(task, messages))
     if not answers and not notes:
@@ -2237,6 +2244,24 @@ _OWN_NAME = re.compile(
     r"(?P<name>[A-Z][\w'-]+)(?=\s*,\s*\S)",
     re.I,
 )
+
+
+def _replies_since(task: str, messages: Sequence[ChatMessage]) -> list[str]:
+    """The bot's replies since the message asking ``task`` (a question or a part of one)."""
+    # (A part is put as a question of its own: "where is the first match" of "When is
+    # the first match and where?" holds no word the question does not.)
+    asked = set(stems(task))
+    at = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if messages[i].role == "user" and asked and asked <= set(stems(messages[i].content))
+        ),
+        None,
+    )
+    if at is None:
+        return []
+    return [m.content for m in messages[at + 1 :] if m.role == "assistant" and not m.tool_calls]
 
 
 def _answers_since_asked(before: Sequence[ChatMessage]) -> tuple[list[str], str]:

@@ -1167,3 +1167,128 @@ async def test_two_parts_answered_by_one_line_looked_for_further_back_quote_it_o
     assert said[0] == HOLDING, said
     assert " ".join(said).count("Hollins Lane") == 1, said
     assert said[-1].endswith(SAME_AS_QUOTED), said
+
+
+async def test_a_cancellation_retires_only_what_it_names_for_good(
+    make_config: Callable[..., Config],
+) -> None:
+    """What an attack on cancellations found: "Jake cancelled his carrot cake order" also
+    took his chocolate cake order and his mum's; "I cancelled Spotify" took "I pay for
+    Spotify and Netflix"; "Friday's meeting is cancelled" the Monday meeting; a snow day
+    the son's school; "I still haven't cancelled…", "I almost cancelled…" their thing."""
+    replies = await _talk(
+        make_config,
+        [
+            "Order from Jake Morris: carrot cake, pickup Friday.",
+            "Order from Jake Morris: chocolate cake, pickup Sunday.",
+            "Order from Jake's mum: birthday cake, pickup Saturday.",
+            "Jake cancelled his carrot cake order.",
+            "Order from Priya's dad: sponge cake, pickup Monday.",
+            "Priya cancelled her cake order.",
+            "My subscriptions are Spotify and Netflix.",
+            "I cancelled Spotify.",
+            "Team meeting every Monday at 10am.",
+            "Friday's meeting is cancelled.",
+            "My son Leo goes to Park Lane School.",
+            "School is cancelled tomorrow because of the snow.",
+            "My gym membership costs £30 a month.",
+            "I still haven't cancelled my gym membership.",
+            "My trip to Japan is in April.",
+            "I almost cancelled my trip to Japan but decided to go anyway.",
+            "What orders do I have?",
+            "Tell me everything you know about me.",
+            "What meetings do I have?",
+        ],
+    )
+    orders = replies[16]
+    assert "chocolate cake" in orders and "Jake's mum" in orders, orders
+    assert "Priya's dad" in orders, orders
+    assert "carrot cake, pickup" not in orders and "Not listed, since" in orders, orders
+    me = replies[17]
+    for kept in ("Spotify and Netflix", "Park Lane School", "£30 a month", "Japan is in April"):
+        assert kept in me, (kept, me)
+    assert "Team meeting every Monday" in replies[18], replies[18]
+
+
+async def test_an_attack_on_names_owners_and_group_questions_finds_no_wrong_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """What an attack on this round's rules found: "What's my dog's name?" quoted "My
+    dog's vet is Dr Fox"; "Rex is my dog" and "Our puppy, Biscuit, …" gave no name; one
+    word of a name matched another name ("Bloom Bakery" for "Bloom Florist", "New
+    Jersey" for "New York"); "She loves gardening" was of the vet named two lines
+    before, not of Mum just before; "Where did I park, Sam can you remember?" was kept
+    and quoted as told; "Tom paid me £20" answered "How much does Tom charge?"."""
+    replies = await _talk(
+        make_config,
+        [
+            "Our vet is Dr Amelia Fox.",
+            "My mum is visiting next week.",
+            "She loves gardening.",
+            "What does Dr Fox love?",
+            "My dog's vet is Dr Fox.",
+            "What's my dog's name?",
+            "Rex is my dog, he's a border collie.",
+            "What's my dog's name?",
+            "I invoiced Bloom Florist £1,150 last month.",
+            "Bloom Bakery owes me £300 for the logo.",
+            "How much does Bloom Florist owe me?",
+            "My sister lives in New York.",
+            "My brother moved to New Jersey last year.",
+            "Where does my sister live?",
+            "I parked on level 3 of the Arndale car park.",
+            "Where did I park, Sam can you remember?",
+            "Where did I park?",
+            "Tom paid me £20 for the concert tickets.",
+            "How much does Tom charge?",
+            "Dinner with Sam is at Luigi's on Friday.",
+            "Sorry, I meant Mario's.",
+            "Remind me to call the dentist.",
+            "Biscuit weighed 3.2 kg when we got her.",
+            "My parcel to Spain weighs 2 kg.",
+            "She's now 4.1 kg.",
+            "How much does my parcel weigh?",
+        ],
+    )
+    assert replies[3] == NOTHING, replies[3]  # she is Mum, said just before
+    assert replies[5] == NOTHING, replies[5]
+    assert "Rex is my dog" in replies[7], replies[7]
+    assert "Bakery" not in replies[10], replies[10]
+    assert "New York" in replies[13] and "New Jersey" not in replies[13], replies[13]
+    assert "level 3" in replies[16], replies[16]
+    assert replies[18] == NOTHING, replies[18]
+    assert "Mario's on Friday" in replies[20] and "Mario's's" not in replies[20], replies[20]
+    assert "I can't send reminders at a set time" in replies[21], replies[21]
+    assert "2 kg" in replies[25] and "4.1 kg" not in replies[25], replies[25]
+
+
+async def test_a_group_attack_on_who_a_question_is_for_and_whose_list(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Hiya can you tell me where the party is?" was taken as put to someone called
+    Hiya; Ben's "What cakes did I order?" listed Anna's order once his was cancelled;
+    "What is Emma allergic to?" quoted Emma's "My son is allergic to nuts"; "Thanks,
+    Great stuff" was taken as thanks to someone called Great."""
+    lines = [
+        ("anna", "Hi all, the party is on Saturday at 7pm at the Red Lion."),
+        ("carl", "Hiya can you tell me where the party is?"),
+        ("anna", "I ordered a chocolate cake for Saturday."),
+        ("ben", "I ordered a lemon cake too."),
+        ("ben", "I cancelled my lemon cake."),
+        ("ben", "What cakes did I order?"),
+        ("anna", "What cakes did I order?"),
+        ("emma", "My son is allergic to nuts."),
+        ("tom", "What is Emma allergic to?"),
+        ("carl", "Thanks, Great stuff"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert "Red Lion" in replies[1], replies[1]
+    assert "chocolate" not in replies[5] and "Not listed, since" in replies[5], replies[5]
+    assert "chocolate" in replies[6] and "lemon" not in replies[6], replies[6]
+    assert replies[8] == NOTHING, replies[8]
+    assert replies[9] == "You're welcome.", replies[9]

@@ -991,11 +991,11 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         0.7,
         _Folded(
             r"^(i'?ll|i will) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
-            r"pay for|make|cook|bake|print|order|drive|collect|arrange|do|handle|"
-            r"take care of|sort out) \w|"
-            # "I'm doing flowers and the cake": a share of the work taken on.
+            r"pay for|make|cook|bake|print|order|drive|collect|arrange) \w|"
+            r"^(i'?ll|i will) (also )?(do|handle|take care of|sort out) (the|our|[a-z]+s\b)|"
+            # "I'm doing flowers and the cake": a share of the work taken on (not "a PhD").
             r"^(i'?m|i am) (also )?(doing|handling|taking care of|sorting( out)?|"
-            r"organi[sz]ing|in charge of|looking after) (the|a|an|our|[a-z]+s\b|[a-z]+ and )"
+            r"organi[sz]ing|in charge of|looking after) (the|our|[a-z]+s\b|[a-z]+ and )"
         ),
     ),
     # "The pond will go by the greenhouse", "Bed one will be potatoes": where a thing goes.
@@ -1032,11 +1032,12 @@ _STANDING_DUE = _Folded(
 # "it" or "this": the speaker's own doings and remarks have shapes of their own).
 _NEWS_OF = re.compile(
     r"^(?:(?:[Tt]he|[Mm]y|[Oo]ur) [a-z]+|(?!(?:I|We|You|They|He|She|It|This|That|There|"
-    r"What|Who|Why|How|Just|So|Well|Also|Still|Maybe|Please|Lol|Haha)\b)[A-Z][a-z]+"
+    r"What|Who|Why|How|Just|So|Well|Also|Still|Maybe|Please|Lol|Haha|Omg|Wow|Oh|Ah|Aw|Ugh|"
+    r"Yay|Honestly|Literally|Totally|Really|Seriously)\b)[A-Z][a-z]+"
     r"(?: [A-Z][a-z]+)?) (?:just |finally |already |also )?"
     r"(?:[a-z]{3,}ed|paid|broke|hurt|sent|gave|won|fell|sold|bought|caught|split|tore|"
     r"brought|took) "
-    r"(?:his|her|their|my|our|the|a|an|two|three|[A-Z0-9])"
+    r"(?:his|her|their|my|our|the|two|three|[A-Z0-9])"
 )
 # A change under way: "Ollie's moving out", "We're switching her food to Purina".
 _CHANGING = re.compile(
@@ -1397,7 +1398,7 @@ def read_correction(text: str) -> Correction | None:
             return None
         if not words(new) and not re.search(r"\d", new):
             return None
-        if re.search(r"\b(?:is|are|was|were|am|be|'s|'re|'m)$", new, re.I):
+        if re.search(r"\b(?:is|are|was|were|am|be)$", new, re.I):
             return None  # "sorry my english is not so good": a sentence, no value
         if _OWN_CLAUSE.match(new):
             # "Actually, Grim is a ranger, not a rogue" says all it means: a statement
@@ -1445,7 +1446,10 @@ def corrected(sentence: str, fix: Correction) -> str | None:
     if not found:
         return None
     at = found[0]
-    return (padded[: at.start()] + fix.new + padded[at.end() :])[1:]
+    rest = padded[at.end() :]
+    if re.match(r"['\u2019]s\b", rest) and re.search(r"['\u2019]s$", fix.new):
+        rest = rest[2:]  # "Luigi's" corrected to "Mario's", not "Mario's's"
+    return (padded[: at.start()] + fix.new + rest)[1:]
 
 
 _SECOND_PERSON = (

@@ -197,7 +197,9 @@ _THANKS = re.compile(
     re.I,
 )
 # Whom thanks are for, when named: "Thanks Sarah", "thank you so much, Ben".
-_THANKED = re.compile(r"[\s,]+(?:so much,?\s+|a lot,?\s+)?([A-Z][a-z]+)\b(?!')")
+_THANKED = re.compile(
+    r"[\s,]+(?:so much,?\s+|a lot,?\s+)?([A-Z][a-z]+)\b(?!')(?=\s*(?:[,.!;:]|$)|\s+for\b)"
+)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
 
@@ -503,7 +505,9 @@ _BY_DATE = re.compile(
     re.I,
 )
 # Words of what something costs, each another's: "How much is the job worth?".
-_MONEY = frozenset(stems("cost costs price fee fees worth pay paying paid charge rate bill"))
+_MONEY = frozenset(stems("cost costs price fee fees worth charge charges rate bill"))
+# Paying is the other way round ("Tom paid me £20" is no charge of Tom's).
+_PAYING = frozenset(stems("pay pays paying paid"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 # Asked what something is called, and a line saying what: "Her name is Biscuit", "My
 # dentist is Dr Patel", "a ramen place called Ichiran".
@@ -511,7 +515,8 @@ _ASKS_NAME = re.compile(r"^\W*what(?:'s|s| is| was| are)\b.*\bnames?\b", re.I)
 _GIVES_NAME = re.compile(
     r"\bnames?(?:'s| is| was| are)\b|\b(?:called|named|goes by)\b|"
     r"\b(?:is|'s|are|was)\s+(?:(?:Dr|Mr|Mrs|Ms|Miss|Prof)\.?\s+)?[A-Z][a-z]|"
-    r"\b(?i:my|our|his|her|their)\s+[a-z]+\s+[A-Z][a-z]"  # "with my husband George"
+    r"\b(?i:my|our|his|her|their)\s+[a-z]+,?\s+[A-Z][a-z]|"  # "with my husband George"
+    r"^\W*[A-Z][a-z]+\s+is\s+(?i:my|our|his|her|their)\s+[a-z]"  # "Rex is my dog"
 )
 _MY_BEFORE = re.compile(r"\b(?:my|our|your)\s+$", re.I)
 # A name of several capitalised words, not the question's first: "Bloom Florist".
@@ -543,6 +548,7 @@ class _Asked:
     whole: tuple[frozenset[str], ...] = ()
     naming: bool = False  # asks what something is called ("What's my puppy's name?")
     common: frozenset[str] = frozenset()  # stems it writes in lower case ("flats")
+    owned: tuple[str, ...] = ()  # whose name is asked, as written ("dog" of "my dog's name")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -584,6 +590,7 @@ class _Asked:
             tuple(frozenset(ts) for ts in {*alone, *(w for w in whole if len(w) > 1)} if ts),
             _ASKS_NAME.search(question) is not None,
             frozenset(_lower_stems(question)),
+            tuple(re.findall(r"([a-z][\w-]*)['\u2019]s\s+names?\b", question, re.I)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -602,6 +609,11 @@ class _Asked:
             return False
         if self.naming and not _GIVES_NAME.search(e.text):
             return False  # "What's my puppy's name?" is not "We're switching her food"
+        if self.naming and any(
+            re.search(rf"\b{re.escape(w)}['\u2019]s\s+(?!names?\b)[a-z]", e.text, re.I)
+            for w in self.owned
+        ):
+            return False  # "What's my dog's name?" is not "My dog's vet is Dr Fox"
         if self.age and not _AN_AGE.search(e.text):
             return False
         if self.number and not _A_NUMBER.search(e.text):
@@ -615,6 +627,8 @@ class _Asked:
         for name in self.whole:
             if not any(n in have or any(_same_name(n, h) for h in have) for n in name):
                 return False
+            if len(name) > 1 and not name <= have and _another_name(e.text, name):
+                return False  # "Bloom Bakery" is not "Bloom Florist", "New York" not "New Jersey"
         # Naming whom is asked about is not enough when the question asks a detail the
         # statement never mentions: "Elif is vegetarian" does not answer "What is Elif
         # afraid of?", nor "My sister Ana lives in Madrid" "When is Ana's birthday?".
@@ -622,7 +636,11 @@ class _Asked:
         dated = self.when and _DATED.search(e.text) is not None  # "turns 40 on 2025-09-14"
         if dated and _BY_DATE.search(e.text):
             detail -= _DUE  # "When is Ferro Cycles due?": "wants a mockup by 2 May"
-        if self.amount and self.words & _MONEY and have & _MONEY and _AN_AMOUNT.search(e.text):
+        if (
+            self.amount
+            and _AN_AMOUNT.search(e.text)
+            and any(self.words & kind and have & kind for kind in (_MONEY, _PAYING))
+        ):
             detail = frozenset()  # "How much is the Northpoint job worth?": "… a fee of £2,400"
         # "Who is covering for Lucia?" is answered by a line naming someone else too:
         # "Lucia's replacement during leave is Omar".
@@ -653,6 +671,11 @@ class _Asked:
             )
         subjects = [_TOLD_ABOUT.match(_LEAD.sub("", x)) for x in sentences(e.text)]
         said_of = [m[1] for m in subjects if m is not None]
+        # Named only as its author, a line of hers about her son is not of her: "What is
+        # Emma allergic to?" is not "My son is allergic to nuts" (said by Emma).
+        by_author = self.names & Overlap.stems(e.author) - said
+        if by_author and said_of and all(Overlap.stems(x) & _FAMILY for x in said_of):
+            return False
         # ("Flat 1 is on Ashby Road, flat 2 is…" is of no one: "flat" is a word)
         common = self.common | _lower_stems(e.text)
         if self.mine and any(_someone_else(x, common) for x in said_of):
@@ -700,6 +723,25 @@ _WHAT_KIND = re.compile(
 _QUALIFIED = re.compile(
     r"\s+(?:at|in|on|of|for|from|during|with|to|by|near|behind|under|over)\s+", re.I
 )
+
+
+def _another_name(text: str, name: frozenset[str]) -> bool:
+    """Whether ``text`` gives a word of the name ``name`` (stems of several words) inside
+    another name: "Bloom Bakery" for "Bloom Florist" (not "Bloom's deadline")."""
+    words = re.findall(r"[\w'-]+", text)
+    for i, w in enumerate(words):
+        if not w[:1].isupper() or not Overlap.stems(w.removesuffix("'s")) & name:
+            continue
+        beside = [words[j] for j in (i - 1, i + 1) if 0 <= j < len(words)]
+        if any(
+            b[:1].isupper()
+            and not b.endswith("'s")
+            and b.lower() not in STOPWORDS
+            and not Overlap.stems(b) & name
+            for b in beside
+        ):
+            return True
+    return False
 
 
 def _named_whose(subject: str) -> bool:
@@ -761,12 +803,18 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     if found.when is None:
         return None
     # "The annual report project is cancelled" after "Kindred Trails, annual report
-    # design, deadline end of April".
-    by = retired_by(pool)
-    if (off := next((r for s in sentences(found.text) if (r := by(found, s))), None)) and (
-        any(_cancelled(s) for s in sentences(off.text))
-    ):
-        return off
+    # design, deadline end of April"; "Thursday training is cancelled this week" after
+    # "Training is Tuesdays and Thursdays" (called off once: said, not retired).
+    off = [
+        e
+        for e in pool
+        if e.author == found.author
+        and e.when is not None
+        and e.when > found.when
+        and _calls_off(e, found.text, question)
+    ]
+    if off:
+        return max(off, key=lambda e: e.when or 0.0)
     subject = _SUBJECT.match(_LEAD.sub("", found.text))
     about = set(stems(subject[1])) - {"my", "your", "our"} if subject else set()
     head = subject[1].split()[-1] if subject else ""
@@ -786,7 +834,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and (
             (about and about <= set(stems(e.text)) and _about_same(about, e.text, head))
             or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
-            or _changed_since(found, e, said, mine, common)
+            or _changed_since(found, e, said, mine, common, question)
             or _replaces(e, found.text)
         )
     ]
@@ -845,12 +893,12 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     if found.when is None:
         return None
     restates = _restates(found.text)
-    if not restates and not any(_cancelled(sent) for sent in sentences(found.text)):
+    if not restates and not any(_cancelled(sent, once=True) for sent in sentences(found.text)):
         return None
-    by = retired_by(pool)  # "Jake cancelled his carrot cake order": what was ordered
 
     def ends(e: Evidence, sent: str) -> bool:
-        return _replaces(found, sent) if restates else by(e, sent) is found
+        # "Jake cancelled his carrot cake order": what was ordered
+        return _replaces(found, sent) if restates else _calls_off(found, sent)
 
     earlier = [
         e
@@ -866,7 +914,12 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
 
 
 def _changed_since(
-    found: Evidence, e: Evidence, said: set[str], mine: bool, common: Collection[str] = ()
+    found: Evidence,
+    e: Evidence,
+    said: set[str],
+    mine: bool,
+    common: Collection[str] = (),
+    asked: str = "",
 ) -> bool:
     """Whether ``e`` says what ``found`` tells changed: "We sold the Honda" after "I
     drive a grey Honda Civic" (a name both give), "Tariq moved from Glasgow to
@@ -881,6 +934,10 @@ def _changed_since(
         and (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID
     ):
         return True  # "we push the launch to Thursday" after "the launch is on Tuesday"
+    if _CANCEL_VERB.search(e.text):
+        # "Jake cancelled his carrot cake order" changes his carrot cake order only;
+        # "I still haven't cancelled my gym membership" changes nothing.
+        return _calls_off(e, found.text, asked)
     if not (CHANGED.search(e.text) or _no_longer(e.text) or _NOW.search(e.text)):
         return False
     # What says it changed: with "now", the clause saying "now" ("My budget is now 3,500
@@ -894,14 +951,18 @@ def _changed_since(
     thing = _THING_CHANGED.match(_LEAD.sub("", changing))
     if thing and (what := set(stems(thing[1])) - STOPWORDS - naming) and not what & said:
         return False
-    if named & naming:
+    if named & naming and _names_agree(found.text, changing):
         return True
     if named and naming:
         return False  # "Jake cancelled his cake order" changes no order of Mrs. Patel's
     if _NOW.search(e.text) and len(said & set(stems(changing)) - _NOT_SAID) >= 2:
         return True  # "George's pills are at 9am now" after "George takes his pills at 8am"
-    if _NOW.search(e.text) and _units(found.text) & _units(changing):
-        return True  # "She's now 4.1 kg" after "She weighed 3.2 kg at the breeder's"
+    if (
+        _NOW.search(e.text)
+        and _units(found.text) & _units(changing)
+        and _same_doer(found.text, changing)
+    ):
+        return True  # "She's now 4.1 kg" after "She weighed 3.2 kg" (not "My parcel …")
     # (A month both give is no thing in common: "activate it on 7 April", "the ryokan
     # is 9 to 13 April instead".)
     common = said & set(stems(changing)) - _NOT_SAID - _WEEKDAYS
@@ -913,6 +974,58 @@ def _changed_since(
 _THING_CHANGED = re.compile(
     r"^\s*(?:the|my|our|your)\s+([\w' -]{2,40}?)\s+(?:is|are|was|were|has|have|had)\b", re.I
 )
+
+
+def _names_agree(a: str, b: str) -> bool:
+    """Whether two lines give a name of one: "Tom" and "Tom Becker" do, "New York" and
+    "New Jersey" do not (a word in common, the names told apart)."""
+    x, y = _full_names(a), _full_names(b)
+    return any(p <= q or q <= p for p in x for q in y if p & q)
+
+
+def _full_names(text: str) -> list[frozenset[str]]:
+    """The names ``text`` gives, each the stems of its words: "New York" -> {new, york}."""
+    out = []
+    for s in sentences(text):
+        for m in re.finditer(r"(?<![\w'])[A-Z][\w-]+(?:\s+[A-Z][\w-]+)*", s):
+            words = [
+                w
+                for w in m[0].split()
+                if w != "I"
+                and not (s.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
+            ]
+            if ws := frozenset(t for w in words for t in stems(w)):
+                out.append(ws)
+    return out
+
+
+def _doer(text: str) -> set[str]:
+    """Who or what ``text`` opens by telling of, as words: "She's now 4.1 kg" -> {she};
+    "My sister Jo now runs 8 km" -> {sister, jo}; "My commute is 15 km" -> {commute}."""
+    head = re.split(
+        r"['\u2019]s\b|\s+(?:is|are|was|were|has|had|have|now|will|[a-z]+ed|[a-z]+s)\b",
+        _LEAD.sub("", text).strip(),
+        maxsplit=1,
+    )[0]
+    said = {w.lower() for w in re.findall(r"[\w-]+", head)} - {"my", "our", "the", "your"}
+    return said
+
+
+def _same_doer(a: str, b: str) -> bool:
+    """Whether two lines open telling of the same one: the same words, or a name and a
+    pronoun for it ("Biscuit weighed 3.2 kg", "She's now 4.1 kg")."""
+    x, y = _doer(a), _doer(b)
+    if x & y:
+        return True
+    pronouns = {"he", "she", "they", "it"}
+
+    def named(d: set[str], text: str) -> bool:
+        first = re.match(r"^\W*([A-Z][a-z]+)\b", _LEAD.sub("", text))
+        return len(d) == 1 and first is not None and first[1].lower() not in STOPWORDS
+
+    return (x <= pronouns and bool(x) and named(y, b)) or (
+        y <= pronouns and bool(y) and named(x, a)
+    )
 
 
 def _units(text: str) -> set[str]:
@@ -1003,7 +1116,10 @@ def _replaces(e: Evidence, sent: str) -> bool:
 
 def _restates(text: str) -> bool:
     """Whether ``text`` says it replaces something said: "Correction: …", "… instead",
-    "…, not the apple tree"."""
+    "…, not the apple tree"; not one said on a condition ("If the match is cancelled
+    we'll go to the cinema instead")."""
+    if re.match(r"^\W*(?:if|unless|in case|should)\b", _LEAD.sub("", text), re.I):
+        return False
     return _RESTATED.match(text) is not None or _INSTEAD.search(text) is not None
 
 
@@ -1064,7 +1180,7 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
     stopped: list[tuple[Evidence, tuple[bool, set[str]]]] = []
     moved: list[Evidence] = []
     restated: list[Evidence] = []
-    called_off: list[tuple[Evidence, set[str], set[str]]] = []
+    called_off: list[tuple[Evidence, _CalledOff]] = []
     for e in pool:
         if is_question(e.text):
             continue
@@ -1074,7 +1190,7 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
             stopped += [(e, gone) for gone in _no_longer(sent)]
             if _I_SAID.search(sent) and _MOVED_TO.search(sent):
                 moved.append(e)
-            called_off += [(e, *what) for what in _cancelled(sent)]
+            called_off += [(e, off) for off in _cancelled(sent)]
 
     def later(e: Evidence, r: Evidence) -> bool:
         return not _same_said(r.text, e.text) and (
@@ -1092,15 +1208,10 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
         for r in restated:
             if r.author == e.author and later(e, r) and _replaces(r, sent):
                 return r
-        for r, what, who in called_off:
+        for r, off in called_off:
             # "Jake cancelled his carrot cake order" of "Order from Jake Morris: carrot
-            # cake, …": most of what was called off, and whoever called it off.
-            if (
-                r.author == e.author
-                and later(e, r)
-                and who <= said
-                and 2 * len(what & said) >= len(what) + (len(what) > 1)
-            ):
+            # cake, …": what was called off, and whoever called it off.
+            if r.author == e.author and later(e, r) and off.of(sent, said):
                 return r
         lives = _I_SAID.search(sent) and _MOVED.search(sent) and not _MOVED_TO.search(sent)
         if lives:
@@ -1123,26 +1234,117 @@ _IS_CALLED_OFF = re.compile(
     r"(?:now\s+|just\s+|been\s+)?(?:cancell?ed|called\s+off|scrapped)\b",
     re.I,
 )
-_CALLED_OFF_END = re.compile(r"\s+(?:for|because|since|so|and|but|as|after|due)\b.*$", re.I)
+_CALLED_OFF_END = re.compile(r"\s+(?:because|since|so|and|but|as|after|due)\b.*$", re.I)
+_CANCEL_VERB = re.compile(r"\b(?:cancell?(?:ed|ing|s)?|called\s+off|calls\s+off|scrapped)\b", re.I)
+# Where a sentence tells of more than one thing: "I have yoga on Mondays and piano
+# lessons on Wednesdays", "Book club is on Thursday, then dinner with Sam".
+_THINGS_GAP = re.compile(r"\s+and\s+|\s*;\s*|,\s*then\s+|\s+&\s+", re.I)
+# What says it did not happen, or not yet, or only might: "I still haven't cancelled my
+# gym membership", "If the match is cancelled…", "I almost cancelled my trip".
+_NOT_CALLED_OFF = re.compile(
+    r"n't\b|\b(?:not|never|almost|nearly|if|whether|unless|might|may|maybe|should|could|"
+    r"would|will|going to|want to|wants to|thinking|about to|in case)\b",
+    re.I,
+)
+# Called off once, not for good: "School is cancelled tomorrow", "… cancelled this week".
+_ONCE = re.compile(
+    r"\b(?:today|tomorrow|tonight|this\s+(?:week|weekend|morning|afternoon|evening|time|term|"
+    r"month|season|semester|year|"
+    + "|".join(CALENDAR_WORDS[:7])
+    + r")|next\s+(?:week|"
+    + "|".join(CALENDAR_WORDS[:7])
+    + r"))\b",
+    re.I,
+)
+# Words that only say what kind of plan a thing was: "the annual report project" is the
+# "annual report design" told before.
+_PLAN_WORDS = frozenset(
+    stems(
+        "order booking reservation appointment plan plans project session class lesson "
+        "meeting trip visit subscription membership event thing"
+    )
+)
 
 
-def _cancelled(sent: str) -> list[tuple[set[str], set[str]]]:
-    """What ``sent`` says was called off: the stems of the thing, and the names said
-    with it ("Jake cancelled his carrot cake order" -> ({carrot, cake, order}, {jake}));
-    [] when it calls nothing off ("She cancelled" says nothing of what)."""
-    if NO_LONGER.search(sent) or is_question(sent):
+@dataclass(frozen=True, slots=True)
+class _CalledOff:
+    """A thing a line says was called off: its words, the names said with it (who
+    called it off), and the days it names (it is that day's)."""
+
+    what: frozenset[str]
+    who: frozenset[str]
+    days: frozenset[str]
+    head: str  # its last word, as written ("order")
+
+    def of(self, sent: str, said: set[str]) -> bool:
+        """Whether ``sent`` (its stems ``said``) tells of the thing called off: all its
+        words (one that only says what kind of plan it was may be missing), its names,
+        its day; not one item of a list ("Spotify and Netflix" stays but for Spotify)."""
+        missing = self.what - said
+        if missing and not (len(missing) == 1 and missing <= _PLAN_WORDS and len(self.what) > 1):
+            return False
+        if self.days and not self.days & said:
+            return False
+        for name in self.who:
+            # "Jake cancelled his cake order" is not "Order from Jake's mum: birthday cake".
+            his = rf"\b{re.escape(name)}\b(?!['\u2019]s\s+(?:{'|'.join(sorted(_FAMILY))})\b)"
+            if re.search(his, sent, re.I) is None:
+                return False
+        # A line telling of more than the thing called off stays: "I pay for Spotify and
+        # Netflix" after "I cancelled Spotify".
+        parts = _THINGS_GAP.split(sent)
+        return len(parts) == 1 or all(self.what - _PLAN_WORDS <= set(stems(p)) for p in parts)
+
+
+def _written_names(text: str) -> set[str]:
+    """The names ``text`` gives, as written: capitalised words but a sentence's opener."""
+    return {
+        w
+        for w in re.findall(r"(?<![\w'])(?!I\b)[A-Z][\w-]+", text)
+        if not (text.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
+        and w.lower() not in STOPWORDS
+    }
+
+
+def _calls_off(r: Evidence, text: str, asked: str = "") -> bool:
+    """Whether ``r`` says what a sentence of ``text`` told was called off, for good or
+    once ("Thursday training is cancelled this week")."""
+    offs = [off for s in sentences(r.text) for off in _cancelled(s, once=True)]
+    # Called off once ("School is cancelled tomorrow") is news for a question about it
+    # ("What school does Leo go to?"), not for any question of the line ("What year…?").
+    if asked and _ONCE.search(r.text):
+        offs = [off for off in offs if off.what & set(stems(asked))]
+    return any(off.of(x, set(stems(x))) for x in sentences(text) for off in offs)
+
+
+def _cancelled(sent: str, once: bool = False) -> list[_CalledOff]:
+    """What ``sent`` says was called off ("Jake cancelled his carrot cake order": the
+    carrot cake order, Jake's); [] when it calls nothing off for good: "She cancelled"
+    (who?), "if it is cancelled", "I haven't cancelled it", and, unless ``once``,
+    "cancelled tomorrow"."""
+    if NO_LONGER.search(sent) or is_question(sent) or (_ONCE.search(sent) and not once):
         return []
     found = []
     for m in _CALLED_OFF.finditer(sent):
-        what = set(stems(_CALLED_OFF_END.sub("", m["what"]))) - STOPWORDS - _WEEKDAYS
-        if what:
-            found.append((what, _proper(sent[: m.start()])))
-    if (passive := _IS_CALLED_OFF.search(sent)) is not None:
+        before = sent[: m.start()]
+        if _NOT_CALLED_OFF.search(before) or re.search(r"\b(?:he|she|they|it)\s*$", before, re.I):
+            continue
+        thing = _CALLED_OFF_END.sub("", m["what"]).strip()
+        found.append((thing, _written_names(before), sent))
+    if (passive := _IS_CALLED_OFF.search(sent)) is not None and not _NOT_CALLED_OFF.search(
+        sent[: passive.end()]
+    ):
         # "Saturday's match is cancelled": the thing is said before.
-        what = set(stems(passive["what"])) - STOPWORDS - _WEEKDAYS
+        found.append((passive["what"].strip(), set(), sent))
+    out = []
+    for thing, who, _ in found:
+        words = set(stems(thing))
+        what = words - STOPWORDS - _WEEKDAYS
         if what:
-            found.append((what, set()))
-    return found
+            head = thing.split()[-1].removesuffix("'s") if thing.split() else ""
+            days = words & _WEEKDAYS
+            out.append(_CalledOff(frozenset(what), frozenset(who), frozenset(days), head))
+    return out
 
 
 # What comes before the question itself: "Quick one - ", "Hey Tierbot, ", "Let's see, ".
@@ -1238,7 +1440,8 @@ def _told_in(sentence: str) -> str:
     if not is_question(sentence):
         return sentence
     head = _ASKING_NEXT.split(sentence, maxsplit=1)[0]
-    return head if head != sentence else ""
+    # ("Where did I park, Sam can you remember?" tells nothing.)
+    return head if head != sentence and not is_question(head) else ""
 
 
 # A ticket, a version, a build: a name with a digit in it ("INC-1042", "JIRA-77").
@@ -1291,7 +1494,7 @@ def _thread_of(pool: Sequence[Evidence], k: int, overlap: Overlap) -> set[str]:
             # ("Her name is Biscuit" says who she is; "She also asked…" does not)
             and (not _HE_SAID.match(_LEAD.sub("", x.text)) or _NAME_IS.search(x.text))
             and not is_question(x.text)
-            and (names := _proper(x.text) - not_them)
+            and (names := (_proper(x.text) | _subject_names(x.text)) - not_them)
         ]
         # Whom a line is of: a name it opens with or says is the name ("My neighbour
         # Carol has offered…", "Her name is Biscuit"), over one it only gives ("Our vet
@@ -1309,7 +1512,8 @@ def _subject_names(text: str) -> set[str]:
     if (named := _NAME_IS.match(told)) is not None:
         return _proper(told[named.end() :].split(",")[0])
     head = re.split(r"\s+(?:is|are|was|were|has|had|have|will|can|'s)\b|\s+[a-z]+s\b", told)[0]
-    return _proper(head)
+    # ("My mum is visiting": of Mum, a name or not.)
+    return _proper(head) | (set(stems(head)) & _FAMILY)
 
 
 def best(
@@ -1344,7 +1548,11 @@ def best_all(
     # "What is Emma doing?" is answered by what Emma said of herself ("I'm doing the
     # flowers"): whom it names is its author.
     for k, e in enumerate(pool):
-        if e.author and (of := set(stems(e.author)) & named) - overlap.doc_stems[k]:
+        if (
+            e.author
+            and (of := set(stems(e.author)) & named) - overlap.doc_stems[k]
+            and _I_SAID.search(e.text)  # of herself: not "My son is allergic to nuts"
+        ):
             scores[k] = overlap.score(question, overlap.doc_stems[k], boost=named, held=of)
     # "What games do we play?" is answered by what "we play", over "game night is…".
     if (doing := _DOING.search(question)) is not None and doing[1].lower() != "you":
@@ -1775,6 +1983,7 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
     not."""
     saved: list[str] = []
     todo: list[str] = []
+    reminded = False  # asked "remind me": it will not come at a time, say so
     notes: list[str] = []
     for r in results:
         call = asked.get(r.tool_call_id or "")
@@ -1858,6 +2067,7 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 notes.append(f"{_CORRECTED}{_short(to_second_person(said)).rstrip(' .!')}.")
             elif kind == "todo":
                 todo.append(_short(to_second_person(_TODO_LEAD.sub("", said))))
+                reminded = reminded or re.search(r"\bremind\b", said, re.I) is not None
             else:
                 saved.append(_short(to_second_person(said)))
         else:
@@ -1868,7 +2078,7 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
     if todo:
         # What has a time may be expected to be reminded of: say that it will not be
         # ("I'm doing flowers and the cake" expects nothing of the kind).
-        timed = any(_DATED.search(t) for t in todo)
+        timed = reminded or any(_DATED.search(t) for t in todo)
         notes.append(
             _ended(f"Noted as a to-do: {_join(todo)}")
             + (
@@ -2186,6 +2396,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             items, gone = [found, *also], list[Evidence]()
             if _MANY.match(plain):
                 items, gone = _current(plain, items, pool)
+                if speaker and _ASKED_OF_ME.search(plain):
+                    # "What cakes did I order?" in a group: the asker's, not Anna's.
+                    items = [e for e in items if e.author in (speaker, "")]
+                    gone = [e for e in gone if e.author in (speaker, "")]
             quotes = [quoted_with_changes(e, task, pool) for e in items[: 1 + _ALSO_MOST]]
             listed = _listed_quotes(quotes) if quotes else NONE_CURRENT
             if gone:
@@ -2302,7 +2516,7 @@ def _unsure(question: str, found: Evidence | None, pool: Sequence[Evidence] = ()
         return False
     if found.kind == "summary" or (_WHO.match(question) is not None and not _proper(found.text)):
         return True
-    calls_off = any(_cancelled(sent) for sent in sentences(found.text))
+    calls_off = any(_cancelled(sent, once=True) for sent in sentences(found.text))
     return (_restates(found.text) or calls_off) and said_before(found, pool) is None
 
 
@@ -2672,7 +2886,10 @@ def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
     if put is None and asks:
         # "Ben can you take them?", "…, Rosa can you handle the photographer?": put to
         # someone of the chat without a comma after their name.
+        # ("Pls can you…", "Morning can you…": to the bot; the name must be someone's.)
         put = _PUT_TO_KNOWN.search(asks[0])
+        if put is not None and put[1].lower() not in people:
+            put = None
     if put is None or put[1].lower() in _NOT_ADDRESSED:
         return False
     # "Maria, what time is lunch? Also where is it?": all of it hers.  A name not yet

@@ -820,7 +820,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     head = subject[1].split()[-1] if subject else ""
     # Words written in lower case somewhere are no names where they open a sentence
     # ("Puppy classes start…" after "our new puppy").
-    common = {t for e in pool for w in re.findall(r"\b[a-z][\w-]*", e.text) for t in stems(w)}
+    common = {t for e in pool for t in _lower_stems(e.text)}
     # A move is the mover's: "I moved" updates "I live in…", not "Ana lives in…".
     moved = _MOVED.search(question) is not None and _I_SAID.search(found.text) is not None
     later = [
@@ -988,12 +988,7 @@ def _full_names(text: str) -> list[frozenset[str]]:
     out = []
     for s in sentences(text):
         for m in re.finditer(r"(?<![\w'])[A-Z][\w-]+(?:\s+[A-Z][\w-]+)*", s):
-            words = [
-                w
-                for w in m[0].split()
-                if w != "I"
-                and not (s.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
-            ]
+            words = [w for w in m[0].split() if w != "I" and not _opens(s, w)]
             if ws := frozenset(t for w in words for t in stems(w)):
                 out.append(ws)
     return out
@@ -1045,10 +1040,16 @@ def _proper(text: str) -> set[str]:
         t
         for s in sentences(text)
         for w in re.findall(r"(?<![\w'])(?!I\b)[A-Z][\w-]+", s)
-        if not (s.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
+        if not _opens(s, w)
         for t in stems(w)
         if t not in _WEEKDAYS  # "Thursday" in both names no one thing
     }
+
+
+def _opens(sentence: str, word: str) -> bool:
+    """Whether ``word`` opens ``sentence`` as a common word does ("We sold…", "Actually,
+    …"): capitalised there, it is no name."""
+    return sentence.lstrip(" \"'(").startswith(word) and word.lower() in STOPWORDS | _OPENERS
 
 
 # Words that open a sentence with a capital without being a name.
@@ -1301,8 +1302,7 @@ def _written_names(text: str) -> set[str]:
     return {
         w
         for w in re.findall(r"(?<![\w'])(?!I\b)[A-Z][\w-]+", text)
-        if not (text.lstrip(" \"'(").startswith(w) and w.lower() in STOPWORDS | _OPENERS)
-        and w.lower() not in STOPWORDS
+        if not _opens(text, w) and w.lower() not in STOPWORDS
     }
 
 

@@ -142,8 +142,11 @@ class ChannelMemoryAccess:
                 # "Forget where Ana lives" of "My sister Ana lives in Porto and works as
                 # a dentist": that she is a dentist stays.
                 rest = without_named(query, h.content)
-                if rest and not is_chitchat(without_author(rest)):  # "… puppy breath? lol"
-                    kind = h.type if h.type != "episode" else classify(rest)[0] or "fact"
+                told = without_author(rest)
+                # A message's rest is kept when it tells something worth keeping: not
+                # "lol", nor "today is raining so much" of a remark about the weather.
+                kind = h.type if h.type != "episode" else classify(told)[0] if told else None
+                if rest and kind and not is_chitchat(told):
                     speaker = h.content[: len(h.content) - len(without_author(h.content))]
                     kept.setdefault(rest, (speaker, kind, h.created_at))
             if h.type != "episode":  # the messages it came from say the same

@@ -1029,7 +1029,8 @@ async def test_a_forget_of_that_thing_about_something_keeps_no_chatter(
 ) -> None:
     """ "Forget the discount thing for Kindred then" had nothing to forget ("thing" and
     "then" were looked for); "Forget that thing about puppy breath" said "about thing
-    about" and kept "lol" as a memory of its own."""
+    about" and kept "lol" as a memory of its own; "forget about the weather thing" kept
+    "Today is raining so much" of a remark as a new memory."""
     replies = await _talk(
         make_config,
         [
@@ -1039,12 +1040,16 @@ async def test_a_forget_of_that_thing_about_something_keeps_no_chatter(
             "Honestly, puppy breath is the best thing ever. lol",
             "Forget that thing about puppy breath.",
             "What do you know about me?",
+            "today is raining so much, manchester weather is terrible haha",
+            "forget about the weather thing",
         ],
     )
     assert replies[1].startswith("Done: I forgot"), replies[1]
     assert "20%" not in replies[2], replies[2]
     assert replies[4] == "Done: I forgot what you told me about puppy breath.", replies[4]
     assert "lol" not in replies[5], replies[5]
+    # (the rest of a remark is no memory to keep: "Today is raining so much")
+    assert replies[7] == "Done: I forgot what you told me about the weather.", replies[7]
 
 
 async def test_a_puppy_is_asked_after_by_name_weight_food_and_vet(

@@ -10,12 +10,11 @@ from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
 from tierbot.llm.offline import OfflineProvider
-from tierbot.llm.offline_chat import HOLDING, SAME_AS_QUOTED, UNKNOWN
+from tierbot.llm.offline_chat import HOLDING, SAME_AS_QUOTED
 
 CH = "chat:1"
 MEMORY = {"memory": {"enabled": True}}
-# With nothing gone from the view, no lookup further back: the answer is at once.
-NOTHING = UNKNOWN
+NOTHING = "Nothing I could find covers that."
 
 
 async def _talk(make_config: Callable[..., Config], lines: list[str]) -> list[str]:
@@ -951,9 +950,10 @@ async def test_a_list_and_a_profile_leave_out_what_was_called_off_and_say_so(
 async def test_a_freelancer_is_answered_at_once_however_the_client_is_named(
     make_config: Callable[..., Config],
 ) -> None:
-    """What a seventh round of new users met, with nothing yet out of view: every miss
-    said "Let me look further back…" first, and then nothing.  "When is the Bloom Florist
-    deadline?" was not answered by "Bloom's deadline" (each word of a name was needed);
+    """What a seventh round of new users met, with nothing yet out of view: each of these
+    said "Let me look further back…" first, and then nothing, though its answer was in
+    view.  "When is the Bloom Florist deadline?" was not answered by "Bloom's deadline"
+    (each word of a name was needed);
     "Is INV-042 paid?" looked for INV-041 too (read as a typo); "Who is my contact at
     Northpoint?" skipped "Northpoint's contact is Raj" (someone else's contact); "How
     much is the job worth?" needed "worth", "When is … due?" "due", "What's happening
@@ -989,7 +989,7 @@ async def test_a_freelancer_is_answered_at_once_however_the_client_is_named(
     assert replies[14].index("annual report design") < replies[14].index("cancelled"), replies[14]
     assert "2 May" in replies[15], replies[15]
     assert "paid INV-041" in replies[16], replies[16]
-    assert replies[17] == NOTHING, replies[17]  # at once, and nothing else said first
+    assert replies[17] == NOTHING, replies[17]
 
 
 async def test_a_group_of_a_seventh_round_thanks_another_and_introduces_oneself(
@@ -1297,3 +1297,20 @@ async def test_a_group_attack_on_who_a_question_is_for_and_whose_list(
     assert "chocolate" in replies[6] and "lemon" not in replies[6], replies[6]
     assert replies[8] == NOTHING, replies[8]
     assert replies[9] == "You're welcome.", replies[9]
+
+
+async def test_with_nothing_out_of_view_the_memories_answer_in_the_turn(
+    make_config: Callable[..., Config],
+) -> None:
+    """Told in another channel of the workspace, asked here where nothing was summarized:
+    the memories answer in the same turn, without "Let me look further back…" first."""
+    here, other = "slack:T1:C1", "slack:T1:C2"  # one workspace: one memory
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await rt.submit(
+            inbound(other, "Remember that the deploy window is Friday at 5pm.", pid="o1")
+        )
+        await rt.drain()
+        await rt.submit(inbound(here, "When is the deploy window?", pid="q1", author="eli"))
+        await rt.drain()
+        said = [m.text for m in rt.outbox.sent if m.channel == here]
+    assert len(said) == 1 and "Friday at 5pm" in said[0], said

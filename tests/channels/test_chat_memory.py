@@ -14,7 +14,6 @@ from tests.helpers import SMALL_TALK, inbound
 from tierbot.config import Config
 from tierbot.llm.base import Completion, ToolCall
 from tierbot.llm.offline import OfflineProvider
-from tierbot.llm.offline_chat import UNKNOWN
 from tierbot.messages import Role
 from tierbot.testing.scripted import ScriptedLLM
 
@@ -894,7 +893,7 @@ async def test_a_question_about_something_never_said_is_not_answered_with_its_ne
             ["what is my garage code?", "what is my docker password?", "how old is Max?"]
         ):
             said = await _say(rt, question, f"q{i}")
-            assert said == UNKNOWN, (question, said)
+            assert said == "Nothing I could find covers that.", (question, said)
         assert "9090" in await _say(rt, "what is my gym code?", "q4")
         assert "Rex" in await _say(rt, "how old is Rex?", "q5")
 
@@ -966,7 +965,7 @@ async def test_deleting_what_was_told_forgets_it_and_a_skip_finding_nothing_says
         said = await _say(rt, "Please delete the sandbox API token.", "t3")
         assert said == "Done: I forgot what you told me about the sandbox API token.", said
         said = await _say(rt, "What's the sandbox API token?", "t4")
-        assert said == UNKNOWN, said  # not the request either
+        assert said == "Nothing I could find covers that.", said  # not the request either
         assert "sk-live-1234" in await _say(rt, "What's the prod API token?", "t5")
         contents = [str(m["content"]) for m in await _memories(rt)]
         assert contents == ["ann: The prod API token is sk-live-1234."], contents
@@ -1096,7 +1095,7 @@ async def test_what_changed_since_is_kept_and_added_to_the_answer(
         said = await _say(rt, "When is the Cornwall trip?", "w3")
         assert said.endswith("«We cancelled the Cornwall trip.»"), said
         await _say(rt, "My locker code changed to 7720.", "l1")
-        assert await _say(rt, "What's my garage code?", "l2") == UNKNOWN
+        assert await _say(rt, "What's my garage code?", "l2") == "Nothing I could find covers that."
 
 
 async def test_what_do_you_know_about_someone_lists_what_was_said_of_them(
@@ -1204,7 +1203,7 @@ async def test_answers_match_what_is_asked_however_it_is_said(
             await _say(rt, fact, f"f{i}")
         said = await _say(rt, question, "q1")
         if expected is None:
-            assert said == UNKNOWN, said
+            assert said == "Nothing I could find covers that.", said
         else:
             assert expected in said, said
 
@@ -1222,7 +1221,7 @@ async def _told_then_asked(
             await _say(rt, fact, f"f{i}")
         for i, question in enumerate(unsaid):
             answer = await _say(rt, question, f"u{i}")
-            assert answer == UNKNOWN, (question, answer)
+            assert answer == "Nothing I could find covers that.", (question, answer)
         for i, (question, value) in enumerate(said.items()):
             answer = await _say(rt, question, f"s{i}")
             assert value in answer, (question, answer)

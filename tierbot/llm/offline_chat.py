@@ -2230,8 +2230,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = _ELSE.sub("", plain).replace("  ", " ")
             goes_on = set(stems(first)) == set(stems(plain))
         pool = candidates(messages[:at], results)
-        # Only what left the view (a summary or a note says so) needs looking further
-        # back; with nothing gone, the memories answer in this turn, or nothing does.
+        # With nothing gone from the view (no summary or note says so), the memories are
+        # asked in this turn first; a branch looks further back (the archive may hold
+        # what an earlier life of the channel said) only when they do not answer.
         set_aside = any(
             b.source in ("summary", "note")
             for m in messages[:at]
@@ -2377,7 +2378,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             and "branch" in tools
             and "branch" not in tried
             and not strict
-            and set_aside
+            and (set_aside or not recall_ok)
         ):
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:

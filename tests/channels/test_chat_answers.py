@@ -1271,9 +1271,10 @@ async def test_a_group_attack_on_who_a_question_is_for_and_whose_list(
     make_config: Callable[..., Config],
 ) -> None:
     """ "Hiya can you tell me where the party is?" was taken as put to someone called
-    Hiya; Ben's "What cakes did I order?" listed Anna's order once his was cancelled;
-    "What is Emma allergic to?" quoted Emma's "My son is allergic to nuts"; "Thanks,
-    Great stuff" was taken as thanks to someone called Great."""
+    Hiya (and, its greeting counted as a word asked, looked for further back); Ben's
+    "What cakes did I order?" listed Anna's order once his was cancelled; "What is Emma
+    allergic to?" quoted Emma's "My son is allergic to nuts"; "Thanks, Great stuff" was
+    taken as thanks to someone called Great."""
     lines = [
         ("anna", "Hi all, the party is on Saturday at 7pm at the Red Lion."),
         ("carl", "Hiya can you tell me where the party is?"),

@@ -2363,6 +2363,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = f"what about {by['topic']}?"
         elif anyone := _ANYONE_SAID.search(plain):
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
+        # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
+        plain = split_greeting(plain)[1] or plain
         found, score, also = best_all(plain, theirs, strict)
         if (
             strict

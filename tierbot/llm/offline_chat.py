@@ -1224,19 +1224,21 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
 
 # "Jake cancelled his carrot cake order", "we called off the trip to Rome": what was
 # called off, after the word that says so.
+# The words that call something off, once for the three patterns that read them.
+_CALLS_OFF = r"cancell?ed|called\s+off|calls\s+off|scrapped"
 _CALLED_OFF = re.compile(
-    r"\b(?:cancell?ed|cancels|called\s+off|calls\s+off|scrapped)\s+"
+    rf"\b(?:{_CALLS_OFF}|cancels)\s+"
     r"(?:(?:my|the|our|his|her|their|this|that)\s+)?(?P<what>[^,.;:!?]{2,60})",
     re.I,
 )
 _IS_CALLED_OFF = re.compile(
     r"(?:^|[,;:]\s*|\b(?:so|and|but)\s+)(?:(?:the|my|our|his|her|their|this|that)\s+)?"
     r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:is|are|was|were|has\s+been|have\s+been|got)\s+"
-    r"(?:now\s+|just\s+|been\s+)?(?:cancell?ed|called\s+off|scrapped)\b",
+    rf"(?:now\s+|just\s+|been\s+)?(?:{_CALLS_OFF})\b",
     re.I,
 )
 _CALLED_OFF_END = re.compile(r"\s+(?:because|since|so|and|but|as|after|due)\b.*$", re.I)
-_CANCEL_VERB = re.compile(r"\b(?:cancell?(?:ed|ing|s)?|called\s+off|calls\s+off|scrapped)\b", re.I)
+_CANCEL_VERB = re.compile(rf"\b(?:{_CALLS_OFF}|cancell?(?:ing|s)?)\b", re.I)
 # Where a sentence tells of more than one thing: "I have yoga on Mondays and piano
 # lessons on Wednesdays", "Book club is on Thursday, then dinner with Sam".
 _THINGS_GAP = re.compile(r"\s+and\s+|\s*;\s*|,\s*then\s+|\s+&\s+", re.I)

@@ -282,6 +282,8 @@ class EpisodeIndexer:
         #: Messages stored but not indexed yet, as of the last look (for /status, /metrics).
         self.backlog = 0
         self._wake = asyncio.Event()
+        #: Set when a flush or shutdown wants the backlog indexed now, not in a gathered batch.
+        self._hurry = asyncio.Event()
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -311,7 +313,18 @@ class EpisodeIndexer:
         while (
             not self._stopping and not self._flushing and self.busy() and self.lag < self.max_lag()
         ):
-            await self._pause(self.delay)
+            await self._gather()
+
+    async def _gather(self) -> None:
+        """Wait ``delay`` seconds for more messages to join the batch, unless a flush or
+        shutdown asks for the backlog now: someone waits on it (a forget that must see what
+        was just said, a process that is stopping)."""
+        if self._flushing or self._stopping:
+            return
+        self._hurry.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.delay):
+                await self._hurry.wait()
 
     async def flush(self) -> None:
         """Return once every message stored before the call is indexed, an indexing
@@ -322,6 +335,7 @@ class EpisodeIndexer:
         failures = self.failures
         self._flushing += 1  # asked to catch up now: no yielding to a burst
         try:
+            self._hurry.set()
             self._wake.set()
             async with self._progress:
                 await self._progress.wait_for(
@@ -344,7 +358,7 @@ class EpisodeIndexer:
                 return
             if self._behind_since is None:
                 self._behind_since = time.monotonic()
-            await asyncio.sleep(self.delay)  # let a burst gather into one batch
+            await self._gather()  # let a burst gather into one batch
             self._wake.clear()
             try:
                 await self._catch_up()
@@ -442,6 +456,7 @@ class EpisodeIndexer:
             log.error("memory.index_drain_failed", error=str(exc))
         self._stopping = True
         self._stopped.set()
+        self._hurry.set()
         self._wake.set()
         try:
             # A batch in flight commits (or rolls back) whole; one stuck on a locked

@@ -23,7 +23,7 @@ from tierbot.tokens import get_counter
 
 @asynccontextmanager
 async def _indexer(
-    tmp_path: Path, busy: list[bool], max_lag: float
+    tmp_path: Path, busy: list[bool], max_lag: float, delay: float = 0.01
 ) -> AsyncIterator[tuple[EpisodeIndexer, MemoryGraph]]:
     db = tmp_path / "bot.db"
     async with await Store.open(db) as store:
@@ -31,7 +31,7 @@ async def _indexer(
         await store.append_many([to_message(m, get_counter().count_message(m.text))])
         graph = await MemoryGraph.open(db, MemoryConfig())
         indexer = EpisodeIndexer(
-            graph, store, delay=0.01, busy=lambda: busy[0], max_lag=lambda: max_lag
+            graph, store, delay=delay, busy=lambda: busy[0], max_lag=lambda: max_lag
         )
         try:
             indexer.start()
@@ -71,6 +71,28 @@ async def test_a_flush_does_not_wait_for_the_burst(tmp_path: Path) -> None:
         await asyncio.wait_for(indexer.flush(), 30.0)
         assert indexer.mark >= 1
         assert await _found(graph)
+
+
+async def test_a_flush_or_a_shutdown_does_not_wait_for_a_batch_to_gather(tmp_path: Path) -> None:
+    """The indexer lets messages gather for ``delay`` seconds into one batch; someone
+    waiting on the backlog (a forget that must see what was just said, a process that is
+    stopping) gets it indexed at once, not after the gathering."""
+    async with _indexer(tmp_path, [False], max_lag=0.0, delay=600.0) as (indexer, graph):
+        await asyncio.wait_for(indexer.flush(), 30.0)
+        assert indexer.mark >= 1
+        assert await _found(graph)
+    db = tmp_path / "bot.db"
+    async with await Store.open(db) as store:
+        m = inbound("discord:1:10", "the kestrel launch moves to thursday")
+        await store.append_many([to_message(m, get_counter().count_message(m.text))])
+        graph = await MemoryGraph.open(db, MemoryConfig())
+        indexer = EpisodeIndexer(graph, store, delay=600.0)
+        indexer.start()
+        await wait_for(lambda: indexer.lag > 0)  # gathering its batch
+        await asyncio.wait_for(indexer.aclose(30.0), 30.0)
+        assert indexer.backlog == 0
+        assert await graph.recall("kestrel launch", channel="discord:1:10")
+        await graph.aclose()
 
 
 async def test_the_runtime_counts_submissions_until_they_are_acknowledged_or_refused(

@@ -560,6 +560,23 @@ def test_a_sixth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
 
 
 @pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # A name's "is" written short is what the long form would be.
+        ("Freddie's a large youth, he's shot up this year!", "fact"),
+        ("Sam's in Leeds now.", "fact"),
+        ("Arjun's allergic to nuts.", "fact"),
+        # ... not a word that is no one's name, nor "in" as a particle.
+        ("That's a great idea!", None),
+        ("Today's a big day", None),
+        ("Vote's in, what a night!", None),
+    ],
+)
+def test_a_name_with_is_written_short_is_typed_as_written_long(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
     ("line", "what"),
     [
         ('remember also: "eigenlijk" means actually.', '"eigenlijk" means actually.'),

@@ -1048,8 +1048,20 @@ _CHANGING = re.compile(
 _SO = re.compile(r",?\s+so\s+(?=(?:my|our|the|i|we)\b)|;\s+", re.I)
 
 
+# "Freddie's a large youth", "Sam's in Leeds now": a name's "is" written short (an
+# article or a place word cannot follow a possessive "Freddie's").  Not words that are no
+# one's name ("That's a shame", "Today's a big day").
+_NAME_IS_SHORT = re.compile(
+    r"^(?!(?:That|It|There|What|Here|Who|He|She|Where|How|Let|This|Today|Tonight|Tomorrow|"
+    r"Yesterday|Everyone|Everything|Everybody|Nobody|Somebody|Someone|Something|Nothing|"
+    r"Life|Mine|Yours|Which|When|Why)'s)([A-Z][a-z]+)'s (?=(?:a|an|the|in|at|from|allergic|"
+    r"now|still|our|my|his|her|their) \w)"
+)
+
+
 def _classify(sentence: str) -> tuple[str | None, float]:
     s = _cased(split_greeting(_straight(sentence))[1].strip())
+    s = _NAME_IS_SHORT.sub(r"\1 is ", s)  # "Freddie's a large youth": "Freddie is a …"
     # "sorry, the flight number is JL 8": what follows the apology is the statement
     # (unless it is a correction, "sorry, 4412": see below).
     if read_correction(s) is None:

@@ -1315,3 +1315,24 @@ async def test_with_nothing_out_of_view_the_memories_answer_in_the_turn(
         await rt.drain()
         said = [m.text for m in rt.outbox.sent if m.channel == here]
     assert len(said) == 1 and "Friday at 5pm" in said[0], said
+
+
+async def test_a_question_asked_after_another_in_one_message_is_of_what_that_one_asked(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What's the venue and how much was the deposit?" quoted the florist's deposit,
+    told later, for the venue's: the second part is of what the first asked about."""
+    lines = [
+        ("josh", "We've booked Hartwell Barn as the venue, the deposit was £3,000."),
+        ("rosa", "I've also booked the florist, Petal & Stem, deposit £400."),
+        ("josh", "What's the venue and how much was the deposit?"),
+        ("rosa", "What's the florist and how much was the deposit?"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert "£3,000" in replies[2] and "£400" not in replies[2], replies[2]
+    assert "£400" in replies[3] and "£3,000" not in replies[3], replies[3]

@@ -1527,7 +1527,10 @@ def best(
 
 
 def best_all(
-    question: str, pool: Sequence[Evidence], strict: bool = False
+    question: str,
+    pool: Sequence[Evidence],
+    strict: bool = False,
+    context: frozenset[str] = frozenset(),
 ) -> tuple[Evidence | None, float, list[Evidence]]:
     """The evidence that best answers ``question`` (questions are never answers); later
     evidence wins ties: it is the most recent thing said about the topic, unless it is a
@@ -1537,7 +1540,9 @@ def best_all(
     or "where?" of another ("And where?", "What else?"): only a line giving a date, a
     place or a person answers it.  With it, for a question asking for several of a kind
     ("What exams do I have?"), the other lines of that kind that answer it nearly as
-    well, oldest first."""
+    well, oldest first.  ``context``: the stems of what the same message asked just
+    before ("the venue" of "What's the venue and how much was the deposit?"); of lines
+    answering as well, one sharing them is of that."""
     pool = [told for e in pool if (told := _told_part(e)) is not None]
     if not pool:
         return None, 0.0, []
@@ -1613,6 +1618,7 @@ def best_all(
             where and _PLACE.search(pool[k].text) is not None,
             bool(subject := _subject(pool[k].text)) and subject <= asked_of,
             mine and bool(_I_SAID.search(pool[k].text)),
+            len(context & overlap.doc_stems[k]),
             -_rambling(pool[k].text),
             pool[k].when or 0.0,  # recalled memories come first in the pool, not in time
             k,
@@ -2367,7 +2373,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
         plain = split_greeting(plain)[1] or plain
-        found, score, also = best_all(plain, theirs, strict)
+        found, score, also = best_all(plain, theirs, strict, _context_of(key, each[at], plain))
         if (
             strict
             and not quoted
@@ -2588,6 +2594,18 @@ def _each_question(text: str, person: str = "") -> list[tuple[str, str]]:
         if people_named(part):
             person = person_named(part)  # "where do Ana and Rui live?": "they" is both
     return out
+
+
+def _context_of(key: str, parts: Sequence[tuple[str, str]], plain: str) -> frozenset[str]:
+    """What the parts of one message asked before part ``key`` ("3.1": the second) were
+    about, when that part names no one of its own: "how much was the deposit?" after
+    "What's the venue" is the venue's deposit, "where does Rui live?" after "Where does
+    Ana live?" is nothing of Ana's."""
+    j = int(key.partition(".")[2] or 0)
+    if not j or _named(plain) or _ASKED_OF_ME.search(plain):
+        return frozenset()
+    before = {t for task, _ in parts[:j] for t in Overlap.stems(task)}
+    return frozenset(before - Overlap.stems(plain))
 
 
 def _asked_as(task: str, messages: Sequence[ChatMessage]) -> str:

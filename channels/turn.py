@@ -326,7 +326,14 @@ class Turns:
             - self.history.ctx.total
             - MIN_REPLY_TOKENS
         )
-        fitted = fit_hits(found, room, self.deps.counter.count_message, channel=self.key)
+        # (What the last reply showed goes last: "what else?" wants the rest.)
+        shown = next(
+            (m.text for m in reversed(self.history.ctx.items) if m.role is Role.ASSISTANT),
+            "",
+        )
+        fitted = fit_hits(
+            found, room, self.deps.counter.count_message, channel=self.key, shown=shown
+        )
         if fitted is not found:
             self.log.info("channel.recall_trimmed", room=room)
         return fitted

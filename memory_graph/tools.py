@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -312,6 +313,16 @@ def _left_out(n: int) -> dict[str, object]:
     }
 
 
+def _bare(text: str) -> str:
+    """``text`` in lower case without spaces or punctuation, to find one text in another."""
+    return re.sub(r"\W+", "", text).lower()
+
+
+def _content(hit: object) -> str:
+    content = hit.get("content") if isinstance(hit, dict) else None
+    return content if isinstance(content, str) else ""
+
+
 def _lean(hit: object, channel: str) -> object:
     """One hit without what only the store reads: the ids of the messages behind it,
     the channel when it is the asking one, a timestamp's fraction of a second."""
@@ -326,19 +337,28 @@ def _lean(hit: object, channel: str) -> object:
     return lean
 
 
-def fit_hits(found: str, room: int, count: Callable[[str], int], *, channel: str = "") -> str:
+def fit_hits(
+    found: str, room: int, count: Callable[[str], int], *, channel: str = "", shown: str = ""
+) -> str:
     """A search tool's result (``memory_recall``, ``conversation_search``: a JSON list,
     best first) cut to ``room`` tokens as ``count`` counts them: in a small window
     twenty hits (~75 tokens each) put the next request past the window itself.  When
     they do not all fit, each is cut to what a model reads and the best are kept,
     followed by a note of how many were left out; none fitting is said, never passed
-    off as nothing found.  Anything else comes back as it is."""
+    off as nothing found.  Anything else comes back as it is.
+
+    ``shown``: the reply the asker has just read.  Hits it quotes word for word go
+    after the others when not all fit: "What else do you know about me?" must not get
+    back the list it follows, while the room holds things it has not shown."""
     try:
         hits = json.loads(found)
     except ValueError:
         return found
     if not isinstance(hits, list) or count(found) <= room:
         return found
+    if shown_bare := _bare(shown):
+        quoted = [h for h in hits if _bare(_content(h)) and _bare(_content(h)) in shown_bare]
+        hits = [h for h in hits if h not in quoted] + quoted
     kept = [_lean(h, channel) for h in hits]
     left_out = 0
     while kept and count(json.dumps([*kept, _left_out(len(hits))], ensure_ascii=False)) > room:

@@ -28,7 +28,7 @@ import structlog
 from channels import ChannelSnapshot
 from channels.memory import ForgetOutcome, plural
 from tierbot.llm.extraction import is_question
-from tierbot.llm.text import without_author
+from tierbot.llm.text import stems, without_author
 from tierbot.messages import InboundMessage, Message, Role
 from tierbot.store import CompactionRecord
 from tierbot.vocab import Outcome
@@ -252,11 +252,31 @@ async def _recall(inv: Invocation) -> str:
     # A question asked is no memory of anything ("/memory pond" listed "Where is the
     # pond going?"): only what was told is shown.
     found = await memory.search(inv.arg, channel=inv.channel, limit=10)
-    hits = [h for h in found if not is_question(without_author(str(h["content"])))][:5]
+    hits = [h for h in found if not is_question(without_author(str(h["content"])))]
+    hits = _of_the_query(inv.arg, hits)[:5]
     if not hits:
         return "I remember nothing about that."
     lines = [f"- {h['id']} ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits]
     return "\n".join([*lines, "(an admin can /forget ID)"])
+
+
+def _of_the_query(query: str, hits: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The hits about ``query``: sharing a word with it, or scoring close to the best
+    (a semantic embedder finds what shares no word); "/memory florist" listed the cat's
+    name and three other lines after the florist's deadline, to fill five places.  A
+    message quoted by a memory listed above it is not listed again."""
+    asked = set(stems(query))
+    top = max((float(str(h["score"])) for h in hits), default=0.0)
+    kept: list[dict[str, object]] = []
+    said: set[str] = set()
+    for h in hits:
+        text = without_author(str(h["content"]))
+        if h.get("type") == "episode" and text in said:
+            continue
+        if asked & set(stems(text)) or float(str(h["score"])) >= 0.6 * top:
+            kept.append(h)
+            said.add(text)
+    return kept
 
 
 @command("/compact", "  /compact         summarize the oldest messages now (admins)", admin=True)

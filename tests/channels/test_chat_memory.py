@@ -153,6 +153,33 @@ async def test_memory_search_never_shows_the_bots_own_replies(
         assert "bouldering" in shown and "?" not in shown, shown
 
 
+async def test_memory_search_lists_what_is_about_the_words_not_five_of_anything(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "/memory florist" listed the florist's deadline, then the message it was saved
+    from, then the cat's name and two other lines, to fill five places."""
+    lines = [
+        "My client Kindred Trails is a charity.",
+        "The Bloom Florist deadline is 2 May.",
+        "Northpoint contact is Raj.",
+        "My cat is called Miso.",
+        "I like green tea.",
+    ]
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"m{i}"))
+            await rt.drain()
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
+        shown = await rt.command(inbound(CH, "/memory florist"), is_admin=True)
+        cats = await rt.command(inbound(CH, "/memory cats"), is_admin=True)
+        none = await rt.command(inbound(CH, "/memory dentist"), is_admin=True)
+    assert shown is not None and cats is not None
+    listed = [line for line in shown.splitlines() if line.startswith("- ")]
+    assert len(listed) == 1 and "Bloom Florist deadline" in listed[0], shown
+    assert "Miso" in cats and "Kindred" not in cats and "florist" not in cats.lower(), cats
+    assert none == "I remember nothing about that.", none
+
+
 async def test_a_burst_of_two_people_saves_each_fact_in_its_own_authors_name(
     make_config: Callable[..., Config],
 ) -> None:

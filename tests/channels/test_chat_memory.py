@@ -1726,3 +1726,44 @@ async def test_a_forget_takes_a_he_line_said_of_whom_it_names(
         left = [str(n["content"]) for n in await _nodes(rt)]
         assert not [x for x in left if "amlodipine" in x or "metformin" in x], left
         assert any("aspirin" in x for x in left), left
+
+
+async def test_forgets_as_people_word_them_forget_what_they_name_and_keep_the_rest(
+    make_config: Callable[..., Config],
+) -> None:
+    """Each of these said "I had nothing of yours about that to forget" and left the
+    memory in place: a reason after a comma ("…, it makes me sad to see it"), "entirely",
+    a number told in passing in a line about someone else, two things at once, and
+    "cancel …, forget it completely". What else such a line said is kept."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _tell(
+            rt,
+            [
+                "Mia's best friend is Zoe, her mom is Karen, phone 555-0142",
+                "My wife Edna passed away two years ago. I miss her.",
+                "I take metformin 500 mg twice a day, and atorvastatin 20 mg at bedtime",
+                "Joe's inhaler is in the blue bag.",
+                "The school trip is on 3 June.",
+                "The tea ceremony is on Oct 9 at 2pm, ref TC-4481.",
+            ],
+        )
+        wife = await _say(rt, "Please forget about my wife, it makes me sad to see it.", "f1")
+        drug = await _say(rt, "forget the atorvastatin entirely", "f2")
+        phone = await _say(rt, "forget Karen's phone number", "f3")
+        two = await _say(rt, "Forget Joe's inhaler and the school trip.", "f4")
+        tea = await _say(rt, "cancel the tea ceremony, forget it completely - Lucia won't go", "f5")
+        me = await _say(rt, "What do you know about me?", "q1")
+        shown = {
+            word: await rt.command(inbound(CH, f"/memory {word}"), is_admin=True)
+            for word in ("Edna", "atorvastatin", "555-0142", "inhaler", "trip", "ceremony")
+        }
+    assert wife.startswith("Done: I forgot") and "your wife" in wife, wife
+    assert drug.startswith("Done") and "metformin 500 mg twice a day" in drug, drug
+    assert phone.startswith("Done") and "Mia's best friend is Zoe" in phone, phone
+    assert two == "Done: I forgot what you told me about Joe's inhaler and the school trip.", two
+    assert tea.startswith("Done") and "tea ceremony" in tea, tea
+    for word, listed in shown.items():
+        assert listed == "I remember nothing about that.", (word, listed)
+    assert "metformin" in me and "Zoe" in me, me
+    for gone in ("Edna", "atorvastatin", "555", "inhaler", "trip", "ceremony"):
+        assert gone not in me, (gone, me)

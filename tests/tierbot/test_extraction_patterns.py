@@ -296,6 +296,61 @@ def test_a_forget_request_names_a_text_only_with_every_number_it_gives() -> None
     # "names" and "info" ask for what was told, not for those words.
     assert names("my kids names", "ann: My kids are Sam, Lily and Joe.")
     assert names("Mum's meds info", "ann: Mum's meds are aspirin and metformin.")
+    # Someone's number told in passing, in a line about someone else; a phone is its
+    # number, and no other number is.
+    line = "ann: Mia's best friend is Zoe, her mom is Karen, phone 555-0142"
+    assert names("Karen's phone number", line)
+    assert names("Karen's number", line)
+    assert not names("Karen's address", line)
+    assert not names("Zoe's locker code", line)
+    assert names("my mobile number", "ann: my phone is 07700 900111")
+    assert not names("my phone number", "ann: my bank account number is 1234")
+
+
+@pytest.mark.parametrize(
+    ("what", "each"),
+    [
+        ("Joe's inhaler and the school trip", ["Joe's inhaler", "the school trip"]),
+        (
+            "the school trip, the swimming and Joe's inhaler",
+            ["the school trip", "the swimming", "Joe's inhaler"],
+        ),
+        (
+            "my locker code is 4411 and my gym code is 9090",
+            ["my locker code is 4411", "my gym code is 9090"],
+        ),
+        # one thing, however many words "and" joins in it
+        ("my address, phone and email", ["my address, phone and email"]),
+        ("Tom and Ana's wedding", ["Tom and Ana's wedding"]),
+        ("the salt and pepper", ["the salt and pepper"]),
+        ("fish and chips", ["fish and chips"]),
+    ],
+)
+def test_a_forget_of_several_things_looks_for_each(what: str, each: list[str]) -> None:
+    assert extraction.things_named(what) == each
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ("Please forget about my wife, it makes me sad to see it.", "my wife"),
+        ("forget the atorvastatin entirely", "the atorvastatin"),
+        ("forget the wifi password for good", "the wifi password"),
+        ("Forget about the school trip, it got cancelled", "the school trip"),
+        (
+            "forget the school trip, the swimming and Joe's inhaler",
+            "the school trip, the swimming and Joe's inhaler",
+        ),
+        (
+            "cancel the tea ceremony, forget it completely — Lucia doesn't want to go",
+            "the tea ceremony",
+        ),
+        ("The sumo tickets are cancelled, so forget about them", "The sumo tickets"),
+    ],
+)
+def test_a_forget_names_the_thing_without_its_reason_or_adverb(line: str, what: str) -> None:
+    request = extraction.read_request(line)
+    assert request is not None and (request.kind, request.what) == ("forget", what)
 
 
 def test_a_compaction_saves_nothing_from_a_line_that_asks_not_to_be_kept() -> None:

@@ -1222,7 +1222,13 @@ def skipped_topic(text: str) -> str:
 
 
 # "Forget that I'm mentoring Chidi, Oksana took that over": after the comma, why.
-_WHY = re.compile(r"\s*(?:,|;|\s-\s|\s(?:because|since|as)\s)\s*")
+_WHY = re.compile(r"\s*(?:,|;|\s[-\u2013\u2014]\s|\s(?:because|since|as)\s)\s*")
+# A reason after a comma that opens a clause of its own: "my wife, it makes me sad".
+_CLAUSE_OPENS = re.compile(
+    r"^(?:it|it's|i|i'm|i've|he|he's|she|she's|they|they're|we|we're|that|that's|this|"
+    r"there|so|but|because|since|cos|cuz)\s+\w",
+    re.I,
+)
 
 
 # "Forget everything about Tom", "all you know of Ida": the one named is the topic.
@@ -1236,7 +1242,19 @@ _ALL_ABOUT = re.compile(
 _POINTING = re.compile(
     r"^(?:(?:that|the|this)\s+)?(?:thing|stuff|bit|part)\s+(?:about|of|with)\s+|"
     r"(?<=\w)\s+(?:thing|stuff)\b(?=\s+(?:for|of|about|with)\b|\s*$)|"
-    r"\s+(?:then|too|as well|please|pls|now)\s*$",
+    r"(?:\s+(?:then|too|as well|please|pls|now|entirely|completely|altogether|totally|"
+    r"for good|forever|permanently))+\s*$",
+    re.I,
+)
+
+
+# "Cancel the tea ceremony, forget it completely", "The sumo tickets are cancelled, so
+# forget about them": what is called off, and to be forgotten.
+_CALL_OFF_AND_FORGET = re.compile(
+    r"^\s*(?:(?:please|pls|ok|okay|so|actually)\W+)*(?:(?:cancel|scrap|drop|ditch)\s+"
+    r"(?P<what>[^,;.!]+?)|(?P<off>[^,;.!]+?)\s+(?:is|are|was|were|got|has been|have been)\s+"
+    r"(?:cancell?ed|called off|scrapped|off))\s*(?:,|;|\.|\s[-\u2013\u2014]|\s+and)\s*"
+    r"(?:so\s+|just\s+|please\s+)*forget\s+(?:about\s+)?(?:it|that|this|them|all that)\b",
     re.I,
 )
 
@@ -1245,9 +1263,28 @@ def _why_cut(what: str) -> str:
     """What a forget names, without the reason given after it (a clause of its own:
     "…, Oksana took that over"); a list ("my address, phone and email") stays whole."""
     parts = _WHY.split(what, maxsplit=1)
-    if len(parts) == 2 and says_something(parts[1]) and words(parts[0]):
+    if (
+        len(parts) == 2
+        and (says_something(parts[1]) or _CLAUSE_OPENS.match(parts[1]))
+        and words(parts[0])
+    ):
         return parts[0]
     return what
+
+
+# "Joe's inhaler and the school trip": two things, each named as a thing is (its
+# article, a possessive, "my"); "fish and chips" or "Tom and Ana's wedding" is one.
+_THING_OPENS = r"(?:the|my|our|his|her|their|that|[A-Z][\w-]*'s)\s+\w"
+_EACH_THING = re.compile(rf"\s*(?:,\s*(?:and\s+)?|\s+and\s+)(?={_THING_OPENS})")
+
+
+def things_named(what: str) -> list[str]:
+    """The things a forget names, each on its own: "Joe's inhaler and the school trip"
+    is two requests; "my address, phone and email" and "fish and chips" one."""
+    if not re.match(_THING_OPENS, what):
+        return [what]
+    parts = [p for p in _EACH_THING.split(what) if p.strip()]
+    return parts if all(re.match(_THING_OPENS, p) for p in parts) else [what]
 
 
 def read_request(text: str) -> Request | None:
@@ -1277,10 +1314,16 @@ def read_request(text: str) -> Request | None:
         return None
     if (m := _DELETE.match(t)) is not None and words(m["rest"]):
         return Request("forget", m["rest"].strip())
+    if (m := _CALL_OFF_AND_FORGET.match(t)) is not None:
+        # "cancel the tea ceremony, forget it completely": the ceremony is to go.
+        return Request("forget", (m["what"] or m["off"]).strip())
     if (m := _FORGET.match(t)) is not None:
         # "that thing about puppy breath", "the discount thing for Kindred then": what
         # it is about, without the words that only point at it.
-        what = " ".join(_POINTING.sub(" ", _why_cut(m["rest"].strip().rstrip(".!"))).split())
+        rest = m["rest"].strip().rstrip(".!")
+        if len(things_named(rest)) == 1:  # (a list of things has commas of its own)
+            rest = _why_cut(rest)
+        what = " ".join(_POINTING.sub(" ", rest).split())
         if not FORGET_ALL.match(what):
             what = _ALL_ABOUT.sub("", what)  # "everything about Tom": Tom
         if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):

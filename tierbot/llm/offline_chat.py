@@ -44,6 +44,7 @@ from tierbot.llm.extraction import (
     says_something,
     skipped_topic,
     split_greeting,
+    things_named,
     to_first_person,
     to_second_person,
 )
@@ -1810,7 +1811,12 @@ def _plan_saves(
         if "memory_forget" not in tools or FORGET_ALL.match(request.what):
             return []  # "Forget everything": the reply says how (one request is one thing)
         prefix = "done" if request.done else "forget"
-        return [ToolCall(f"{prefix}-{at}", "memory_forget", {"query": request.what})]
+        # "Forget Joe's inhaler and the school trip": each thing is looked for alone.
+        each = things_named(request.what) if not request.done else [request.what]
+        return [
+            ToolCall(f"{prefix}-{at}" + (f"-{k}" if k else ""), "memory_forget", {"query": what})
+            for k, what in enumerate(each)
+        ]
     if request is not None and request.kind == "skip":
         # "Don't remember my bike lock combination", said after it was told: what was
         # kept of it goes too.
@@ -2095,7 +2101,25 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
                 else ""
             )
         )
-    return notes
+    return _forgot_together(notes)
+
+
+_FORGOT_ABOUT = "Done: I forgot what you told me about "
+
+
+def _forgot_together(notes: list[str]) -> list[str]:
+    """Several things forgotten at one request, said in one sentence ("… about Joe's
+    inhaler and the school trip"), not one "Done" each."""
+    out: list[str] = []
+    for note in notes:
+        if note.startswith(_FORGOT_ABOUT) and out and out[-1].startswith(_FORGOT_ABOUT):
+            # (what each one named has no "and" of its own: each is a thing of a list)
+            *before, last = out[-1].removeprefix(_FORGOT_ABOUT).rstrip(".").split(" and ")
+            named = [*before, last, note.removeprefix(_FORGOT_ABOUT).rstrip(".")]
+            out[-1] = _FORGOT_ABOUT + ", ".join(named[:-1]) + " and " + named[-1] + "."
+            continue
+        out.append(note)
+    return out
 
 
 # "… in March :(": a face or an emoji ends the sentence as a full stop would.

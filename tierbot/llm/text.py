@@ -136,6 +136,8 @@ def sentences(text: str) -> list[str]:
 
 #: Of a request's content words, the share a text must hold to be what it names.
 NAMES_SHARE = 0.6
+# A phone's words (stemmed): "phone", "mobile", … name a number, "number" alone does not.
+_PHONE = frozenset({"phone", "mobil", "cell", "tel"})
 
 
 # "Dana: …": the author a memory's content starts with.
@@ -201,6 +203,9 @@ def names(request: str, text: str) -> bool:
     have = set(stems(_DIGIT_GAP.sub("", text)))
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):
         return False
+    if wanted & (_PHONE | {"number"}) and have & _PHONE:
+        # "Karen's phone number" of "her mom is Karen, phone 555-0142": one thing.
+        wanted = (wanted - _PHONE - {"number"}) | (have & _PHONE)
     asked, told = _THING.match(request), _THING.match(text)
     if (verb := _STATED.match(request)) and not (asked and asked["copula"]):
         # "that Mum takes metformin": what it says of its subject must be there too
@@ -232,6 +237,11 @@ def names(request: str, text: str) -> bool:
         whose = {w.lower() for w in re.findall(r"([\w-]+)'s\b", told[1])}
         # "his NHS number" is anyone's ("Dad's NHS number"): who he is was said before.
         anyones = re.match(r"(?i)(?:his|her|their)\b", asked[1])
+        # "Karen's phone number" of "Mia's best friend is Zoe, her mom is Karen, phone
+        # 555-0142": the line is Mia's friend's, and tells Karen's number on the way.
+        owners = {w.lower() for w in re.findall(r"([\w-]+)'s\b", asked[1])}
+        if owners and owners <= {w.lower() for w in re.findall(r"[\w-]+", text)} - whose:
+            return wanted <= have
         if not anyones and whose - {w.lower() for w in re.findall(r"[\w-]+", asked[1])}:
             return False
         if anyones and not _may_be_his(anyones[0].lower(), asked[1], told[1]):
@@ -450,6 +460,27 @@ def _without_items(asks: list[str], clause: str) -> str | None:
     return f"{lead} {listed}"
 
 
+def _without_tail(asks: list[str], clause: str) -> str | None:
+    """``clause`` without the thing it adds at its end with "and" that only ``asks``
+    name ("forget the atorvastatin" of "I take metformin 500 mg twice a day, and
+    atorvastatin 20 mg at bedtime" leaves "I take metformin 500 mg twice a day"), or None
+    when its end says something of its own or the asks name what comes before too."""
+    body = clause.rstrip(" .!;,")
+    ands = list(re.finditer(r",?\s+and\s+(?=\S)", body))
+    if not ands:
+        return None
+    m = ands[-1]
+    head, tail = body[: m.start()], body[m.end() :]
+    if _says(tail) or HAS_VERB.match(tail) or not _says(head):
+        return None
+    have_head, have_tail = set(stems(head)), set(stems(tail))
+    for a in asks:
+        wanted = set(stems(a))
+        if wanted and wanted <= have_tail and not wanted <= have_head:
+            return head
+    return None
+
+
 def without_named(request: str, text: str) -> str:
     """``text`` without what ``request`` ("forget where Ana lives") names of it: the
     sentences, or in a sentence the clauses, that :func:`names` it, said whole (see
@@ -487,7 +518,7 @@ def without_named(request: str, text: str) -> str:
         rest, gone, fewer, told_of = [], False, False, False
         for p, whole in zip(parts, _said_whole(parts), strict=True):
             named = any(names(a, whole) or names(a, p) for a in asks)
-            if named and (short := _without_items(asks, whole)):
+            if named and (short := _without_items(asks, whole) or _without_tail(asks, whole)):
                 rest.append(short)  # "forget the condoms": the milk and eggs stay
                 fewer = True
             elif (

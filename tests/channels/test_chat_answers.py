@@ -1336,3 +1336,37 @@ async def test_a_question_asked_after_another_in_one_message_is_of_what_that_one
             replies.append(rt.outbox.sent[-1].text)
     assert "£3,000" in replies[2] and "£400" not in replies[2], replies[2]
     assert "£400" in replies[3] and "£3,000" not in replies[3], replies[3]
+
+
+async def test_one_booking_of_a_list_called_off_leaves_the_others(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "I cancelled the Cross Hotel in Osaka, staying at Hotel Nikko Osaka instead" hid
+    the line listing all three hotels: "Which hotels have I booked?" was told "Nothing
+    that still holds", and the Kyoto one was never found. The list still holds, with the
+    change said after it when it is of what is asked, and "where … staying" is asked of
+    a place."""
+    lines = [
+        "hotels: Tokyo Oct 4-8 at Hotel Gracery Shinjuku, Kyoto Oct 8-12 at Ryokan "
+        "Yoshida-sanso, Osaka Oct 12-16 at Cross Hotel",
+        "Order from Jake Morris: carrot cake, 20 June, £32.",
+        "actually change of plans, I cancelled the Cross Hotel in Osaka, staying at Hotel "
+        "Nikko Osaka instead",
+        "Jake cancelled his carrot cake order.",
+        "which hotels have I booked?",
+        "where am I staying in Kyoto?",
+        "where am I staying in Osaka?",
+        "What orders do I have?",
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="elena"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    booked, kyoto, osaka, orders = replies[4:]
+    assert "Ryokan Yoshida-sanso" in booked and "Later" in booked and "Nikko" in booked, booked
+    assert "Ryokan Yoshida-sanso" in kyoto and "Nikko" not in kyoto, kyoto
+    assert "Nikko" in osaka, osaka
+    # A line telling of one thing is still retired by its cancellation.
+    assert "Not listed, since" in orders and "carrot cake" in orders, orders

@@ -495,6 +495,8 @@ _DATED = re.compile(
 )
 # Asked when someone is back, and a statement saying until when they are away.
 _BACK = frozenset(stems("back return returns returning home"))
+# Being somewhere: what a line giving a place answers "where" of.
+_BEING_AT = frozenset(stems("stay staying stays live living sleep sleeping based located"))
 # "What's happening with Kindred Trails?", "any news on the boiler?": anything of it.
 _NEWS = frozenset(stems("happening happened news latest update status"))
 # What a date answers as well as the word: "When is Ferro Cycles due?".
@@ -550,6 +552,7 @@ class _Asked:
     naming: bool = False  # asks what something is called ("What's my puppy's name?")
     common: frozenset[str] = frozenset()  # stems it writes in lower case ("flats")
     owned: tuple[str, ...] = ()  # whose name is asked, as written ("dog" of "my dog's name")
+    where: bool = False  # asks where ("Where am I staying in Kyoto?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -592,6 +595,7 @@ class _Asked:
             _ASKS_NAME.search(question) is not None,
             frozenset(_lower_stems(question)),
             tuple(re.findall(r"([a-z][\w-]*)['\u2019]s\s+names?\b", question, re.I)),
+            _WHERE.match(question) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -648,7 +652,16 @@ class _Asked:
         someone = self.who and bool(_proper(e.text) - self.names)
         # "When is Lucia back?" is answered by "she's out on leave until June 2nd".
         returns = dated and detail <= _BACK and _UNTIL.search(e.text) is not None
-        if self.names and detail and not detail & have and not someone and not returns:
+        # "Where am I staying in Kyoto?" by "Kyoto Oct 8-12 at Ryokan Yoshida-sanso".
+        placed = self.where and detail <= _BEING_AT and _PLACE.search(e.text) is not None
+        if (
+            self.names
+            and detail
+            and not detail & have
+            and not someone
+            and not returns
+            and not placed
+        ):
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
         # Osaka this time" is not "What time is our flight?".
@@ -814,6 +827,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and e.when > found.when
         and _calls_off(e, found.text, question)
     ]
+    off = [e for e in off if _of_what_was_asked(found, e, question)]
     if off:
         return max(off, key=lambda e: e.when or 0.0)
     subject = _SUBJECT.match(_LEAD.sub("", found.text))
@@ -839,6 +853,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _replaces(e, found.text)
         )
     ]
+    later = [e for e in later if _of_what_was_asked(found, e, question)]
     # Of several changes, the one about what is asked ("What did Tom order?": that he
     # changed his order, not that its price went up), else the newest.
     asked = set(stems(question))
@@ -847,6 +862,17 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if later
         else None
     )
+
+
+def _of_what_was_asked(found: Evidence, later: Evidence, question: str) -> bool:
+    """Whether a change told ``later`` of one thing of the list ``found`` gives is of
+    what ``question`` asks: "Where am I staying in Kyoto?" is not told that the Osaka
+    hotel was cancelled; "Which hotels have I booked?", naming none, is."""
+    changed = _proper(later.text) & _proper(found.text)
+    if not changed or not _one_of_many(found.text, changed):
+        return True
+    asked = _named(question)
+    return not asked or bool(asked & _proper(later.text))
 
 
 def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]) -> str:
@@ -1207,13 +1233,27 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
         for r, (of_me, what) in stopped:
             if r.author == e.author and later(e, r) and of_me == mine and what <= said:
                 return r
+        # One thing of a list changed or called off leaves the others, and the line,
+        # holding: "Tokyo … at Hotel Gracery, Kyoto … at Ryokan Yoshida-sanso, Osaka …
+        # at Cross Hotel" after "I cancelled the Cross Hotel, staying at Hotel Nikko
+        # instead" (an answer quoting it says what changed after it).
         for r in restated:
-            if r.author == e.author and later(e, r) and _replaces(r, sent):
+            if (
+                r.author == e.author
+                and later(e, r)
+                and _replaces(r, sent)
+                and not _one_of_many(sent, _proper(r.text) & _proper(sent))
+            ):
                 return r
         for r, off in called_off:
             # "Jake cancelled his carrot cake order" of "Order from Jake Morris: carrot
             # cake, …": what was called off, and whoever called it off.
-            if r.author == e.author and later(e, r) and off.of(sent, said):
+            if (
+                r.author == e.author
+                and later(e, r)
+                and off.of(sent, said)
+                and not _one_of_many(sent, set(off.what - _PLAN_WORDS))
+            ):
                 return r
         lives = _I_SAID.search(sent) and _MOVED.search(sent) and not _MOVED_TO.search(sent)
         if lives:
@@ -1295,9 +1335,28 @@ class _CalledOff:
             if re.search(his, sent, re.I) is None:
                 return False
         # A line telling of more than the thing called off stays: "I pay for Spotify and
-        # Netflix" after "I cancelled Spotify".
+        # Netflix" after "I cancelled Spotify"; "Tokyo … at Hotel Gracery, Kyoto … at
+        # Ryokan Yoshida-sanso, Osaka … at Cross Hotel" after "I cancelled the Cross
+        # Hotel" (a part after a comma opening with a name is another thing; "Order from
+        # Jake Morris: carrot cake, 20 June, £32" is one).
         parts = _THINGS_GAP.split(sent)
-        return len(parts) == 1 or all(self.what - _PLAN_WORDS <= set(stems(p)) for p in parts)
+        core = self.what - _PLAN_WORDS
+        return len(parts) == 1 or all(core <= set(stems(p)) for p in parts)
+
+
+def _one_of_many(sent: str, thing: set[str]) -> bool:
+    """Whether ``sent`` lists other things beside the one whose stems are ``thing``: a
+    part after a comma opening with a name, without the thing ("Tokyo … at Hotel
+    Gracery, Kyoto … at Ryokan Yoshida-sanso, Osaka … at Cross Hotel" of the Cross
+    Hotel); "Order from Jake Morris: carrot cake, 20 June, £32" lists nothing else."""
+    items = [p.strip() for p in sent.split(",")]
+    return any(not thing <= set(stems(p)) and _ANOTHER_ITEM.match(p) for p in items[1:])
+
+
+# A part of a list after a comma that opens with a name: another thing of the list.
+_ANOTHER_ITEM = re.compile(
+    rf"(?!(?:I|{'|'.join(w.capitalize() for w in CALENDAR_WORDS)})\b)[A-Z][\w'-]*\s+\S"
+)
 
 
 def _written_names(text: str) -> set[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -113,9 +114,16 @@ class ChannelMemoryAccess:
             await asyncio.wait_for(self.indexer.flush(), _FORGET_CATCH_UP_SECONDS)
         except TimeoutError:
             log.warning("memory.forget_before_indexed", waited=_FORGET_CATCH_UP_SECONDS)
+        # "what Ben said about the ending": the ending, in Ben's lines.
+        said_by = _SAID_ABOUT.match(query)
+        if said_by is not None:
+            query = said_by["topic"]
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
         # "He also takes amlodipine" is of Dad when the line before it named him.
         named = [h for h in hits if names(query, h.content) or names(query, _read_of(h, hits))]
+        if said_by is not None:
+            who = said_by["who"].lower()
+            named = [h for h in named if who in {h.author.lower(), h.author_id.lower()}]
         # A question asked is not something told: it is not forgotten with it.
         theirs = [
             h
@@ -196,6 +204,13 @@ class ChannelMemoryAccess:
 
     async def count(self, channel: str) -> int:
         return await self.graph.count(channel)
+
+
+# "what Ben said about the ending": whose lines, and what about.
+_SAID_ABOUT = re.compile(
+    r"^(?:what|everything|all)\s+(?P<who>[A-Z][\w'-]*)\s+(?:said|told you|wrote|says|"
+    r"thinks|thought)\s+(?:about|of|on)\s+(?P<topic>\S.*)$"
+)
 
 
 #: How long after a line naming someone a "He …" line of the same person is read as of

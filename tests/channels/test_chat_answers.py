@@ -1370,3 +1370,40 @@ async def test_one_booking_of_a_list_called_off_leaves_the_others(
     assert "Nikko" in osaka, osaka
     # A line telling of one thing is still retired by its cancellation.
     assert "Not listed, since" in orders and "carrot cake" in orders, orders
+
+
+async def test_a_book_club_is_answered_with_what_the_group_changed(
+    make_config: Callable[..., Config],
+) -> None:
+    """A book club of four: "when is the meeting?" quoted Nina's Thursday after Omar
+    moved it to Friday (a shared meeting anyone may move); "what book are we reading?"
+    quoted Ben's "I've already read it twice"; "what's the address?" found nothing in
+    "14 Birch Lane, apartment 3B"; Nina asking to forget what Ben said was told only
+    that she had nothing to forget."""
+    lines = [
+        ("nina", 'so our first book is "Klara and the Sun" by Kazuo Ishiguro'),
+        ("ben", "nice, I've already read it twice lol"),
+        ("nina", "meeting is at my place on Thursday June 5 at 7"),
+        ("claire", "yep! 14 Birch Lane, apartment 3B"),
+        ("omar", "date change — meeting moved to Friday June 6, 7:30"),
+        ("claire", "my team meeting moved to Monday June 9"),
+        ("claire", "when is the meeting?"),
+        ("omar", "what book are we reading?"),
+        ("nina", "what's the address?"),
+        ("ben", "I thought the ending was kinda flat tbh"),
+        ("nina", "forget what Ben said about the ending, he asked me to"),
+        ("ben", "what did I think of the ending?"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    when, book, address, _, forget, ending = replies[6:]
+    # (Claire's own meeting is hers: "my team meeting" changes no shared one.)
+    assert "Friday June 6" in when and "Monday" not in when, when
+    assert "Klara and the Sun" in book, book
+    assert "14 Birch Lane" in address, address
+    assert "Only Ben can have me forget" in forget, forget
+    assert "kinda flat" in ending, ending

@@ -632,6 +632,29 @@ def test_a_name_with_is_written_short_is_typed_as_written_long(line: str, kind: 
 
 
 @pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # An eighth round of new users: routines, what stopped or was swapped, a fact
+        # after "so" or "ugh fine".
+        ("I go to yoga every Tuesday", "fact"),
+        ("I also see a cardiologist, Dr. Feld, every six months.", "fact"),
+        ("I see my therapist every two weeks", "fact"),
+        ("I've stopped the atorvastatin, the doctor took me off it.", "event"),
+        ("actually Marcus swapped laptops with Greg today, so Marcus has LT-09 now", "event"),
+        ('so our first book is "Klara and the Sun" by Kazuo Ishiguro', "fact"),
+        ("ugh fine, I'll bring chips and salsa", "todo"),
+        # ... and what stays chit-chat.
+        ("I cry every time", None),
+        ("so hungry, that last patient ran way over", None),
+        ("ugh my thread keeps snapping today", None),
+        ("I stopped the car", None),
+    ],
+)
+def test_an_eighth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
     ("line", "what"),
     [
         ('remember also: "eigenlijk" means actually.', '"eigenlijk" means actually.'),

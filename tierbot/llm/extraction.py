@@ -861,7 +861,10 @@ CHANGED = re.compile(
     r"\b(?:sold|gave\s+away|got\s+rid\s+of|cancell?ed|called\s+off|postponed)\s+"
     r"(?:my|the|our|his|her|their)\s+\w+|"
     r"\b(?:switched|switching|changed|changing|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?"
-    r"(?:from|to)\b",
+    r"(?:from|to)\b|"
+    # "I've stopped the atorvastatin", "Marcus swapped laptops with Greg"
+    r"\b(?:stopped|stopping|came\s+off)\s+(?:taking\s+)?(?:my|the|his|her|our|their)\s+\w+|"
+    r"\bstopped\s+taking\s+\w+|\bswapped\s+(?:\w+\s+){1,3}?with\s+[A-Za-z]",
     re.I,
 )
 # "… no longer …", "… not … anymore": something that held and stopped (the chat reads it
@@ -887,7 +890,8 @@ def _unsaid(m: re.Match[str]) -> str:
 #: "Actually, swap that: …"); the chat reads them too.
 RESTATING = r"correction|update|(?:swap|change|scratch|update|correct) that"
 _FILLER = re.compile(
-    rf"^(?:(?:sorry|oops|whoops|no wait|wait|actually|yes|yeah|yep|{RESTATING})\b[,:;!.-]*\s+)+",
+    rf"^(?:(?:sorry|oops|whoops|no wait|wait|actually|yes|yeah|yep|ugh fine|fine|ok|okay|well|"
+    rf"so(?=,|\s+(?:our|the|my|i|we|next|first|this|that)\b)|{RESTATING})\b[,:;!.-]*\s+)+",
     re.I,
 )
 
@@ -957,6 +961,21 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # A routine: "I go to yoga every Tuesday", "I see a cardiologist every six months",
+    # "Mia has swimming on Tuesdays".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"^(i|we|my [a-z]+|our [a-z]+|[a-z]+) (also |usually |always |normally |still )?"
+            r"(go|goes|see|sees|visit|visits|have|has|take|takes|do|does|play|plays|train|"
+            r"trains|work|works|run|runs|swim|swims|walk|walks|meet|meets|call|calls|"
+            r"attend|attends|teach|teaches)\b([^.?!]|\b(dr|mr|mrs|ms|st)\.){0,60}"
+            r"\b(every|each) ((other|two|three|four|six|few|couple of|\d+) )?"
+            r"(day|night|morning|afternoon|evening|week|weekend|"
+            r"fortnight|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
+        ),
+    ),
     # "My doctor says I should cut down on salt": advice someone gave, kept as said.
     (
         "fact",

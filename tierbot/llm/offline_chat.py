@@ -495,6 +495,13 @@ _DATED = re.compile(
 )
 # Asked when someone is back, and a statement saying until when they are away.
 _BACK = frozenset(stems("back return returns returning home"))
+# A street address: "14 Birch Lane", "221B Baker Street".
+_ADDRESS = "address"
+_STREET = re.compile(
+    r"\b\d+[A-Za-z]?,?\s+(?:[A-Z][\w'-]*\s+){1,3}(?i:road|rd|street|st|lane|ln|avenue|ave|"
+    r"close|drive|dr|way|court|ct|place|pl|crescent|terrace|gardens|grove|square|sq|"
+    r"boulevard|blvd|hill|row|walk|mews|park)\b"
+)
 # Being somewhere: what a line giving a place answers "where" of.
 _BEING_AT = frozenset(stems("stay staying stays live living sleep sleeping based located"))
 # "What's happening with Kindred Trails?", "any news on the boiler?": anything of it.
@@ -841,7 +848,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     later = [
         e
         for e in pool
-        if e.author == found.author
+        if (e.author == found.author or _moves_shared(e.text))
         and e.when is not None
         and e.when > found.when
         and not _part_of(e.text, found.text)
@@ -861,6 +868,16 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         max(later, key=lambda e: (len(asked & set(stems(e.text))), e.when or 0.0))
         if later
         else None
+    )
+
+
+def _moves_shared(text: str) -> bool:
+    """Whether ``text`` moves a date of something shared, which anyone in the chat may
+    move: "date change — meeting moved to Friday June 6" by Omar changes Nina's "meeting
+    is at my place on Thursday June 5"; "my dentist moved to Friday" is the speaker's."""
+    moved = _RESCHEDULED.search(text)
+    return moved is not None and not re.search(
+        r"\b(?:my|i|i'm|i've)\b", text[: moved.start()], re.I
     )
 
 
@@ -1634,6 +1651,12 @@ def best_all(
     # "What was the root cause of INC-1042?": a thread about a ticket names it once, in
     # its first line; the lines just after it are of it too.
     near = [_thread_of(pool, k, overlap) for k in range(len(pool))]
+    if _ADDRESS in asked.words:
+        # "What's the address?": "14 Birch Lane, apartment 3B" gives one.
+        for k, e in enumerate(pool):
+            if _STREET.search(e.text) and _ADDRESS not in overlap.doc_stems[k]:
+                near[k] = near[k] | {_ADDRESS}
+                scores[k] += overlap.idf.get(_ADDRESS, 1.0)
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
     if not fits:
         return None, 0.0, []
@@ -1675,6 +1698,8 @@ def best_all(
         fits,
         key=lambda k: (
             round(scores[k], 6),
+            # "What book are we reading?": a line naming a book, over "I've read it twice".
+            bool(asked.kind & overlap.doc_stems[k]),
             where and _PLACE.search(pool[k].text) is not None,
             bool(subject := _subject(pool[k].text)) and subject <= asked_of,
             mine and bool(_I_SAID.search(pool[k].text)),
@@ -2051,7 +2076,9 @@ def _requested(request: Request, speaker: str) -> list[dict[str, object]]:
     return out
 
 
-def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) -> list[str]:
+def _memory_notes(
+    results: Sequence[ChatMessage], asked: dict[str, ToolCall], speaker: str = ""
+) -> list[str]:
     """One true sentence per memory call that ran: what was saved or forgotten, or why
     not."""
     saved: list[str] = []
@@ -2131,7 +2158,12 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
             elif "error" in body:
                 notes.append(f"I could not forget that: {body['error']}")
             else:
-                notes.append(f"I had nothing of yours about that to forget ({what}).")
+                note = f"I had nothing of yours about that to forget ({what})."
+                # "Forget what Ben said about the ending", by Nina: it is Ben's to ask
+                # (said whatever matched, so the reply tells nothing of what Ben said).
+                if (by := _FORGET_SAID_BY.match(what)) and by[1].lower() != speaker.lower():
+                    note += f" Only {by[1]} can have me forget what {by[1]} told me."
+                notes.append(note)
             continue
         if "id" in body:
             said = _LEAD.sub("", _split_speaker(str(call.arguments.get("content", "")))[1])
@@ -2164,6 +2196,11 @@ def _memory_notes(results: Sequence[ChatMessage], asked: dict[str, ToolCall]) ->
 
 
 _FORGOT_ABOUT = "Done: I forgot what you told me about "
+# "what Ben said about the ending": a forget of someone else's words.
+_FORGET_SAID_BY = re.compile(
+    r"^(?:what|everything|all)\s+([A-Z][\w'-]*)\s+(?:said|told you|wrote|says|thinks|"
+    r"thought)\s+(?:about|of|on)\b"
+)
 
 
 def _forgot_together(notes: list[str]) -> list[str]:
@@ -2217,7 +2254,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         ]
         if saves:
             return "", saves
-    notes = _memory_notes(results, asked)
+    notes = _memory_notes(results, asked, people[-1][1].name or "" if people else "")
 
     # "Ugh, what's my garage code again? I always forget" asks, though it ends telling.
     questions = [

@@ -643,6 +643,12 @@ def test_a_name_with_is_written_short_is_typed_as_written_long(line: str, kind: 
         ("actually Marcus swapped laptops with Greg today, so Marcus has LT-09 now", "event"),
         ('so our first book is "Klara and the Sun" by Kazuo Ishiguro', "fact"),
         ("ugh fine, I'll bring chips and salsa", "todo"),
+        # A noun that is also a verb opens no order; a rule is no task.
+        ("schedule change: next session moved to Sunday March 9, same time", "event"),
+        ("return flight is ANA NH8 from Narita Oct 17 at 5:40pm", "event"),
+        ("I must not take ibuprofen because of my kidneys", "fact"),
+        ("Return the library books by Friday", "todo"),
+        ("I must call the bank", "todo"),
         # ... and what stays chit-chat.
         ("I cry every time", None),
         ("so hungry, that last patient ran way over", None),

@@ -529,8 +529,10 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
         _Folded(
             # (not what someone else says one should: "my wife says I should sell up")
             rf"(?<!says )(?<!said )(?<!thinks )(?<!reckons )(?<!suggests )"
+            # ("I must not take ibuprofen" is a rule kept, not a task)
             rf"\b{_I} (really |still |also |definitely |urgently |just )?((need|needs|have|"
-            r"has|got|ought) to|gotta|must|should)\b|\b(need|needs|have|has) to be (done|"
+            r"has|got|ought) to|gotta|must(?! not\b)|should(?! not\b))\b|"
+            r"\b(need|needs|have|has) to be (done|"
             r"sent|fixed|reviewed|merged|signed|paid|renewed|submitted|booked|shipped)\b|"
             r"\b(someone|somebody|anyone|everyone|you|you all|y'all|we all)\b"
             r" (still |really |also )?((has|have|need|needs|got) to|must|should)\b|"
@@ -559,8 +561,9 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             # (a name like a verb: "Mark isn't a firefighter", "Bill has left")
             r"practi[sc]e|rehearse|wear|bring|text|message|don'?t)\b"
             r"(?!\s+(?:is|isn'?t|was|wasn'?t|has|hasn'?t|had|does|doesn'?t|did|said|says|"
-            # "Order from Jake: carrot cake…", "Update from the team: …": a heading
-            r"from)\b)|"
+            # "Order from Jake: carrot cake…", "Update from the team: …": a heading;
+            # "Schedule change: …", "Return flight is …": a noun, not an order
+            r"from)\b|\s+[a-z]+(:|\s+(is|are|was|were)\b))|"
             r"^(everyone|everybody|all|folks|team|guys|people|y'all)\b[,:]?\s+(please |pls |"
             r"just |also )?(?!(is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
             r"wants|needs|seems|looks|got|gets|here|else|okay|ok)\b)[a-z]+(?<!ed)(?<!s)\b|"

@@ -1407,3 +1407,30 @@ async def test_a_book_club_is_answered_with_what_the_group_changed(
     assert "14 Birch Lane" in address, address
     assert "Only Ben can have me forget" in forget, forget
     assert "kinda flat" in ending, ending
+
+
+async def test_what_a_question_asks_of_a_named_thing_is_answered_by_the_line_naming_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What time do I take atorvastatin?" quoted the Metformin line (it says "I take");
+    "Which medicines do I take?" quoted "I would like you to help me keep track of my
+    medicines please", which asks the bot for help and tells nothing."""
+    lines = [
+        "I would like you to help me keep track of my medicines please.",
+        "I take Metformin 500 mg twice a day with meals, for my diabetes.",
+        "and atorvastatin 20 mg at bedtime",
+        "What time do I take atorvastatin?",
+        "Which medicines do I take?",
+        "What games do we play?",
+        "We play chess on Fridays.",
+        "What games do we play?",
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="harold"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert "bedtime" in replies[3] and "Metformin" not in replies[3], replies[3]
+    assert "keep track" not in replies[4] and "Metformin" in replies[4], replies[4]
+    assert "chess" in replies[7], replies[7]

@@ -490,7 +490,7 @@ _DATED = re.compile(
     r"\b(?:"
     + "|".join([*CALENDAR_WORDS, "noon", "midnight", "weekend", "morning", "evening"])
     + r"|(?:next|last|this)\s+(?:week|month|year)|afternoon|night|jan|feb|mar|apr|jun|jul|aug|"
-    r"sept?|oct|nov|dec)\b",
+    r"sept?|oct|nov|dec|bedtime|(?:at|before|after)\s+(?:breakfast|lunch|dinner|bed))\b",
     re.I,
 )
 # Asked when someone is back, and a statement saying until when they are away.
@@ -1507,10 +1507,21 @@ def _last_reply(messages: Sequence[ChatMessage]) -> str:
 def _told_part(e: Evidence) -> Evidence | None:
     """What ``e`` tells, without the questions it asks ("What is my locker code? Also, my
     new phone number is 555-1234." tells the number); None when it only asks."""
+    if _ASKS_THE_BOT.match(e.text):
+        return None  # "I would like you to help me keep track of my medicines": no fact
     if not is_question(e.text):
         return e
     told = [t for s in sentences(e.text) if (t := _told_in(s))]
     return replace(e, text=" ".join(told)) if told else None
+
+
+# What someone asks the bot to do for them, which tells nothing of them.
+_ASKS_THE_BOT = re.compile(
+    r"^\W*(?:(?:hi|hello|ok|okay|so)\W+)?(?:i(?:'d|\s+would)\s+like\s+you\s+to|i\s+want\s+you\s+"
+    r"to|(?:please\s+)?help\s+me\s+(?:keep\s+track|remember|track|organi[sz]e)|can\s+you\s+"
+    r"help\s+me)\b[^.!?]*[.!?]?\s*$",
+    re.I,
+)
 
 
 def _told_in(sentence: str) -> str:
@@ -1639,7 +1650,11 @@ def best_all(
         ):
             scores[k] = overlap.score(question, overlap.doc_stems[k], boost=named, held=of)
     # "What games do we play?" is answered by what "we play", over "game night is…".
-    if (doing := _DOING.search(question)) is not None and doing[1].lower() != "you":
+    # ("What time do I take atorvastatin?" asks of the atorvastatin, not of what I take)
+    doing = _DOING.search(question)
+    if doing is not None and re.match(r"\s*(?:\w+ly\s*)?\W*$", question[doing.end() :]) is None:
+        doing = None
+    if doing is not None and doing[1].lower() != "you":
         who, verb = doing[1], stems(doing[2])
         said = re.compile(rf"\b{re.escape(who)}\s+(?:\w+\s+)?{re.escape(doing[2][:3])}", re.I)
         for k, e in enumerate(pool):

@@ -1434,3 +1434,24 @@ async def test_what_a_question_asks_of_a_named_thing_is_answered_by_the_line_nam
     assert "bedtime" in replies[3] and "Metformin" not in replies[3], replies[3]
     assert "keep track" not in replies[4] and "Metformin" in replies[4], replies[4]
     assert "chess" in replies[7], replies[7]
+
+
+async def test_an_age_given_in_brackets_after_a_name_answers_how_old(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "my kids are Mia (9), Leo (7) and Ava (4)", then "how old is Ava?" found nothing;
+    a number in brackets after something that is no name is no age."""
+    lines = [
+        "my kids are Mia (9), Leo (7) and Ava (4)",
+        "My flat is number (3) on the list",
+        "how old is Ava?",
+        "how old is my flat?",
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="dana"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert "Ava (4)" in replies[2], replies[2]
+    assert "number (3)" not in replies[3], replies[3]

@@ -466,7 +466,8 @@ _AN_AGE = re.compile(
     r"\b(?![:.]\d|\s*(?:%|(?:st|nd|rd|th|am|pm|feet|foot|ft|cm|kg|km|"
     r"miles?|pounds?|euros?|dollars?|quid|percent|minutes?|mins?|hours?|days?|weeks?|"
     r"months?|o'clock|people|of)\b))|"
-    r"\b\d{1,3}\s*(?:years?|yrs?|y/?o)\b|\b(?:old|aged|born)\b",
+    r"\b\d{1,3}\s*(?:years?|yrs?|y/?o)\b|\b(?:old|aged|born)\b|"
+    r"(?-i:\b[A-Z][a-z]+)\s*\(\d{1,2}\)",  # "Mia (9), Leo (7) and Ava (4)"
     re.I,
 )
 _WHO = re.compile(r"^\W*who(?:m|'s)?\b", re.I)

@@ -1455,3 +1455,24 @@ async def test_an_age_given_in_brackets_after_a_name_answers_how_old(
             replies.append(rt.outbox.sent[-1].text)
     assert "Ava (4)" in replies[2], replies[2]
     assert "number (3)" not in replies[3], replies[3]
+
+
+async def test_a_death_told_gets_a_word_of_sympathy_and_pronouns_are_said_back_in_case(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "My wife Edna passed away two years ago" got a bare "Noted"; "… Her number is
+    555-2380" was said back as "; and Her number is …"."""
+    lines = [
+        "My wife Edna passed away two years ago. I miss her.",
+        "The printer died again, it was a faulty fuser.",
+        "My doctor is Dr. Ramirez at Oakwood Clinic. Her number is 555-2380.",
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="harold"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    assert replies[0].startswith("I'm sorry for your loss. Noted:"), replies[0]
+    assert "sorry" not in replies[1], replies[1]
+    assert "and her number is 555-2380" in replies[2], replies[2]

@@ -1552,7 +1552,7 @@ _SECOND_PERSON = (
 # Words that open a sentence but are lower-case inside one ("Noted: we decided…").
 _LOWER_FIRST = frozenset(
     "your you you're you've you'll you'd we we're we've we'll our the a an this that these "
-    "those it it's its they they're their there".split()
+    "those it it's its they they're their there he he's his she she's her".split()
 )
 
 

@@ -2196,6 +2196,8 @@ def _memory_notes(
             notes.append(f"I could not save that: {why}.")
     if saved:
         notes.insert(0, _ended(f"Noted: {_join(saved)}"))
+        if any(_LOSS.search(x) for x in saved):
+            notes.insert(0, "I'm sorry for your loss.")  # not a bare "Noted" for a death
     if todo:
         # What has a time may be expected to be reminded of: say that it will not be
         # ("I'm doing flowers and the cake" expects nothing of the kind).
@@ -2212,6 +2214,17 @@ def _memory_notes(
 
 
 _FORGOT_ABOUT = "Done: I forgot what you told me about "
+# A death told: "My wife Edna passed away two years ago", "our dog Rex died" (not "the
+# printer died"): a death word, and someone of the family or a pet.
+_RELATIVE = (
+    r"(?:wife|husband|partner|mum|mom|mother|dad|father|son|daughter|brother|sister|friend|"
+    r"grandma|grandmother|grandpa|grandfather|nan|granny|uncle|aunt|cousin|dog|cat)"
+)
+_LOSS = re.compile(
+    rf"^(?=.*\b{_RELATIVE}\b).*\b(?:passed\s+(?:away|on)|died|funeral)\b|"
+    rf"\blost\s+(?:your|our|my|his|her)\s+{_RELATIVE}\b",
+    re.I,
+)
 # "what Ben said about the ending": a forget of someone else's words.
 _FORGET_SAID_BY = re.compile(
     r"^(?:what|everything|all)\s+([A-Z][\w'-]*)\s+(?:said|told you|wrote|says|thinks|"

@@ -253,18 +253,23 @@ async def _recall(inv: Invocation) -> str:
     # pond going?"): only what was told is shown.
     found = await memory.search(inv.arg, channel=inv.channel, limit=10)
     hits = [h for h in found if not is_question(without_author(str(h["content"])))]
-    hits = _of_the_query(inv.arg, hits)[:5]
+    semantic = not memory.graph.embedder.identity.startswith("hashing")
+    hits = _of_the_query(inv.arg, hits, semantic)[:5]
     if not hits:
         return "I remember nothing about that."
     lines = [f"- {h['id']} ({h['type']}, {h['score']:.2f}) {h['content']}" for h in hits]
     return "\n".join([*lines, "(an admin can /forget ID)"])
 
 
-def _of_the_query(query: str, hits: list[dict[str, object]]) -> list[dict[str, object]]:
-    """The hits about ``query``: sharing a word with it, or scoring close to the best
-    (a semantic embedder finds what shares no word); "/memory florist" listed the cat's
-    name and three other lines after the florist's deadline, to fill five places.  A
-    message quoted by a memory listed above it is not listed again."""
+def _of_the_query(
+    query: str, hits: list[dict[str, object]], semantic: bool
+) -> list[dict[str, object]]:
+    """The hits about ``query``: sharing a word with it, or, with a ``semantic``
+    embedder (which finds what shares no word), scoring close to the best; "/memory
+    florist" listed the cat's name and three other lines after the florist's deadline,
+    to fill five places, and "/memory tea" a line saying "instead" (the default
+    embedder hashes parts of words).  A message quoted by a memory listed above it is
+    not listed again."""
     asked = set(stems(query))
     top = max((float(str(h["score"])) for h in hits), default=0.0)
     kept: list[dict[str, object]] = []
@@ -273,7 +278,7 @@ def _of_the_query(query: str, hits: list[dict[str, object]]) -> list[dict[str, o
         text = without_author(str(h["content"]))
         if h.get("type") == "episode" and text in said:
             continue
-        if asked & set(stems(text)) or float(str(h["score"])) >= 0.6 * top:
+        if asked & set(stems(text)) or (semantic and float(str(h["score"])) >= 0.6 * top):
             kept.append(h)
             said.add(text)
     return kept

@@ -1476,3 +1476,38 @@ async def test_a_death_told_gets_a_word_of_sympathy_and_pronouns_are_said_back_i
     assert replies[0].startswith("I'm sorry for your loss. Noted:"), replies[0]
     assert "sorry" not in replies[1], replies[1]
     assert "and her number is 555-2380" in replies[2], replies[2]
+
+
+async def test_a_trip_is_answered_without_other_changes_or_repeats(
+    make_config: Callable[..., Config],
+) -> None:
+    """A trip planned in one chat: the flight's confirmation code came with "Later, …
+    the tea ceremony got moved to Oct 10" (both name October); "how much have I spent?"
+    found nothing in "flights cost $1,450 already"; "which hotels have I booked?" quoted
+    the hotels twice; "where am I staying in Kyoto?" quoted the tea ceremony in Kyoto."""
+    lines = [
+        "flight out is United UA837 from SFO to Tokyo Narita, departs 11:05am Oct 3, "
+        "confirmation K7XQ2M",
+        "total budget is $6,000, flights cost $1,450 already",
+        "hotels: Tokyo Oct 4-8 at Hotel Gracery Shinjuku, Kyoto Oct 8-12 at Ryokan "
+        "Yoshida-sanso, Osaka Oct 12-16 at Cross Hotel",
+        "booked a tea ceremony in Kyoto on Oct 9 at 2pm, ref TC-4481",
+        "actually change of plans, I cancelled the Cross Hotel in Osaka, staying at Hotel "
+        "Nikko Osaka instead",
+        "also the tea ceremony got moved to Oct 10, same time",
+        "what's the confirmation code for the United flight?",
+        "how much have I spent?",
+        "which hotels have I booked?",
+        "where am I staying in Kyoto?",
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="elena"))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    code, spent, hotels, kyoto = replies[6:]
+    assert "K7XQ2M" in code and "tea ceremony" not in code, code
+    assert "$1,450" in spent, spent
+    assert hotels.count("Hotel Gracery") == 1 and "Nikko" in hotels, hotels
+    assert "Ryokan" in kyoto and "tea ceremony" not in kyoto, kyoto

@@ -164,6 +164,7 @@ async def test_memory_search_lists_what_is_about_the_words_not_five_of_anything(
         "Northpoint contact is Raj.",
         "My cat is called Miso.",
         "I like green tea.",
+        "I cancelled the hotel, staying at Hotel Nikko instead.",
     ]
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
         for i, line in enumerate(lines):
@@ -173,11 +174,14 @@ async def test_memory_search_lists_what_is_about_the_words_not_five_of_anything(
         shown = await rt.command(inbound(CH, "/memory florist"), is_admin=True)
         cats = await rt.command(inbound(CH, "/memory cats"), is_admin=True)
         none = await rt.command(inbound(CH, "/memory dentist"), is_admin=True)
+        # ("instead" holds "tea": parts of words are no word)
+        tea = await rt.command(inbound(CH, "/memory tea"), is_admin=True)
     assert shown is not None and cats is not None
     listed = [line for line in shown.splitlines() if line.startswith("- ")]
     assert len(listed) == 1 and "Bloom Florist deadline" in listed[0], shown
     assert "Miso" in cats and "Kindred" not in cats and "florist" not in cats.lower(), cats
     assert none == "I remember nothing about that.", none
+    assert tea is not None and "green tea" in tea and "Nikko" not in tea, tea
 
 
 async def test_a_burst_of_two_people_saves_each_fact_in_its_own_authors_name(

@@ -503,6 +503,13 @@ _STREET = re.compile(
     r"close|drive|dr|way|court|ct|place|pl|crescent|terrace|gardens|grove|square|sq|"
     r"boulevard|blvd|hill|row|walk|mews|park)\b"
 )
+# Staying somewhere, and where one stays.
+_STAYING = frozenset(stems("stay staying stays sleep sleeping"))
+_LODGING = re.compile(
+    r"\b(?:hotels?|ryokan|hostels?|inn|motel|b&b|airbnb|guesthouse|guest house|apartment|"
+    r"campsite|lodge|resort|staying)\b",
+    re.I,
+)
 # Being somewhere: what a line giving a place answers "where" of.
 _BEING_AT = frozenset(stems("stay staying stays live living sleep sleeping based located"))
 # "What's happening with Kindred Trails?", "any news on the boiler?": anything of it.
@@ -516,7 +523,9 @@ _BY_DATE = re.compile(
     re.I,
 )
 # Words of what something costs, each another's: "How much is the job worth?".
-_MONEY = frozenset(stems("cost costs price fee fees worth charge charges rate bill"))
+_MONEY = frozenset(
+    stems("cost costs price fee fees worth charge charges rate bill spent spend spending")
+)
 # Paying is the other way round ("Tom paid me £20" is no charge of Tom's).
 _PAYING = frozenset(stems("pay pays paying paid"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
@@ -1180,7 +1189,13 @@ def _proper_subject(text: str) -> bool:
     return m is not None and m[1][:1].isupper() and m[1].split()[0].lower() not in STOPWORDS
 
 
-_WEEKDAYS = frozenset(stems(" ".join(CALENDAR_WORDS)))
+_WEEKDAYS = frozenset(
+    stems(
+        " ".join(CALENDAR_WORDS)
+        + " jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs"
+        " fri sat sun"
+    )
+)
 
 
 # Where someone lives, and the words that say it changed.
@@ -1667,6 +1682,12 @@ def best_all(
     # "What was the root cause of INC-1042?": a thread about a ticket names it once, in
     # its first line; the lines just after it are of it too.
     near = [_thread_of(pool, k, overlap) for k in range(len(pool))]
+    if asked.amount and asked.words & _MONEY:
+        # "How much have I spent?": "flights cost $1,450 already" says, in its own word.
+        for k, e in enumerate(pool):
+            theirs = overlap.doc_stems[k] & _MONEY
+            if theirs and not theirs & asked.words and _AN_AMOUNT.search(e.text):
+                scores[k] += min(overlap.idf.get(t, 1.0) for t in theirs)
     if _ADDRESS in asked.words:
         # "What's the address?": "14 Birch Lane, apartment 3B" gives one.
         for k, e in enumerate(pool):
@@ -1716,6 +1737,9 @@ def best_all(
             round(scores[k], 6),
             # "What book are we reading?": a line naming a book, over "I've read it twice".
             bool(asked.kind & overlap.doc_stems[k]),
+            # "Where am I staying in Kyoto?": a line naming a hotel, over the tea ceremony
+            # in Kyoto.
+            bool(asked.words & _STAYING) and _LODGING.search(pool[k].text) is not None,
             where and _PLACE.search(pool[k].text) is not None,
             bool(subject := _subject(pool[k].text)) and subject <= asked_of,
             mine and bool(_I_SAID.search(pool[k].text)),
@@ -2560,7 +2584,12 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                     # "What cakes did I order?" in a group: the asker's, not Anna's.
                     items = [e for e in items if e.author in (speaker, "")]
                     gone = [e for e in gone if e.author in (speaker, "")]
-            quotes = [quoted_with_changes(e, task, pool) for e in items[: 1 + _ALSO_MOST]]
+            quotes: list[str] = []
+            for e in items[: 1 + _ALSO_MOST]:
+                # (a line in view and the memory saved from it are one line, and a line
+                # quoted before the change it is answered with is not quoted again)
+                if not any(_bare(e.text) in _bare(q) for q in quotes):
+                    quotes.append(quoted_with_changes(e, task, pool))
             listed = _listed_quotes(quotes) if quotes else NONE_CURRENT
             if gone:
                 listed += " Not listed, since " + " Also, ".join(r.quoted() for r in gone)

@@ -1511,3 +1511,35 @@ async def test_a_trip_is_answered_without_other_changes_or_repeats(
     assert "$1,450" in spent, spent
     assert hotels.count("Hotel Gracery") == 1 and "Nikko" in hotels, hotels
     assert "Ryokan" in kyoto and "tea ceremony" not in kyoto, kyoto
+
+
+async def test_a_yes_or_no_question_nothing_confirms_is_given_what_was_said_of_its_subject(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Is Lucia coming to Tokyo?" and "is Brannoc a wizard?" got "Let me look further
+    back…" and then "Nothing I could find covers that.", though what was said of them
+    ("joining me for the Kyoto part only", "a dwarf paladin") answers them to a reader;
+    "When do I see Dr. Ramirez?" found nothing in "Next appointment with Dr. Ramirez is
+    on the 12th of May"."""
+    lines = [
+        "my sister Lucia is joining me for the Kyoto part only",
+        "my character is Brannoc, a dwarf paladin, level 4",
+        "Next appointment with Dr. Ramirez is on the 12th of May at 10:15 am",
+        "is Lucia coming to Tokyo?",
+        "is Brannoc a wizard?",
+        "When do I see Dr. Ramirez?",
+        "Is Mark coming?",
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, line in enumerate(lines):
+            n = len(rt.outbox.sent)
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author="elena"))
+            await rt.drain()
+            replies.append(" | ".join(m.text for m in rt.outbox.sent[n:]))
+    lucia, brannoc, ramirez, mark = replies[3:]
+    assert lucia.startswith("Nothing I have says so.") and "Kyoto part only" in lucia, lucia
+    assert "dwarf paladin" in brannoc and "Let me look" not in brannoc, brannoc
+    assert "12th of May" in ramirez, ramirez
+    # (no one of that name was spoken of: nothing to give instead)
+    assert mark.endswith("Nothing I could find covers that."), mark

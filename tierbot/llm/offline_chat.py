@@ -503,6 +503,8 @@ _STREET = re.compile(
     r"close|drive|dr|way|court|ct|place|pl|crescent|terrace|gardens|grove|square|sq|"
     r"boulevard|blvd|hill|row|walk|mews|park)\b"
 )
+# Seeing someone: what a dated line naming them answers "when" of.
+_MEETING = frozenset(stems("see seeing meet meeting visit visiting"))
 # Staying somewhere, and where one stays.
 _STAYING = frozenset(stems("stay staying stays sleep sleeping"))
 _LODGING = re.compile(
@@ -671,6 +673,8 @@ class _Asked:
         returns = dated and detail <= _BACK and _UNTIL.search(e.text) is not None
         # "Where am I staying in Kyoto?" by "Kyoto Oct 8-12 at Ryokan Yoshida-sanso".
         placed = self.where and detail <= _BEING_AT and _PLACE.search(e.text) is not None
+        # "When do I see Dr. Ramirez?" by "Next appointment with Dr. Ramirez is on the 12th".
+        meets = dated and detail <= _MEETING
         if (
             self.names
             and detail
@@ -678,6 +682,7 @@ class _Asked:
             and not someone
             and not returns
             and not placed
+            and not meets
         ):
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
@@ -2558,6 +2563,17 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             found, score = just, 1.0
         if (
             score < 0.34
+            and not set_aside
+            and not recall_ok
+            and _YES_NO.match(plain)
+            and (subject := _one_named(plain))
+            and (known := _about_someone(subject, theirs, limit=3))
+        ):
+            # "Is Lucia coming to Tokyo?": nothing says so, but what was said of Lucia
+            # ("joining me for the Kyoto part only") lets the asker judge.
+            answers.append((task, f"Nothing I have says so. {known}"))
+        elif (
+            score < 0.34
             and "branch" in tools
             and "branch" not in tried
             and not strict
@@ -2939,6 +2955,17 @@ _ANYONE_SAID = re.compile(
     r"(?:\s+(?:anything|something))?(?:\s+(?:about|of|on|up))?\s+(?P<topic>.+?)\W*$",
     re.I,
 )
+
+
+def _one_named(question: str) -> str:
+    """The one name ``question`` asks about, as written ("Lucia" of "Is Lucia coming to
+    Tokyo?" is the first; a place named after it is what is asked of her), or ""."""
+    found = [
+        m.group(0)
+        for m in _NAMED.finditer(question)
+        if m.group(0).lower() not in _NOT_ASKED_NAMES and m.group(0)[0].isupper()
+    ]
+    return found[0] if found else ""
 
 
 def _about_someone(

@@ -1543,3 +1543,28 @@ async def test_a_yes_or_no_question_nothing_confirms_is_given_what_was_said_of_i
     assert "12th of May" in ramirez, ramirez
     # (no one of that name was spoken of: nothing to give instead)
     assert mark.endswith("Nothing I could find covers that."), mark
+
+
+async def test_a_correction_naming_the_word_it_takes_back_is_said_after_anyones_line(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a game's group chat the DM set right what a player said ("correction, the key
+    is silver, not brass"); "what kind of key did Fenn find?" still quoted "brass key"
+    alone. A correction naming the word it takes back is said after the line, whoever
+    said it; one naming another word is not."""
+    lines = [
+        ("sam", "Fenn also picked up 250 gold and a mysterious brass key"),
+        ("mara", "actually correction, the key is silver, not brass"),
+        ("mara", "correction, the session is on Sunday, not Saturday"),
+        ("theo", "what kind of key did Fenn find?"),
+        ("sam", "ugh fine, I'll bring chips and salsa"),
+    ]
+    replies = []
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(lines):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
+            await rt.drain()
+            replies.append(rt.outbox.sent[-1].text)
+    key = replies[3]
+    assert "brass key" in key and "silver, not brass" in key and "Sunday" not in key, key
+    assert replies[4].startswith("Noted as a to-do: you'll bring chips"), replies[4]

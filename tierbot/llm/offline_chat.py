@@ -178,7 +178,7 @@ _NATIONALITIES = frozenset(
 # What a saved sentence says without the words that lead into it ("Actually, …").
 _LEAD = re.compile(
     r"^\s*(?:(?:actually|also|oh no|oh|yes|yeah|yep|and|btw|by the way|fyi|just so you know|"
-    r"so|well|ok|okay|"
+    r"so|well|ok|okay|ugh fine|fine|"
     r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|hmm+|um+|erm+|uh+|then|"
     r"change of plans?|quick update|heads up|(?:please\s+)?note that|for the record|"
     rf"{RESTATING}|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
@@ -863,7 +863,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     later = [
         e
         for e in pool
-        if (e.author == found.author or _moves_shared(e.text))
+        if (e.author == found.author or _moves_shared(e.text) or _corrects_word(e.text, found.text))
         and e.when is not None
         and e.when > found.when
         and not _part_of(e.text, found.text)
@@ -873,6 +873,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
             or _changed_since(found, e, said, mine, common, question)
             or _replaces(e, found.text)
+            or _corrects_word(e.text, found.text)
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
@@ -884,6 +885,16 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if later
         else None
     )
+
+
+def _corrects_word(text: str, before: str) -> bool:
+    """Whether ``text`` corrects a word ``before`` says, naming it: "correction, the key
+    is silver, not brass" of Sam's "a mysterious brass key" (anyone in the chat may set
+    that right: the word it takes back is named)."""
+    m = re.search(
+        r"\bcorrection\b.*,\s*not\s+(?:the\s+|a\s+|an\s+)?([\w-]{3,})\s*[.!]?$", text, re.I
+    )
+    return m is not None and re.search(rf"\b{re.escape(m[1])}\b", before, re.I) is not None
 
 
 def _moves_shared(text: str) -> bool:

@@ -593,3 +593,20 @@ def test_a_question_for_several_of_a_kind_is_answered_by_lines_of_that_kind() ->
     found, _, also = best_all("What cakes do I have to bake?", pool)
     assert found is not None and "lemon cake" in found.text, found
     assert also == [], also
+
+
+def test_a_thing_named_in_three_words_is_not_answered_by_a_line_sharing_one() -> None:
+    """After the guest wifi password was forgotten, a late answer to "what's the guest
+    wifi password?" quoted "… reset his password anyway" from an incident: another
+    password. A line sharing two of the words still answers."""
+    from tierbot.llm.offline_chat import Evidence, best_all
+
+    incident = Evidence(
+        "incident 2: Feb 10 phishing email hit Marcus, he clicked but reset his password anyway",
+        "raj",
+        1.0,
+    )
+    other = Evidence("QuickBooks licence renews Jan 10", "raj", 2.0)
+    assert best_all("what's the guest wifi password?", [incident, other])[0] is None
+    wifi = Evidence("the wifi password is fish", "raj", 3.0)
+    assert best_all("what's the guest wifi password?", [incident, other, wifi])[0] == wifi

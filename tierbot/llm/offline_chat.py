@@ -692,6 +692,11 @@ class _Asked:
         them = bool(self.names) and self.names <= have and _OBJECT_PRONOUN.search(e.text)
         if self.about - _NEWS and not self.about & have and not dated and not them:
             return False
+        # "What's the guest wifi password?" is not "… reset his password anyway": a thing
+        # named in three words or more shares two of them with what answers it.
+        thing = self.about - _NEWS - _ASKED_OF_IT - self.names - _MONEY - _PAYING
+        if len(thing) >= 3 and len(thing & have) < 2 and not them:
+            return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
             # "Are we still going to Cornwall?" asks whether "going to Cornwall" holds:

@@ -1458,9 +1458,16 @@ async def test_forgetting_a_detail_or_with_a_reason_forgets_what_holds_it(
         done = await _say(rt, "forget the address", "x1")
         assert done.startswith("Done: I forgot"), done
         done = await _say(rt, "Forget that I'm mentoring Chidi, Oksana took that over.", "x2")
-        assert done == "Done: I forgot that you're mentoring Chidi.", done
-        left = [str(m["content"]) for m in await _memories(rt)]
-        assert left == ["ann: My gym code is 5521."], left
+        # (that Chidi joined the team was not asked to be forgotten: it is kept)
+        assert done == (
+            "Done: I forgot that you're mentoring Chidi; I kept the rest: Chidi joined the "
+            "team last week as a junior dev."
+        ), done
+        left = sorted(str(m["content"]) for m in await _memories(rt))
+        assert left == [
+            "ann: Chidi joined the team last week as a junior dev.",
+            "ann: My gym code is 5521.",
+        ], left
         assert "Harbour" not in await _say(rt, "where is the LAN?", "q1")
         assert "mentoring him" not in await _say(rt, "Who is mentoring Chidi?", "q2")
 

@@ -610,3 +610,26 @@ def test_a_thing_named_in_three_words_is_not_answered_by_a_line_sharing_one() ->
     assert best_all("what's the guest wifi password?", [incident, other])[0] is None
     wifi = Evidence("the wifi password is fish", "raj", 3.0)
     assert best_all("what's the guest wifi password?", [incident, other, wifi])[0] == wifi
+
+
+def test_a_forget_no_clause_names_alone_takes_the_clause_holding_what_it_asks() -> None:
+    """ "forget Zoe's mom's phone number" of "Mia's best friend is Zoe, her mom is Karen,
+    phone 555-0142" took the whole line: no clause names Zoe's mom's phone alone (Zoe is
+    in the first). The clause holding most of what it asks besides names goes."""
+    from tierbot.llm.text import without_named
+
+    line = "ann: Mia's best friend is Zoe, her mom is Karen, phone 555-0142"
+    assert without_named("Zoe's mom's phone number", line) == "Mia's best friend is Zoe."
+
+
+def test_a_time_both_lines_give_is_no_thing_in_common() -> None:
+    """ "what time does Ava's preschool end?" came with "Later, … Leo's swimming moved to
+    thursdays at 5:30": both lines hold a ":30"."""
+    from tierbot.llm.offline_chat import Evidence, said_later
+
+    preschool = Evidence("Ava goes to Little Acorns preschool, it ends at 12:30", "dana", 1.0)
+    swim = Evidence("Leo has swimming on Tuesdays at 4:30", "dana", 0.5)
+    moved = Evidence("actually Leo's swimming moved to thursdays at 5:30", "dana", 2.0)
+    pool = [swim, preschool, moved]
+    assert said_later(preschool, "what time does Ava's preschool end?", pool) is None
+    assert said_later(swim, "when is Leo's swimming?", pool) == moved

@@ -1006,7 +1006,8 @@ def _changed_since(
     if (
         _RESCHEDULED.search(e.text)
         and _DATED.search(found.text)  # a date it moves ("sign off before launch" has none)
-        and (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID
+        # (a number both give is no thing in common: "ends at 12:30", "moved to 5:30")
+        and {t for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID if not t.isdigit()}
     ):
         return True  # "we push the launch to Thursday" after "the launch is on Tuesday"
     if _CANCEL_VERB.search(e.text):

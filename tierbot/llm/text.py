@@ -536,6 +536,24 @@ def without_named(request: str, text: str) -> str:
                 gone = True
             else:
                 rest.append(whole.rstrip(" .!;,"))
+        if len(rest) == len(parts) and not fewer and len(parts) > 1:
+            # No clause names it alone ("Zoe's mom's phone number" of "Mia's best friend
+            # is Zoe, her mom is Karen, phone 555-0142"): the clauses holding most of
+            # what it asks besides names go ("her mom is Karen, phone …"), not the rest.
+            asked = {t for a in asks for t in stems(a)} - {
+                t for a in asks for n in _NAME.findall(a) for t in stems(n)
+            }
+            holding = [
+                len(asked & set(stems(p))) >= NAMES_SHARE * len(asked) if asked else False
+                for p in parts
+            ]
+            if any(holding) and not all(holding):
+                rest = [
+                    w.rstrip(" .!;,")
+                    for w, h in zip(_said_whole(parts), holding, strict=True)
+                    if not h
+                ]
+                fewer = True
         if not rest or (len(rest) == len(parts) and not fewer):
             continue  # it is the whole sentence, or no clause of it alone
         clause = ", ".join(rest)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from memory_graph import (
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
 from tierbot.llm.extraction import classify, is_chitchat, is_question
-from tierbot.llm.text import names, said_of, stems, without_author, without_named
+from tierbot.llm.text import SAID_ABOUT, names, said_of, stems, without_author, without_named
 from tierbot.messages import Message
 
 if TYPE_CHECKING:
@@ -115,7 +114,7 @@ class ChannelMemoryAccess:
         except TimeoutError:
             log.warning("memory.forget_before_indexed", waited=_FORGET_CATCH_UP_SECONDS)
         # "what Ben said about the ending": the ending, in Ben's lines.
-        said_by = _SAID_ABOUT.match(query)
+        said_by = SAID_ABOUT.match(query)
         if said_by is not None:
             query = said_by["topic"]
         hits = await self.graph.recall(query, channel=channel, limit=20) if stems(query) else []
@@ -204,13 +203,6 @@ class ChannelMemoryAccess:
 
     async def count(self, channel: str) -> int:
         return await self.graph.count(channel)
-
-
-# "what Ben said about the ending": whose lines, and what about.
-_SAID_ABOUT = re.compile(
-    r"^(?:what|everything|all)\s+(?P<who>[A-Z][\w'-]*)\s+(?:said|told you|wrote|says|"
-    r"thinks|thought)\s+(?:about|of|on)\s+(?P<topic>\S.*)$"
-)
 
 
 #: How long after a line naming someone a "He …" line of the same person is read as of

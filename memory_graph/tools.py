@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tierbot.errors import ToolError
 from tierbot.llm.base import ToolSpec
+from tierbot.llm.text import bare
 
 from .recall import check_args
 from .text import escape
@@ -313,11 +313,6 @@ def _left_out(n: int) -> dict[str, object]:
     }
 
 
-def _bare(text: str) -> str:
-    """``text`` in lower case without spaces or punctuation, to find one text in another."""
-    return re.sub(r"\W+", "", text).lower()
-
-
 def _content(hit: object) -> str:
     content = hit.get("content") if isinstance(hit, dict) else None
     return content if isinstance(content, str) else ""
@@ -356,8 +351,8 @@ def fit_hits(
         return found
     if not isinstance(hits, list) or count(found) <= room:
         return found
-    if shown_bare := _bare(shown):
-        quoted = [h for h in hits if _bare(_content(h)) and _bare(_content(h)) in shown_bare]
+    if shown_bare := bare(shown):
+        quoted = [h for h in hits if bare(_content(h)) and bare(_content(h)) in shown_bare]
         hits = [h for h in hits if h not in quoted] + quoted
     kept = [_lean(h, channel) for h in hits]
     left_out = 0

@@ -53,9 +53,11 @@ from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import (
     CALENDAR_WORDS,
     MEN,
+    SAID_ABOUT,
     STOPWORDS,
     WOMEN,
     Overlap,
+    bare,
     names,
     sentences,
     spelled_out,
@@ -950,14 +952,14 @@ def _about_same(about: set[str], text: str, head: str = "") -> bool:
 def _part_of(a: str, b: str) -> bool:
     """Whether one of two texts holds the other (a message and a memory saved from one
     of its sentences): neither says anything later than the other."""
-    x, y = _bare(a), _bare(b)
+    x, y = bare(a), bare(b)
     return bool(x) and bool(y) and (x in y or y in x)
 
 
 def _same_said(a: str, b: str) -> bool:
     """Whether two texts say the same (a message and the memory saved from it, which
     the store dates later): equal but for case, spacing and punctuation."""
-    return _bare(a) == _bare(b)
+    return bare(a) == bare(b)
 
 
 def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
@@ -2223,8 +2225,8 @@ def _memory_notes(
                 note = f"I had nothing of yours about that to forget ({what})."
                 # "Forget what Ben said about the ending", by Nina: it is Ben's to ask
                 # (said whatever matched, so the reply tells nothing of what Ben said).
-                if (by := _FORGET_SAID_BY.match(what)) and by[1].lower() != speaker.lower():
-                    note += f" Only {by[1]} can have me forget what {by[1]} told me."
+                if (by := SAID_ABOUT.match(what)) and by["who"].lower() != speaker.lower():
+                    note += f" Only {by['who']} can have me forget what {by['who']} told me."
                 notes.append(note)
             continue
         if "id" in body:
@@ -2270,11 +2272,6 @@ _LOSS = re.compile(
     rf"^(?=.*\b{_RELATIVE}\b).*\b(?:passed\s+(?:away|on)|died|funeral)\b|"
     rf"\blost\s+(?:your|our|my|his|her)\s+{_RELATIVE}\b",
     re.I,
-)
-# "what Ben said about the ending": a forget of someone else's words.
-_FORGET_SAID_BY = re.compile(
-    r"^(?:what|everything|all)\s+([A-Z][\w'-]*)\s+(?:said|told you|wrote|says|thinks|"
-    r"thought)\s+(?:about|of|on)\b"
 )
 
 
@@ -2443,7 +2440,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             for b in blocks(m.content)
         )
         if quoted:
-            pool = [e for e in pool if not any(x in _bare(e.text) for x in quoted)]
+            pool = [e for e in pool if not any(x in bare(e.text) for x in quoted)]
         tried = {
             c.name
             for c in asked.values()
@@ -2621,7 +2618,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             for e in items[: 1 + _ALSO_MOST]:
                 # (a line in view and the memory saved from it are one line, and a line
                 # quoted before the change it is answered with is not quoted again)
-                if not any(_bare(e.text) in _bare(q) for q in quotes):
+                if not any(bare(e.text) in bare(q) for q in quotes):
                     quotes.append(quoted_with_changes(e, task, pool))
             listed = _listed_quotes(quotes) if quotes else NONE_CURRENT
             if gone:
@@ -2721,7 +2718,7 @@ def _in_kind(
     quoted = _quoted(_last_reply(before))
     kind = _PLACE if _WHERE.match(question) else _DATED if _WHEN.search(question) else None
     for e in pool:
-        if any(x in _bare(e.text) for x in quoted) and (kind is None or kind.search(e.text)):
+        if any(x in bare(e.text) for x in quoted) and (kind is None or kind.search(e.text)):
             if kind is None and _WHO.match(question) and not _proper(e.text):
                 continue
             return e
@@ -2859,13 +2856,8 @@ TODOS = "Your to-dos: "
 
 
 def _quoted(reply: str) -> list[str]:
-    """What ``reply`` quoted «…», each :func:`_bare`, to find it again in a line."""
-    return [b for t in re.findall(r"«(.+?)»", reply, re.S) if (b := _bare(t))]
-
-
-def _bare(text: str) -> str:
-    """``text`` in lower case without spaces or punctuation, to find one text in another."""
-    return re.sub(r"\W+", "", text).lower()
+    """What ``reply`` quoted «…», each :func:`bare`, to find it again in a line."""
+    return [b for t in re.findall(r"«(.+?)»", reply, re.S) if (b := bare(t))]
 
 
 def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> str:

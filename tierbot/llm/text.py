@@ -153,6 +153,18 @@ def unshout(text: str) -> str:
     return re.sub(r"\b[^\W\d_]+\b", lambda m: m[0] if m[0] == "I" else m[0].lower(), text)
 
 
+def bare(text: str) -> str:
+    """``text`` in lower case without spaces or punctuation, to find one text in another."""
+    return re.sub(r"\W+", "", text).lower()
+
+
+# "what Ben said about the ending": a forget of someone's words, whose, and what about.
+SAID_ABOUT = re.compile(
+    r"^(?:what|everything|all)\s+(?P<who>[A-Z][\w'-]*)\s+(?:said|told you|wrote|says|"
+    r"thinks|thought)\s+(?:about|of|on)\s+(?P<topic>\S.*)$"
+)
+
+
 def without_author(content: str) -> str:
     """What a memory or message says, without the "Dana: " its content starts with."""
     return _AUTHOR.sub("", content, count=1)

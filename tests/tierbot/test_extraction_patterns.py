@@ -526,6 +526,12 @@ def test_none_of_the_offline_bots_own_lines_becomes_a_memory() -> None:
         "That is everything I know about Rin.",
         "There may be more said of Rin than this conversation's window could bring at once: "
         "ask me about one thing of theirs.",
+        # replies made of a fixed opening and what people said
+        "Nothing I have says so. What I know about Lucia: «my sister Lucia is joining me "
+        "for the Kyoto part only» (elena, 2026-11-28).",
+        "I'm sorry for your loss. Noted: your wife Edna passed away two years ago.",
+        "I had nothing of yours about that to forget (what Ben said about the ending). Only "
+        "Ben can have me forget what Ben told me.",
     ]
     bot = f"tierbot {BOT_MARK}"
     entries = [TranscriptEntry(f"b{i}", bot, text) for i, text in enumerate(fixed)]

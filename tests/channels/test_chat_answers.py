@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot.runtime import Runtime
@@ -17,13 +17,18 @@ MEMORY = {"memory": {"enabled": True}}
 NOTHING = "Nothing I could find covers that."
 
 
-async def _talk(make_config: Callable[..., Config], lines: list[str]) -> list[str]:
-    """Say each of ``lines`` in turn, as ann, in one conversation; the bot's last reply
-    to each."""
+async def _talk(
+    make_config: Callable[..., Config],
+    lines: Sequence[str | tuple[str, str]],
+    author: str = "ann",
+) -> list[str]:
+    """Say each of ``lines`` in turn (as ``author``, or as the person a ``(who, line)``
+    pair names), in one conversation; the bot's last reply to each."""
     replies = []
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author="ann"))
+        for i, said in enumerate(lines):
+            who, line = said if isinstance(said, tuple) else (author, said)
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
             await rt.drain()
             replies.append(rt.outbox.sent[-1].text)
     return replies
@@ -1287,12 +1292,7 @@ async def test_a_group_attack_on_who_a_question_is_for_and_whose_list(
         ("tom", "What is Emma allergic to?"),
         ("carl", "Thanks, Great stuff"),
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, (who, line) in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines)
     assert "Red Lion" in replies[1], replies[1]
     assert "chocolate" not in replies[5] and "Not listed, since" in replies[5], replies[5]
     assert "chocolate" in replies[6] and "lemon" not in replies[6], replies[6]
@@ -1328,12 +1328,7 @@ async def test_a_question_asked_after_another_in_one_message_is_of_what_that_one
         ("josh", "What's the venue and how much was the deposit?"),
         ("rosa", "What's the florist and how much was the deposit?"),
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, (who, line) in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines)
     assert "£3,000" in replies[2] and "£400" not in replies[2], replies[2]
     assert "£400" in replies[3] and "£3,000" not in replies[3], replies[3]
 
@@ -1358,12 +1353,7 @@ async def test_one_booking_of_a_list_called_off_leaves_the_others(
         "where am I staying in Osaka?",
         "What orders do I have?",
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author="elena"))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines, author="elena")
     booked, kyoto, osaka, orders = replies[4:]
     assert "Ryokan Yoshida-sanso" in booked and "Later" in booked and "Nikko" in booked, booked
     assert "Ryokan Yoshida-sanso" in kyoto and "Nikko" not in kyoto, kyoto
@@ -1394,12 +1384,7 @@ async def test_a_book_club_is_answered_with_what_the_group_changed(
         ("nina", "forget what Ben said about the ending, he asked me to"),
         ("ben", "what did I think of the ending?"),
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, (who, line) in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines)
     when, book, address, _, forget, ending = replies[6:]
     # (Claire's own meeting is hers: "my team meeting" changes no shared one.)
     assert "Friday June 6" in when and "Monday" not in when, when
@@ -1425,12 +1410,7 @@ async def test_what_a_question_asks_of_a_named_thing_is_answered_by_the_line_nam
         "We play chess on Fridays.",
         "What games do we play?",
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author="harold"))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines, author="harold")
     assert "bedtime" in replies[3] and "Metformin" not in replies[3], replies[3]
     assert "keep track" not in replies[4] and "Metformin" in replies[4], replies[4]
     assert "chess" in replies[7], replies[7]
@@ -1447,12 +1427,7 @@ async def test_an_age_given_in_brackets_after_a_name_answers_how_old(
         "how old is Ava?",
         "how old is my flat?",
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author="dana"))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines, author="dana")
     assert "Ava (4)" in replies[2], replies[2]
     assert "number (3)" not in replies[3], replies[3]
 
@@ -1467,12 +1442,7 @@ async def test_a_death_told_gets_a_word_of_sympathy_and_pronouns_are_said_back_i
         "The printer died again, it was a faulty fuser.",
         "My doctor is Dr. Ramirez at Oakwood Clinic. Her number is 555-2380.",
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author="harold"))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines, author="harold")
     assert replies[0].startswith("I'm sorry for your loss. Noted:"), replies[0]
     assert "sorry" not in replies[1], replies[1]
     assert "and her number is 555-2380" in replies[2], replies[2]
@@ -1500,12 +1470,7 @@ async def test_a_trip_is_answered_without_other_changes_or_repeats(
         "which hotels have I booked?",
         "where am I staying in Kyoto?",
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, line in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author="elena"))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines, author="elena")
     code, spent, hotels, kyoto = replies[6:]
     assert "K7XQ2M" in code and "tea ceremony" not in code, code
     assert "$1,450" in spent, spent
@@ -1559,12 +1524,7 @@ async def test_a_correction_naming_the_word_it_takes_back_is_said_after_anyones_
         ("theo", "what kind of key did Fenn find?"),
         ("sam", "ugh fine, I'll bring chips and salsa"),
     ]
-    replies = []
-    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        for i, (who, line) in enumerate(lines):
-            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
-            await rt.drain()
-            replies.append(rt.outbox.sent[-1].text)
+    replies = await _talk(make_config, lines)
     key = replies[3]
     assert "brass key" in key and "silver, not brass" in key and "Sunday" not in key, key
     assert replies[4].startswith("Noted as a to-do: you'll bring chips"), replies[4]

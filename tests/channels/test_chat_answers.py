@@ -1528,3 +1528,31 @@ async def test_a_correction_naming_the_word_it_takes_back_is_said_after_anyones_
     key = replies[3]
     assert "brass key" in key and "silver, not brass" in key and "Sunday" not in key, key
     assert replies[4].startswith("Noted as a to-do: you'll bring chips"), replies[4]
+
+
+async def test_a_name_written_short_a_kind_of_someone_and_a_host_are_found(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When do the M365 licences renew?" found nothing of «Microsoft 365 licences renew
+    on March 31»; "What class is Fenn?" nothing of «I play Fenn, a halfling bard»; "Who
+    is hosting?" nothing of «meeting is at my place».  Each is that line; a name written
+    short that nothing spells out, or a kind nothing says, still finds nothing."""
+    replies = await _talk(
+        make_config,
+        [
+            ("raj", "Microsoft 365 licences renew on March 31, we have 14 seats"),
+            ("jonas", "hi all, I play Fenn, a halfling bard, level 4"),
+            ("nina", "meeting is at my place on Thursday June 5 at 7"),
+            ("theo", "the new printer is a Brother HL-L2350"),
+            ("raj", "when do the M365 licences renew?"),
+            ("theo", "what class is Fenn?"),
+            ("priya", "who is hosting?"),
+            ("priya", "what is the VPN address?"),
+            ("priya", "what colour is Fenn's cloak?"),
+        ],
+    )
+    assert "Microsoft 365 licences renew on March 31" in replies[4], replies[4]
+    assert "halfling bard" in replies[5], replies[5]
+    assert "at my place" in replies[6] and "nina" in replies[6], replies[6]
+    assert replies[7] == NOTHING, replies[7]
+    assert replies[8] == NOTHING, replies[8]

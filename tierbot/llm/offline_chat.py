@@ -574,6 +574,7 @@ class _Asked:
     common: frozenset[str] = frozenset()  # stems it writes in lower case ("flats")
     owned: tuple[str, ...] = ()  # whose name is asked, as written ("dog" of "my dog's name")
     where: bool = False  # asks where ("Where am I staying in Kyoto?")
+    kind_unsaid: bool = False  # no line says the kind asked for ("what class is Fenn?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -617,6 +618,7 @@ class _Asked:
             frozenset(_lower_stems(question)),
             tuple(re.findall(r"([a-z][\w-]*)['\u2019]s\s+names?\b", question, re.I)),
             _WHERE.match(question) is not None,
+            kind is not None and not overlap.query_stems(kind[1] or kind[2]) & overlap.idf.keys(),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -677,6 +679,9 @@ class _Asked:
         placed = self.where and detail <= _BEING_AT and _PLACE.search(e.text) is not None
         # "When do I see Dr. Ramirez?" by "Next appointment with Dr. Ramirez is on the 12th".
         meets = dated and detail <= _MEETING
+        # "What class is Fenn?" by what Fenn is said to be: "I play Fenn, a halfling bard".
+        # (Only when no line says the kind: "Everyone is level 4" answers "What level…?")
+        described = self.kind_unsaid and detail <= self.kind and self._described(e.text)
         if (
             self.names
             and detail
@@ -685,6 +690,7 @@ class _Asked:
             and not returns
             and not placed
             and not meets
+            and not described
         ):
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
@@ -740,6 +746,11 @@ class _Asked:
                 return False
         return True
 
+    def _described(self, text: str) -> bool:
+        """Whether ``text`` says what one asked about is: "Fenn, a halfling bard",
+        "Brannoc is my dwarf fighter"."""
+        return any(Overlap.stems(m[1]) & self.names for m in _DESCRIBED.finditer(text))
+
     def _said_of_another(self, subject: str) -> bool:
         """Whether a statement's ``subject`` names the thing asked for ("what car…?")
         only as what qualifies another thing: "car insurance renewal" names a renewal,
@@ -761,6 +772,10 @@ _WHAT_KIND = re.compile(
     r"(?!(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|'s)\b)"
     r"([a-z][\w-]*)",
     re.I,
+)
+# A name and what it is: "Fenn, a halfling bard", "Brannoc is my dwarf fighter".
+_DESCRIBED = re.compile(
+    r"\b([A-Z][\w-]*)(?:,\s*|\s+(?:is|was)\s+)(?:an?|my|our|his|her|their)\s+[a-z]"
 )
 # What follows a subject's head noun: "the locker at the pool", "replacement during leave".
 _QUALIFIED = re.compile(

@@ -684,6 +684,21 @@ def _one_typo(a: str, b: str) -> bool:
     return short[i:] == long_[i + 1 :]
 
 
+# A question's word that chat says another way: "Who is hosting?" of "meeting is at
+# my place" (only when no line says the word itself).
+_SAID_AS = {"host": "place house"}
+# A name written short: two to five capitals ("NYC"), or one to four before a number
+# ("M365", "W11"); never a word shouted whole, which is longer.
+_SHORT_NAME = re.compile(r"\b([A-Z]{2,5}|[A-Z]{1,4}(?=\d))(\d{0,4})\b")
+
+
+@lru_cache(maxsize=256)
+def _initials(letters: str, number: str) -> re.Pattern[str]:
+    """The words, capitalised, whose initials are ``letters``, then ``number`` if any."""
+    spelled = r"\s+".join(rf"{c}[a-z]+" for c in letters)
+    return re.compile(rf"\b{spelled}" + (rf"\s+{number}\b" if number else r"\b"))
+
+
 class Overlap:
     """IDF-weighted stem overlap between a query and a set of documents."""
 
@@ -730,6 +745,21 @@ class Overlap:
                 q = q | near
             elif len(near) == 1:  # a typo of one word, not a guess among several
                 q = (q - {t}) | near
+        for t, said_as in _SAID_AS.items():
+            held = self.stems(said_as) & self.idf.keys()
+            if t in q and t not in self.idf and held:
+                q = (q - {t}) | held
+        for short in _SHORT_NAME.finditer(spelled):
+            t = _stem(short[0].lower())
+            if t in self.idf or t not in q:
+                continue
+            # "M365" asks of "Microsoft 365", "NYC" of "New York City": the one name
+            # the documents spell out with those initials (and that number).
+            spelled_names = {
+                m[0] for d in self._documents for m in _initials(short[1], short[2]).finditer(d)
+            }
+            if len(spelled_names) == 1:
+                q = (q - {t}) | self.stems(spelled_names.pop())
         self._asked[query] = q
         return q
 

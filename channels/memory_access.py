@@ -189,6 +189,19 @@ class ChannelMemoryAccess:
         out: dict[str, Any] = {"forgotten": forgotten}
         if kept_json:
             out["kept"] = kept_json
+        if not forgotten:
+            # "forget the rehearsal room thing", by Mia, of Dan's line: it is Dan's to ask.
+            # Only who said it here (this conversation saw it), never another channel's.
+            told_by = {
+                h.author
+                for h in named
+                if h.author_id not in (source.author_id, BOT_AUTHOR)
+                and h.author
+                and h.channel == channel
+                and not is_question(without_author(h.content))
+            }
+            if told_by:
+                out["told_by"] = sorted(told_by)
         return json.dumps(out, ensure_ascii=False)
 
     async def forgotten_messages(self, channel: str, messages: Sequence[Message]) -> set[str]:

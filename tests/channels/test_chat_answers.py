@@ -1556,3 +1556,82 @@ async def test_a_name_written_short_a_kind_of_someone_and_a_host_are_found(
     assert "at my place" in replies[6] and "nina" in replies[6], replies[6]
     assert replies[7] == NOTHING, replies[7]
     assert replies[8] == NOTHING, replies[8]
+
+
+async def test_a_forget_of_a_number_or_a_name_inside_a_line_takes_only_that(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "please forget the plumber's number" and "forget Claire's phone number" were told
+    there was nothing to forget (the line says neither "phone" nor "number"), and the
+    number stayed in every answer; "the hotel name" likewise.  The number goes, the rest
+    of its line stays; a forget after "actually" is one; what it says holds instead is
+    kept; a reason with no verb (", not relevant") is not part of what goes."""
+    replies = await _talk(
+        make_config,
+        [
+            "the plumber is Dave Reilly, 07700 900789, quote £2,850",
+            "my physio is Claire at Active Physio, 0117 496 0321",
+            "the hotel in Lisbon is Hotel Alfama Garden, 3 nights",
+            "living room paint is Farrow & Ball Hague Blue",
+            "the skip hire costs £240 a week",
+            "please forget the plumber's number, we have it saved",
+            "please forget Claire's phone number, I've saved it in my phone",
+            "please forget the hotel name, I'm switching to an airbnb",
+            "actually forget the Hague Blue, we're going for Sulking Room Pink in the living room",
+            "forget the skip hire, not relevant",
+            "what do you know about me?",
+            "what colour is the living room?",
+        ],
+    )
+    assert replies[5].startswith("Done:") and "Dave Reilly" in replies[5], replies[5]
+    assert replies[6].startswith("Done:") and "Active Physio" in replies[6], replies[6]
+    assert "Done:" in replies[7] and "Done:" in replies[8], (replies[7], replies[8])
+    assert replies[9].startswith("Done:"), replies[9]
+    profile = replies[10]
+    for gone in ("07700", "0117 496", "Alfama", "Hague Blue", "skip hire"):
+        assert gone not in profile, (gone, profile)
+    for kept in ("Dave Reilly", "quote £2,850", "Active Physio", "airbnb"):
+        assert kept in profile, (kept, profile)
+    assert "Sulking Room Pink" in replies[11], replies[11]
+
+
+async def test_a_forget_of_someone_elses_line_says_whose_it_is(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a group, Mia's "please forget the rehearsal room thing" of Dan's line was told
+    "nothing of yours", as if nothing was kept.  The line stays (it is Dan's), and the
+    reply says who can have it forgotten, without quoting it."""
+    replies = await _talk(
+        make_config,
+        [
+            ("dan", "we owe the rehearsal room £60 for last month"),
+            ("mia", "please forget the rehearsal room thing"),
+            ("mia", "forget the van, nobody said anything about it"),
+            ("dan", "what do we owe the rehearsal room?"),
+        ],
+    )
+    assert replies[1].endswith("dan told me of it: only dan can have me forget that."), replies[1]
+    assert "£60" not in replies[1], replies[1]
+    assert "told me of it" not in replies[2], replies[2]
+    assert "£60" in replies[3], replies[3]
+
+
+async def test_a_list_of_those_with_a_number_takes_each_and_not_another_number(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Which characters are level 4?" quoted only «my character is Orrin, a human
+    cleric, level 3» (the one line saying "character").  Each line at level 4 answers;
+    a line giving the level another number does not."""
+    replies = await _talk(
+        make_config,
+        [
+            ("jonas", "hi all, I play Fenn, a halfling bard, level 4"),
+            ("theo", "Brannoc is my dwarf fighter, level 4"),
+            ("priya", "I play Lysa, an elf ranger, level 4"),
+            ("sam", "my character is Orrin, a human cleric, level 3"),
+            ("theo", "which characters are level 4?"),
+        ],
+    )
+    for name in ("Fenn", "Brannoc", "Lysa"):
+        assert name in replies[4], (name, replies[4])
+    assert "Orrin" not in replies[4], replies[4]

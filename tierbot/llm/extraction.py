@@ -130,7 +130,9 @@ _REMEMBER = re.compile(
     re.I | re.S,
 )
 _FORGET = re.compile(
-    r"^\s*(?:please\s+|pls\s+)?(?:forget(?:\s+(?:about|that|the fact that|what i (?:said|told "
+    # ("actually forget the Hague Blue, …", "also forget what I said about the van")
+    r"^\s*(?:(?:actually|also|oh|and|ok|okay|btw|so|but|sorry|wait)\b[\s,.!:-]*)*"
+    r"(?:please\s+|pls\s+)?(?:forget(?:\s+(?:about|that|the fact that|what i (?:said|told "
     r"you) about))?|(?:delete|erase|remove)\s+(?:that|the fact that|what i (?:said|told you) "
     r"about|the memory (?:of|about|that)))\s+(?P<rest>\S.*)$",
     re.I | re.S,
@@ -1281,13 +1283,19 @@ _CALL_OFF_AND_FORGET = re.compile(
 )
 
 
+# "…, not relevant", "…, no longer needed": a reason said without a verb.
+_NOT_WANTED = re.compile(r"(?:not|no longer|no need|not needed|irrelevant|pointless)\b", re.I)
+
+
 def _why_cut(what: str) -> str:
     """What a forget names, without the reason given after it (a clause of its own:
     "…, Oksana took that over"); a list ("my address, phone and email") stays whole."""
     parts = _WHY.split(what, maxsplit=1)
     if (
         len(parts) == 2
-        and (says_something(parts[1]) or _CLAUSE_OPENS.match(parts[1]))
+        and (
+            says_something(parts[1]) or _CLAUSE_OPENS.match(parts[1]) or _NOT_WANTED.match(parts[1])
+        )
         and words(parts[0])
     ):
         return parts[0]

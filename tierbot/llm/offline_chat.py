@@ -37,6 +37,7 @@ from tierbot.llm.extraction import (
     Request,
     classify,
     corrected,
+    is_chitchat,
     is_question,
     lower_case_name,
     read_correction,
@@ -63,6 +64,7 @@ from tierbot.llm.text import (
     spelled_out,
     stems,
     without_named,
+    words,
 )
 from tierbot.llm.transcript import BOT_MARK
 
@@ -575,6 +577,7 @@ class _Asked:
     owned: tuple[str, ...] = ()  # whose name is asked, as written ("dog" of "my dog's name")
     where: bool = False  # asks where ("Where am I staying in Kyoto?")
     kind_unsaid: bool = False  # no line says the kind asked for ("what class is Fenn?")
+    numbered: frozenset[tuple[str, str]] = frozenset()  # "level 4": {("level", "4")}
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -619,6 +622,7 @@ class _Asked:
             tuple(re.findall(r"([a-z][\w-]*)['\u2019]s\s+names?\b", question, re.I)),
             _WHERE.match(question) is not None,
             kind is not None and not overlap.query_stems(kind[1] or kind[2]) & overlap.idf.keys(),
+            frozenset(_numbered(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -705,6 +709,13 @@ class _Asked:
         thing = self.about - _NEWS - _ASKED_OF_IT - self.names - _MONEY - _PAYING
         if len(thing) >= 3 and len(thing & have) < 2 and not them:
             return False
+        if not self.confirm and self.numbered:
+            # "Which characters are level 4?" is not "Orrin, a human cleric, level 3"
+            # (a yes-or-no question may be answered by the number that replaced its own).
+            told = _numbered(e.text)
+            asked_of = {w for w, _ in self.numbered}
+            if any(w in asked_of for w, _ in told) and not told & self.numbered:
+                return False
         if self.confirm:
             # "Am I allergic to peanuts?" is not confirmed by "I'm allergic to penicillin".
             # "Are we still going to Cornwall?" asks whether "going to Cornwall" holds:
@@ -773,6 +784,15 @@ _WHAT_KIND = re.compile(
     r"([a-z][\w-]*)",
     re.I,
 )
+# A word and the number that says which: "level 4", "flat 2", "room 12B".
+_NUMBERED = re.compile(r"\b([a-z]{3,})\s+#?(\d+[a-z]?)\b(?![.:,/-]?\d)", re.I)
+
+
+def _numbered(text: str) -> set[tuple[str, str]]:
+    """``text``'s words each followed by a number ("level 4"), as (stem, number)."""
+    return {(stems(m[1])[0], m[2].lower()) for m in _NUMBERED.finditer(text) if stems(m[1])}
+
+
 # A name and what it is: "Fenn, a halfling bard", "Brannoc is my dwarf fighter".
 _DESCRIBED = re.compile(
     r"\b([A-Z][\w-]*)(?:,\s*|\s+(?:is|was)\s+)(?:an?|my|our|his|her|their)\s+[a-z]"
@@ -1791,12 +1811,15 @@ def best_all(
     found, score = pool[i], scores[i]
     also: list[Evidence] = []
     if _MANY.match(question):
+        unnamed = asked.kind_unsaid or not any(asked.kind & overlap.doc_stems[k] for k in fits)
         for k in sorted(fits, key=lambda k: pool[k].when or 0.0):
             e = pool[k]
             if (
                 k != i
                 and scores[k] >= _ALSO_SHARE * score
-                and asked.kind & overlap.doc_stems[k]
+                # ("Which characters are level 4?", no line saying "character": each
+                # line answering nearly as well is one)
+                and (asked.kind & overlap.doc_stems[k] or unnamed)
                 # a message and the memory saved from it are one line
                 and not any(_part_of(e.text, x.text) for x in [found, *also])
             ):
@@ -1976,10 +1999,19 @@ def _plan_saves(
         prefix = "done" if request.done else "forget"
         # "Forget Joe's inhaler and the school trip": each thing is looked for alone.
         each = things_named(request.what) if not request.done else [request.what]
-        return [
+        forgets = [
             ToolCall(f"{prefix}-{at}" + (f"-{k}" if k else ""), "memory_forget", {"query": what})
             for k, what in enumerate(each)
         ]
+        # "actually forget the Hague Blue, we're going for Sulking Room Pink": what holds
+        # now is told on the way, and kept (not "…, I've saved it in my phone").
+        tail = "" if request.done else _told_after(m.content, request.what)
+        if tail and "memory_save" in tools:
+            typed = classify(tail)[0] or "fact"  # said in place of what goes: it holds now
+            args = {"content": f"{speaker}: {tail}", "memory_type": typed, "importance": 0.8}
+            # (saved first: once the request is forgotten, nothing is saved from it)
+            forgets.insert(0, ToolCall(f"save-{at}-0", "memory_save", args))
+        return forgets
     if request is not None and request.kind == "skip":
         # "Don't remember my bike lock combination", said after it was told: what was
         # kept of it goes too.
@@ -2017,6 +2049,24 @@ def _plan_saves(
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
     return calls
+
+
+# A clause that only speaks of what was forgotten, or of someone not named in it.
+_POINTS_BACK = re.compile(r"\b(?:it|that|this|them|those|he|she|they|him|her)\b", re.I)
+_AFTER_FORGET = re.compile(r"^\W*(?:because|since|as|cause|cos|coz|so|and|but)?\W*", re.I)
+
+
+def _told_after(content: str, what: str) -> str:
+    """What a forget request ``content`` says after the thing it names ``what``, when
+    that is a statement of its own: "we're going for Sulking Room Pink in the living
+    room" of "actually forget the Hague Blue, we're going for …"."""
+    at = content.lower().find(what.lower())
+    if at < 0 or not what.strip():
+        return ""
+    tail = _AFTER_FORGET.sub("", content[at + len(what) :], count=1).strip().rstrip(".!")
+    if len(words(tail)) < 4 or _POINTS_BACK.search(tail) or is_question(tail):
+        return ""
+    return tail if says_something(tail) and not is_chitchat(tail) else ""
 
 
 # "Please delete the sandbox API token", "can you remove our door code": deleting a thing.
@@ -2242,6 +2292,11 @@ def _memory_notes(
                 # (said whatever matched, so the reply tells nothing of what Ben said).
                 if (by := SAID_ABOUT.match(what)) and by["who"].lower() != speaker.lower():
                     note += f" Only {by['who']} can have me forget what {by['who']} told me."
+                elif told := [str(t) for t in body.get("told_by") or [] if t != speaker]:
+                    # (what matched is not quoted: the reply tells nothing of it)
+                    who = ", ".join(told[:-1]) + " and " + told[-1] if len(told) > 1 else told[0]
+                    asks = "one of them" if len(told) > 1 else who
+                    note += f" {who} told me of it: only {asks} can have me forget that."
                 notes.append(note)
             continue
         if "id" in body:

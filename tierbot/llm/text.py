@@ -188,7 +188,36 @@ _STATED = re.compile(
     r"(?:[a-z]+s|[a-z]{3,}ed|need|want|like|love|hate|have|has|take|took|go|went|work)\b",
     re.I,
 )
-_VAGUE = re.compile(r"\s*\b(?:names|info|information|details|stuff)\b", re.I)
+_VAGUE = re.compile(r"\s*\b(?:names|info|information|details|stuff|thing|things)\b", re.I)
+# A phone number: eight digits or more, grouped or not ("07700 900789", "555-0142" is
+# seven, said with "phone"); not an amount ("£2,850").
+_PHONE_NUMBER = re.compile(r"(?<![\w£$€.,])\+?\d(?:[ ()-]?\d){7,}\b")
+# A name written as one (not a sentence's first word).
+_PROPER = re.compile(r"(?<=\S )(?!I\b)[A-Z][a-z][\w-]*")
+
+
+# A phone number as a line gives it, with the words that say it is one.
+_NUMBER_SAID = re.compile(
+    r"(?:\s*[,;]\s*|\s+)(?:(?:(?:his|her|their|my|the)\s+)?(?:phone|mobile|cell|tel|number)"
+    r"(?:\s+(?:number|no\.?))?\s*(?:is\s+|:\s*)?)?" + _PHONE_NUMBER.pattern,
+    re.I,
+)
+
+
+def _asks_phone(request: str) -> bool:
+    """Whether ``request`` names someone's phone number and nothing else: "the plumber's
+    number", "Tom's phone number" (not "his NHS number")."""
+    owners = {t for w in re.findall(r"([\w-]+)'s\b", request) for t in stems(w)}
+    asked = set(stems(re.sub(r"\b(?:his|her|their|my|our)\b", "", request, flags=re.I)))
+    return bool(asked & (_PHONE | {"number"})) and not asked - _PHONE - {"number"} - owners
+
+
+def _grown(a: str, b: str) -> bool:
+    """ "weight" and "weigh": a stem of five letters or more and one a letter longer."""
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= 5 and len(long_) == len(short) + 1 and long_.startswith(short)
+
+
 _PRONOUN_SUBJECT = frozenset("i you he she we they it".split())
 # Digits written apart ("4,411", "44 11", "555-0101") are one number.
 _DIGIT_GAP = re.compile(r"(?<=\d)[,\s.-](?=\d)")
@@ -218,6 +247,15 @@ def names(request: str, text: str) -> bool:
     if wanted & (_PHONE | {"number"}) and have & _PHONE:
         # "Karen's phone number" of "her mom is Karen, phone 555-0142": one thing.
         wanted = (wanted - _PHONE - {"number"}) | (have & _PHONE)
+    elif wanted & (_PHONE | {"number"}) and _PHONE_NUMBER.search(text):
+        # "the plumber's number" of "the plumber is Dave Reilly, 07700 900789".
+        wanted = wanted - _PHONE - {"number"} or wanted
+    # "the weight thing" of "I weigh 72kg": a word and the one it is made from.
+    have |= {w for w in wanted for h in have if _grown(w, h)}
+    # "the hotel name" of "the hotel in Lisbon is Hotel Alfama Garden": the name given.
+    if "name" in wanted and "name" not in have and _PROPER.search(text):
+        wanted.discard("name")
+        request = re.sub(r"\s*\bname\b", "", request, flags=re.I)
     asked, told = _THING.match(request), _THING.match(text)
     if (verb := _STATED.match(request)) and not (asked and asked["copula"]):
         # "that Mum takes metformin": what it says of its subject must be there too
@@ -501,6 +539,12 @@ def without_named(request: str, text: str) -> str:
     sentence it names whole.  Empty when nothing else is left, or when no sentence or
     clause names it alone (the text as a whole does: it all goes)."""
     asks = [a for a in _AND_ASKED.split(request) if a.strip()] or [request]
+    plain = without_author(text)
+    if all(_asks_phone(a) for a in asks) and _PHONE_NUMBER.search(plain):
+        # "forget the plumber's number" of "the plumber is Dave Reilly, 07700 900789,
+        # quote £2,850": the number goes, who the plumber is and the quote stay.
+        left = _NUMBER_SAID.sub("", plain).strip(" ,;.")
+        return f"{left[:1].upper()}{left[1:]}." if says_something(left) else ""
     named_only = any(
         not set(stems(a)) - {t for n in _NAME.findall(a) for t in stems(n)} for a in asks
     )

@@ -1635,3 +1635,51 @@ async def test_a_list_of_those_with_a_number_takes_each_and_not_another_number(
     for name in ("Fenn", "Brannoc", "Lysa"):
         assert name in replies[4], (name, replies[4])
     assert "Orrin" not in replies[4], replies[4]
+
+
+async def test_hard_times_told_in_passing_get_a_word_of_sympathy(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "my mum's in hospital at the moment so training has been hard tbh" was answered
+    "OK."; a grandad's death "Noted: …" alone.  Each gets a word of sympathy; a plain
+    fact does not."""
+    replies = await _talk(
+        make_config,
+        [
+            "honestly been a rough week, my grandad passed away on Monday",
+            "my mum's in hospital at the moment so training has been hard tbh",
+            "honestly I feel like an imposter most days",
+            "the new printer is on the second floor",
+        ],
+    )
+    assert replies[0].startswith("I'm sorry for your loss."), replies[0]
+    assert replies[1].startswith("I'm sorry to hear that."), replies[1]
+    assert replies[2].startswith("I'm sorry to hear that."), replies[2]
+    assert "sorry" not in replies[3], replies[3]
+
+
+async def test_a_price_a_name_called_and_another_ones_change_are_told_apart(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What's the price of sourdough?" quoted «the Johnsons want 4 dozen sourdough
+    rolls» (no price); "What's my dog called?" «Mrs Patel called, she moved her pickup»;
+    "When is the Harrisons' pickup?" added Mrs Patel's move as a "Later".  The price, the
+    name and the Harrisons' own pickup answer; Mrs Patel's move is hers."""
+    replies = await _talk(
+        make_config,
+        [
+            "sourdough loaf is £4.50, croissants £2.20 each",
+            "note that the Johnsons want 4 dozen sourdough rolls, pickup friday at 8am",
+            "my dog Biscuit has been poorly this week, vet says it's his kidneys",
+            "the Harrisons ordered a birthday cake, chocolate, pickup sunday 15th at 10",
+            "Mrs Patel called, she moved her pickup to Friday 13th June instead",
+            "what's the price of sourdough?",
+            "what's my dog called?",
+            "when is the Harrisons' pickup?",
+            "when is Mrs Patel's pickup?",
+        ],
+    )
+    assert "£4.50" in replies[5] and "Johnsons" not in replies[5], replies[5]
+    assert "Biscuit" in replies[6] and "Patel" not in replies[6], replies[6]
+    assert "sunday 15th" in replies[7] and "Patel" not in replies[7], replies[7]
+    assert "Friday 13th June" in replies[8], replies[8]

@@ -440,7 +440,11 @@ _ANY = frozenset(
 # A number, or a line naming one: what "What's Dave's number?" needs.
 _A_NUMBER = re.compile(r"\d{3,}|\d[\d ()+.-]{3,}\d|\b(?:number|phone|mobile|tel)\b", re.I)
 # Asked how much or how many, and a line giving an amount ("£50", "two dozen", "10mg").
-_HOW_MUCH = re.compile(r"\bhow\s+(?:much|many)\b|\bwhat\s+(?:does|did|do)\b.*\bcost\b", re.I)
+_HOW_MUCH = re.compile(
+    r"\bhow\s+(?:much|many)\b|\bwhat\s+(?:does|did|do)\b.*\bcost\b|"
+    r"^\W*what(?:'s|s| is| are| was)\s+(?:the\s+)?(?:price|cost|fee|rate)s?\b",
+    re.I,
+)
 # Numbers said in words, up to ninety-nine.
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
@@ -449,6 +453,13 @@ _NUMBER_WORDS = (
 )
 _AN_AMOUNT = re.compile(
     rf"\d|\b(?:{_NUMBER_WORDS}|hundred|thousand|dozen|half|a few|several)\b", re.I
+)
+# Asked for a price, and a sum of money said.
+_PRICE = re.compile(r"\b(?:price|prices|cost|costs|fee|fees|charge|charges)\b", re.I)
+_MONEY_SAID = re.compile(
+    r"[£$€¥]\s?\d|\d\s?(?:p|k|pence|quid|pounds?|dollars?|euros?|bucks|usd|gbp|eur)\b|"
+    r"\b(?:free|nothing)\b",
+    re.I,
 )
 # Asked what someone does not like or want, and a line saying so.
 _LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
@@ -538,6 +549,12 @@ _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 # Asked what something is called, and a line saying what: "Her name is Biscuit", "My
 # dentist is Dr Patel", "a ramen place called Ichiran".
 _ASKS_NAME = re.compile(r"^\W*what(?:'s|s| is| was| are)\b.*\bnames?\b", re.I)
+# "What's my dog called?" asks "What's my dog's name?" ("Mrs Patel called" is no name).
+_CALLED = re.compile(
+    r"^(\W*what(?:'s|s| is| was| are)\s+(?:my|our|your|his|her|their|the)\s+[\w -]{1,30}?)"
+    r"\s+called(\W*)$",
+    re.I,
+)
 _GIVES_NAME = re.compile(
     r"\bnames?(?:'s| is| was| are)\b|\b(?:called|named|goes by)\b|"
     r"\b(?:is|'s|are|was)\s+(?:(?:Dr|Mr|Mrs|Ms|Miss|Prof)\.?\s+)?[A-Z][a-z]|"
@@ -578,6 +595,7 @@ class _Asked:
     where: bool = False  # asks where ("Where am I staying in Kyoto?")
     kind_unsaid: bool = False  # no line says the kind asked for ("what class is Fenn?")
     numbered: frozenset[tuple[str, str]] = frozenset()  # "level 4": {("level", "4")}
+    price: bool = False  # asks a price ("What's the price of sourdough?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -623,6 +641,7 @@ class _Asked:
             _WHERE.match(question) is not None,
             kind is not None and not overlap.query_stems(kind[1] or kind[2]) & overlap.idf.keys(),
             frozenset(_numbered(question)),
+            _PRICE.search(question) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -652,6 +671,8 @@ class _Asked:
             return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
         if self.amount and not _AN_AMOUNT.search(e.text):
             return False  # "How much is Tom's cake?" is not "Tom changed his order"
+        if self.price and not _MONEY_SAID.search(e.text):
+            return False  # "What's the price of sourdough?" is not "4 dozen sourdough rolls"
         if self.against and not _NEGATIVE.search(e.text):
             return False  # "What do I not like?" is not "I like Duolingo"
         if self.liking and not _LIKING.search(_NOT_LIKED.sub(" ", e.text)):
@@ -750,6 +771,8 @@ class _Asked:
             return False  # "What car do I drive?" is not "The car insurance renewal is…"
         if self.about - _ASKED_OF_IT <= have:
             return True
+        if self.price and self.about - _MONEY & have:
+            return True  # "the price of sourdough": "sourdough loaf is £4.50" (a sum, above)
         for subject in said_of:
             # A possessive name says whose, not what: "My daughter Ella's school".
             kind = " ".join(w for w in subject.split() if not re.match(r"[A-Z]\w*'s$", w))
@@ -953,10 +976,14 @@ def _of_what_was_asked(found: Evidence, later: Evidence, question: str) -> bool:
     """Whether a change told ``later`` of one thing of the list ``found`` gives is of
     what ``question`` asks: "Where am I staying in Kyoto?" is not told that the Osaka
     hotel was cancelled; "Which hotels have I booked?", naming none, is."""
+    asked = _named(question)
+    if asked & _proper(found.text) and (other := _proper(later.text)) and not asked & other:
+        # "When is the Harrisons' pickup?" is not told that "Mrs Patel moved her pickup",
+        # nor "Where is the Leeds gig?" that "the Sheffield gig got moved".
+        return False
     changed = _proper(later.text) & _proper(found.text)
     if not changed or not _one_of_many(found.text, changed):
         return True
-    asked = _named(question)
     return not asked or bool(asked & _proper(later.text))
 
 
@@ -1709,6 +1736,7 @@ def best_all(
     pool = [told for e in pool if (told := _told_part(e)) is not None]
     if not pool:
         return None, 0.0, []
+    question = _CALLED.sub(r"\1's name\2", question)
     overlap = Overlap([e.text for e in pool])
     # Who or what the question is about weighs more than what it asks of them: "How
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
@@ -2336,7 +2364,22 @@ _FORGOT_ABOUT = "Done: I forgot what you told me about "
 # printer died"): a death word, and someone of the family or a pet.
 _RELATIVE = (
     r"(?:wife|husband|partner|mum|mom|mother|dad|father|son|daughter|brother|sister|friend|"
-    r"grandma|grandmother|grandpa|grandfather|nan|granny|uncle|aunt|cousin|dog|cat)"
+    r"grandma|grandmother|grandpa|grandfather|grandad|granddad|gran|nan|nana|granny|uncle|"
+    r"aunt|auntie|cousin|dog|cat)"
+)
+# Hard times told in passing: "my mum's in hospital", "I feel like an imposter most
+# days", "rough week": a word of sympathy, not a bare "OK".
+_HARD_TIME = re.compile(
+    r"\b(?:in\s+(?:the\s+)?hospital|worried\s+(?:about|sick)|"
+    r"(?:really|so|very|super)\s+(?:worried|stressed|anxious)|"
+    r"(?:i'?m|i\s+am|feel(?:ing)?)\s+(?:so\s+|really\s+|very\s+|totally\s+)?"
+    r"(?:exhausted|stressed|anxious|struggling|depressed|lonely|miserable|upset|"
+    r"burn(?:ed|t)\s+out|overwhelmed|heartbroken|gutted)|"
+    r"feel(?:ing)?\s+like\s+(?:an?\s+)?(?:imposter|impostor|failure|fraud)|"
+    r"rough\s+(?:week|day|time|month|year)|(?:been|has\s+been)\s+(?:really\s+|so\s+)?hard|"
+    r"(?:keep|been|were|are)\s+arguing|broke\s+up|lost\s+my\s+job|laid\s+off|"
+    r"made\s+redundant|poorly)\b",
+    re.I,
 )
 _LOSS = re.compile(
     rf"^(?=.*\b{_RELATIVE}\b).*\b(?:passed\s+(?:away|on)|died|funeral)\b|"
@@ -3242,6 +3285,10 @@ def _statement_reply(
             'I can\'t tell what that corrects: tell me the whole thing again ("my … is …") '
             "and I'll note it."
         )
+    if _LOSS.search(rest) and not any(p.startswith("I'm sorry") for p in parts):
+        parts.insert(1 if greeting else 0, "I'm sorry for your loss.")
+    elif _HARD_TIME.search(rest) and not any(p.startswith("I'm sorry") for p in parts):
+        parts.insert(1 if greeting else 0, "I'm sorry to hear that.")
     if not parts:
         thanks = _THANKS.match(rest)
         # "Thanks Sarah, that's a huge help": not the bot's to answer.

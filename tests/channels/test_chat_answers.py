@@ -1683,3 +1683,34 @@ async def test_a_price_a_name_called_and_another_ones_change_are_told_apart(
     assert "Biscuit" in replies[6] and "Patel" not in replies[6], replies[6]
     assert "sunday 15th" in replies[7] and "Patel" not in replies[7], replies[7]
     assert "Friday 13th June" in replies[8], replies[8]
+
+
+async def test_a_chapter_written_short_a_fee_and_a_package_i_use_are_found(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When is chapter 2 due?" quoted «… in room 2.14» (ch2 was written short); "what
+    R package do I use?" found nothing of «the R package I use … is glmmTMB»; "what's
+    the fee for Manchester?" nothing of «we also got Manchester, …, £250»; "how much are
+    we getting for Sheffield?" quoted the gig's move, not its £450."""
+    replies = await _talk(
+        make_config,
+        [
+            "the R package I use for the models is glmmTMB",
+            "ch2 lit review is due to Okafor by 30 June",
+            "ch3 methods draft is due 15 August",
+            "my committee meeting is on 3 September at 10am in room 2.14",
+            ("leo", "we also have the Sheffield gig at the Leadmill on 26 July, £450"),
+            ("leo", "actually the Sheffield gig got moved to 2 August, same venue"),
+            ("mia", "we also got Manchester, Night & Day Cafe, 9 August, £250"),
+            "what R package do I use?",
+            "when is chapter 2 due?",
+            "which deadlines do I have?",
+            ("sam", "how much are we getting for Sheffield?"),
+            ("sam", "what's the fee for Manchester?"),
+        ],
+    )
+    assert "glmmTMB" in replies[7], replies[7]
+    assert "30 June" in replies[8] and "2.14" not in replies[8], replies[8]
+    assert "15 August" in replies[9] and "30 June" in replies[9], replies[9]
+    assert "£450" in replies[10], replies[10]
+    assert "£250" in replies[11], replies[11]

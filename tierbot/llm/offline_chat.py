@@ -454,6 +454,17 @@ _NUMBER_WORDS = (
 _AN_AMOUNT = re.compile(
     rf"\d|\b(?:{_NUMBER_WORDS}|hundred|thousand|dozen|half|a few|several)\b", re.I
 )
+# "How much…" of money: not of time, weight or room.
+_HOW_MUCH_MONEY = re.compile(
+    r"\bhow\s+much\b(?!\s+(?:time|longer|weight|space|room|data|water|sleep|of\b))", re.I
+)
+# "How much are we getting for Sheffield?", "how much do I owe Sam?": a sum asked for.
+_HOW_MUCH_PAID = re.compile(
+    r"\bhow\s+much\b(?:\s+\w+){0,3}?\s+(?:get|getting|got|earn|earning|earned|make|making|"
+    r"made|paid|pay|paying|charge|charging|charged|owe|owed|spend|spent|cost|costs)\b",
+    re.I,
+)
+_EARNING = frozenset(stems("get getting got earn earning earned make making made owe owed"))
 # Asked for a price, and a sum of money said.
 _PRICE = re.compile(r"\b(?:price|prices|cost|costs|fee|fees|charge|charges)\b", re.I)
 _MONEY_SAID = re.compile(
@@ -641,7 +652,7 @@ class _Asked:
             _WHERE.match(question) is not None,
             kind is not None and not overlap.query_stems(kind[1] or kind[2]) & overlap.idf.keys(),
             frozenset(_numbered(question)),
-            _PRICE.search(question) is not None,
+            _PRICE.search(question) is not None or _HOW_MUCH_PAID.search(question) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -707,6 +718,14 @@ class _Asked:
         # "What class is Fenn?" by what Fenn is said to be: "I play Fenn, a halfling bard".
         # (Only when no line says the kind: "Everyone is level 4" answers "What level…?")
         described = self.kind_unsaid and detail <= self.kind and self._described(e.text)
+        # "What's the fee for Manchester?" by "we also got Manchester, …, £250".
+        priced = (
+            self.price
+            and detail <= _MONEY | _PAYING | _EARNING
+            and _MONEY_SAID.search(e.text) is not None
+            # ("How much does Tom charge?" is not "Tom paid me £20": the other way round)
+            and (not have & _PAYING or bool(detail & _PAYING))
+        )
         if (
             self.names
             and detail
@@ -716,6 +735,7 @@ class _Asked:
             and not placed
             and not meets
             and not described
+            and not priced
         ):
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
@@ -790,7 +810,12 @@ class _Asked:
         only as what qualifies another thing: "car insurance renewal" names a renewal,
         not a car ("the car" or "my car" would be one)."""
         # ("Flat 1" is a flat: a number after a noun says which.)
-        head = [w for w in _QUALIFIED.split(subject)[0].split() if not w[0].isdigit()]
+        # ("the R package I use": a package, the one "I use")
+        head = [
+            w
+            for w in _RELATIVE_CLAUSE.split(_QUALIFIED.split(subject)[0])[0].split()
+            if not w[0].isdigit()
+        ]
         shared = Overlap.stems(" ".join(head)) & self.kind
         return bool(head) and bool(shared) and not Overlap.stems(head[-1]) & self.kind
 
@@ -820,6 +845,8 @@ def _numbered(text: str) -> set[tuple[str, str]]:
 _DESCRIBED = re.compile(
     r"\b([A-Z][\w-]*)(?:,\s*|\s+(?:is|was)\s+)(?:an?|my|our|his|her|their)\s+[a-z]"
 )
+# Where a subject's relative clause starts: "the R package I use", "the car that…".
+_RELATIVE_CLAUSE = re.compile(r"\s+(?:that|which|who|I|you|we|he|she|they)\s+")
 # What follows a subject's head noun: "the locker at the pool", "replacement during leave".
 _QUALIFIED = re.compile(
     r"\s+(?:at|in|on|of|for|from|during|with|to|by|near|behind|under|over)\s+", re.I
@@ -1818,10 +1845,13 @@ def best_all(
     # 2?"), and for "where", one saying where ("at the library", not "before next lesson").
     asked_of = set(overlap.query_stems(question))
     where = _WHERE.match(question) is not None
+    money = asked.price or _HOW_MUCH_MONEY.search(question) is not None
     i = max(
         fits,
         key=lambda k: (
             round(scores[k], 6),
+            # "How much are we getting for Sheffield?": a line giving a sum, over its move.
+            money and _MONEY_SAID.search(pool[k].text) is not None,
             # "What book are we reading?": a line naming a book, over "I've read it twice".
             bool(asked.kind & overlap.doc_stems[k]),
             # "Where am I staying in Kyoto?": a line naming a hotel, over the tea ceremony

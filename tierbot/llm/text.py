@@ -667,6 +667,19 @@ def spelled_out(text: str) -> str:
     return _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], text)
 
 
+# A numbered part written short: "ch2" is "chapter 2", "wk 3" "week 3".
+_SHORT_FOR = {
+    "ch": "chapter",
+    "chap": "chapter",
+    "sec": "section",
+    "fig": "figure",
+    "vol": "volume",
+    "ep": "episode",
+    "wk": "week",
+    "pg": "page",
+    "pt": "part",
+}
+_NUMBERED_SHORT = re.compile(r"\b(" + "|".join(_SHORT_FOR) + r")\.?\s?(\d+)\b", re.I)
 _INNER_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
 # Spellings and family words that name the same thing, by stem.
 _VARIANTS = {
@@ -690,6 +703,8 @@ _VARIANTS = {
     "allerg": "allergi",
     "decis": "decid",
     "med": "medic",
+    # "Which deadlines do I have?" asks of "ch3 methods draft is due 15 August".
+    "deadlin": "due",
     "medicin": "medic",
     # "Where am I flying home from?" asks of "my flight home is from Osaka".
     "fli": "flight",
@@ -761,7 +776,8 @@ class Overlap:
     def stems(text: str) -> set[str]:
         """The stems both sides are compared in: "Wi-Fi" is "wifi", "favourite" and
         "favorite" one word, "Mum" and "mother" one person."""
-        plain = _INNER_HYPHEN.sub("", text)
+        plain = _NUMBERED_SHORT.sub(lambda m: f"{_SHORT_FOR[m[1].lower()]} {m[2]}", text)
+        plain = _INNER_HYPHEN.sub("", plain)
         return {_VARIANTS.get(t, t) for t in stems(plain)}
 
     def query_stems(self, query: str) -> set[str]:

@@ -1714,3 +1714,24 @@ async def test_a_chapter_written_short_a_fee_and_a_package_i_use_are_found(
     assert "15 August" in replies[9] and "30 June" in replies[9], replies[9]
     assert "£450" in replies[10], replies[10]
     assert "£250" in replies[11], replies[11]
+
+
+async def test_days_and_severities_written_short_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Who's on call friday?" quoted Ellie's «third night call this week», as the rota
+    said «Dev fri-sun»; "what severity is INC-4822?" found nothing of «… is sev1 now».
+    A range of days holds each day in it; "sev1" is a severity."""
+    replies = await _talk(
+        make_config,
+        [
+            ("aisha", "rota for this week: Ben mon-tue, Chloe wed-thu, Dev fri-sun"),
+            ("ellie", "honestly I'm exhausted, third night call this week"),
+            ("dev", "INC-4822 login failures for Contoso, sev2, assigned to Ben"),
+            ("ben", "INC-4822 is sev1 now, Contoso escalated"),
+            ("ben", "who's on call saturday?"),
+            ("aisha", "what severity is INC-4822?"),
+        ],
+    )
+    assert "Dev fri-sun" in replies[4] and "exhausted" not in replies[4], replies[4]
+    assert "sev1" in replies[5], replies[5]

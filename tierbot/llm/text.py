@@ -678,7 +678,29 @@ _SHORT_FOR = {
     "wk": "week",
     "pg": "page",
     "pt": "part",
+    "sev": "severity",
 }
+# Days written short, alone ("fri", "thurs") or as a range ("mon-wed", "fri-sun"): a
+# range holds each day in it.  ("sun", "sat" and "wed" alone are other words.)
+_DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_DAY = r"(mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)(?:day)?"
+_DAY_SHORT = re.compile(
+    rf"\b{_DAY}\s*(?:-|–|to|through|thru)\s*{_DAY}\b|\b(mon|tues?|thu(?:rs?)?|fri)\b", re.I
+)
+
+
+def _day(short: str) -> int:
+    return next(i for i, d in enumerate(_DAYS) if d.startswith(short[:3].lower()))
+
+
+def _days_spelled(m: re.Match[str]) -> str:
+    if m[3]:
+        return _DAYS[_day(m[3])]
+    first, last = _day(m[1]), _day(m[2])
+    span = (last - first) % 7
+    return " ".join(_DAYS[(first + k) % 7] for k in range(span + 1))
+
+
 _NUMBERED_SHORT = re.compile(r"\b(" + "|".join(_SHORT_FOR) + r")\.?\s?(\d+)\b", re.I)
 _INNER_HYPHEN = re.compile(r"(?<=[A-Za-z])-(?=[A-Za-z])")
 # Spellings and family words that name the same thing, by stem.
@@ -777,6 +799,7 @@ class Overlap:
         """The stems both sides are compared in: "Wi-Fi" is "wifi", "favourite" and
         "favorite" one word, "Mum" and "mother" one person."""
         plain = _NUMBERED_SHORT.sub(lambda m: f"{_SHORT_FOR[m[1].lower()]} {m[2]}", text)
+        plain = _DAY_SHORT.sub(_days_spelled, plain)
         plain = _INNER_HYPHEN.sub("", plain)
         return {_VARIANTS.get(t, t) for t in stems(plain)}
 

@@ -1735,3 +1735,27 @@ async def test_days_and_severities_written_short_answer(
     )
     assert "Dev fri-sun" in replies[4] and "exhausted" not in replies[4], replies[4]
     assert "sev1" in replies[5], replies[5]
+
+
+async def test_a_quote_gone_up_is_said_later_and_a_number_is_no_sum(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How much is the kitchen quote?" gave £12,400 without «Mark's quote went up to
+    £13,100»; "What's Mark's number?" found nothing of «…, phone 07700 900456»; after
+    the plumber's number was forgotten, "what's the plumber's number?" quoted «quote
+    £2,850», a sum, as if it were one."""
+    replies = await _talk(
+        make_config,
+        [
+            "the kitchen fitter is Mark from Oakline Kitchens, quote £12,400, phone 07700 900456",
+            "the plumber is Dave Reilly, 07700 900789, quote £2,850",
+            "please forget the plumber's number, we have it saved",
+            "actually Mark's quote went up to £13,100 because of the extra cabinets",
+            "how much is the kitchen quote?",
+            "what's Mark's number?",
+            "what's the plumber's number?",
+        ],
+    )
+    assert "£12,400" in replies[4] and "£13,100" in replies[4], replies[4]
+    assert "07700 900456" in replies[5], replies[5]
+    assert replies[6] == NOTHING, replies[6]

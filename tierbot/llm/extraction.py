@@ -869,7 +869,10 @@ CHANGED = re.compile(
     r"(?:from|to)\b|"
     # "I've stopped the atorvastatin", "Marcus swapped laptops with Greg"
     r"\b(?:stopped|stopping|came\s+off)\s+(?:taking\s+)?(?:my|the|his|her|our|their)\s+\w+|"
-    r"\bstopped\s+taking\s+\w+|\bswapped\s+(?:\w+\s+){1,3}?with\s+[A-Za-z]",
+    r"\bstopped\s+taking\s+\w+|\bswapped\s+(?:\w+\s+){1,3}?with\s+[A-Za-z]|"
+    # "Mark's quote went up to £13,100", "croissants are going up to £2.40"
+    r"\b(?:went|gone|goes|going|come|came)\s+(?:up|down)\s+to\b|"
+    r"\b(?:increased|decreased|raised|lowered|reduced|dropped|rose|risen)\s+(?:\w+\s+){0,2}?to\s+\S*\d",
     re.I,
 )
 # "… no longer …", "… not … anymore": something that held and stopped (the chat reads it

@@ -54,6 +54,7 @@ from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import (
     CALENDAR_WORDS,
     MEN,
+    PHONE_NUMBER,
     SAID_ABOUT,
     STOPWORDS,
     WOMEN,
@@ -465,6 +466,10 @@ _HOW_MUCH_PAID = re.compile(
     re.I,
 )
 _EARNING = frozenset(stems("get getting got earn earning earned make making made owe owed"))
+# A sum of money, which is no one's number: "quote £2,850".
+_SUM = re.compile(
+    r"[£$€¥]\s?\d[\d,.]*[km]?\b|\b\d[\d,.]*\s?(?:pence|quid|pounds?|dollars?|euros?)\b", re.I
+)
 # Asked for a price, and a sum of money said.
 _PRICE = re.compile(r"\b(?:price|prices|cost|costs|fee|fees|charge|charges)\b", re.I)
 _MONEY_SAID = re.compile(
@@ -678,7 +683,7 @@ class _Asked:
             return False  # "What's my dog's name?" is not "My dog's vet is Dr Fox"
         if self.age and not _AN_AGE.search(e.text):
             return False
-        if self.number and not _A_NUMBER.search(e.text):
+        if self.number and not _A_NUMBER.search(_SUM.sub(" ", e.text)):
             return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
         if self.amount and not _AN_AMOUNT.search(e.text):
             return False  # "How much is Tom's cake?" is not "Tom changed his order"
@@ -718,6 +723,8 @@ class _Asked:
         # "What class is Fenn?" by what Fenn is said to be: "I play Fenn, a halfling bard".
         # (Only when no line says the kind: "Everyone is level 4" answers "What level…?")
         described = self.kind_unsaid and detail <= self.kind and self._described(e.text)
+        # "What's Mark's number?" by "… Mark from Oakline Kitchens, phone 07700 900456".
+        phoned = self.number and detail <= {"number"} and PHONE_NUMBER.search(e.text) is not None
         # "What's the fee for Manchester?" by "we also got Manchester, …, £250".
         priced = (
             self.price
@@ -736,6 +743,7 @@ class _Asked:
             and not meets
             and not described
             and not priced
+            and not phoned
         ):
             return False
         # Nor a statement sharing nothing of the thing asked about: "We decided to skip
@@ -743,7 +751,7 @@ class _Asked:
         # "Margaret wants to take them to the railway" may answer "What does Margaret want
         # to do with the kids?": "them" may be the kids.
         them = bool(self.names) and self.names <= have and _OBJECT_PRONOUN.search(e.text)
-        if self.about - _NEWS and not self.about & have and not dated and not them:
+        if self.about - _NEWS and not self.about & have and not dated and not them and not phoned:
             return False
         # "What's the guest wifi password?" is not "… reset his password anyway": a thing
         # named in three words or more shares two of them with what answers it.

@@ -191,7 +191,7 @@ _STATED = re.compile(
 _VAGUE = re.compile(r"\s*\b(?:names|info|information|details|stuff|thing|things)\b", re.I)
 # A phone number: eight digits or more, grouped or not ("07700 900789", "555-0142" is
 # seven, said with "phone"); not an amount ("£2,850").
-_PHONE_NUMBER = re.compile(r"(?<![\w£$€.,])\+?\d(?:[ ()-]?\d){7,}\b")
+PHONE_NUMBER = re.compile(r"(?<![\w£$€.,])\+?\d(?:[ ()-]?\d){7,}\b")
 # A name written as one (not a sentence's first word).
 _PROPER = re.compile(r"(?<=\S )(?!I\b)[A-Z][a-z][\w-]*")
 
@@ -199,7 +199,7 @@ _PROPER = re.compile(r"(?<=\S )(?!I\b)[A-Z][a-z][\w-]*")
 # A phone number as a line gives it, with the words that say it is one.
 _NUMBER_SAID = re.compile(
     r"(?:\s*[,;]\s*|\s+)(?:(?:(?:his|her|their|my|the)\s+)?(?:phone|mobile|cell|tel|number)"
-    r"(?:\s+(?:number|no\.?))?\s*(?:is\s+|:\s*)?)?" + _PHONE_NUMBER.pattern,
+    r"(?:\s+(?:number|no\.?))?\s*(?:is\s+|:\s*)?)?" + PHONE_NUMBER.pattern,
     re.I,
 )
 
@@ -247,7 +247,7 @@ def names(request: str, text: str) -> bool:
     if wanted & (_PHONE | {"number"}) and have & _PHONE:
         # "Karen's phone number" of "her mom is Karen, phone 555-0142": one thing.
         wanted = (wanted - _PHONE - {"number"}) | (have & _PHONE)
-    elif wanted & (_PHONE | {"number"}) and _PHONE_NUMBER.search(text):
+    elif wanted & (_PHONE | {"number"}) and PHONE_NUMBER.search(text):
         # "the plumber's number" of "the plumber is Dave Reilly, 07700 900789".
         wanted = wanted - _PHONE - {"number"} or wanted
     # "the weight thing" of "I weigh 72kg": a word and the one it is made from.
@@ -540,7 +540,7 @@ def without_named(request: str, text: str) -> str:
     clause names it alone (the text as a whole does: it all goes)."""
     asks = [a for a in _AND_ASKED.split(request) if a.strip()] or [request]
     plain = without_author(text)
-    if all(_asks_phone(a) for a in asks) and _PHONE_NUMBER.search(plain):
+    if all(_asks_phone(a) for a in asks) and PHONE_NUMBER.search(plain):
         # "forget the plumber's number" of "the plumber is Dave Reilly, 07700 900789,
         # quote £2,850": the number goes, who the plumber is and the quote stay.
         left = _NUMBER_SAID.sub("", plain).strip(" ,;.")

@@ -667,6 +667,31 @@ def test_an_eighth_round_of_new_users_lines_are_typed(line: str, kind: str | Non
 
 
 @pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # A ninth round: a change is no to-do for its "deadline" or its "Mark"; what a
+        # team or a trade takes on; a named list; a filler word with its comma.
+        ("actually the ch2 deadline got pushed to 14 July because of the conference", "event"),
+        ("actually Mark's quote went up to £13,100 because of the extra cabinets", "event"),
+        ("guys i can't make Manchester, it's my sister's wedding", "event"),
+        ("Priya does thursday to saturday mornings", "fact"),
+        ("oh and the eggs come from Brook Farm, wednesdays", "fact"),
+        ("sweet. i can bring the PA speakers in my van", "todo"),
+        ("no worries, my mate Ollie can fill in on bass for Manchester", "fact"),
+        ("setlist for Leeds: Neon, Falling Down, Glasswork, Static", "fact"),
+        ("skirting boards will be white eggshell", "decision"),
+        # ... and what stays as it was.
+        ("guys please bring your own cables", "todo"),
+        ("please move the deadline to Friday", "todo"),
+        ("Great energy at rehearsal tonight", None),
+        ("cool", None),
+    ],
+)
+def test_a_ninth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
     ("line", "what"),
     [
         ('remember also: "eigenlijk" means actually.', '"eigenlijk" means actually.'),

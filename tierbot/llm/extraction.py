@@ -567,7 +567,7 @@ _RULES: tuple[tuple[str, float, _Folded | _IdentityShape], ...] = (
             # "Schedule change: …", "Return flight is …": a noun, not an order
             r"from)\b|\s+[a-z]+(:|\s+(is|are|was|were)\b))|"
             r"^(everyone|everybody|all|folks|team|guys|people|y'all)\b[,:]?\s+(please |pls |"
-            r"just |also )?(?!(is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
+            r"just |also )?(?!(i|we|is|was|has|had|says|said|agrees|knows|loves|loved|thinks|"
             r"wants|needs|seems|looks|got|gets|here|else|okay|ok)\b)[a-z]+(?<!ed)(?<!s)\b|"
             r"^reminder\b|\b(is|are) on you\b",
         ),
@@ -899,7 +899,10 @@ def _unsaid(m: re.Match[str]) -> str:
 RESTATING = r"correction|update|(?:swap|change|scratch|update|correct) that"
 _FILLER = re.compile(
     rf"^(?:(?:sorry|oops|whoops|no wait|wait|actually|yes|yeah|yep|ugh fine|fine|ok|okay|well|"
-    rf"so(?=,|\s+(?:our|the|my|i|we|next|first|this|that)\b)|{RESTATING})\b[,:;!.-]*\s+)+",
+    rf"oh and|and also|also|"
+    rf"so(?=,|\s+(?:our|the|my|i|we|next|first|this|that)\b)|{RESTATING})\b[,:;!.-]*\s+|"
+    # (a word of its own, with its comma: "sweet. i can bring…", not "great energy")
+    r"(?:sweet|cool|nice|great|no worries|perfect|awesome)[,:;!.-]+\s+)+",
     re.I,
 )
 
@@ -1025,6 +1028,32 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"organi[sz]ing|in charge of|looking after) (the|our|[a-z]+s\b|[a-z]+ and )"
         ),
     ),
+    # What a team or a trade takes on: "I can bring the PA speakers in my van", "my mate
+    # Ollie can fill in on bass", "Priya does thursday to saturday mornings", "the eggs
+    # come from Brook Farm, wednesdays".
+    ("todo", 0.7, _Folded(r"^(i|we) can (also )?(bring|cover|host|lend|pick up|collect) \w")),
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"^((my|our) (mate|friend|cousin|brother|sister|colleague) )?[a-z]+ "
+            r"(can|will|could) (fill in|cover|sub|stand in|step in|dep)\b|"
+            r"^[a-z]+ (does|works|covers|takes|has) (the )?(mon|tue|wed|thu|fri|sat|sun)[a-z]*"
+            r"( (to|through|and|-) (mon|tue|wed|thu|fri|sat|sun)[a-z]*)?\b|"
+            r"^(the |our |my )?[a-z]+s? (come|comes|came|is delivered|are delivered) from \w"
+        ),
+    ),
+    # "setlist for Leeds: Neon, Falling Down, Glasswork, Static": a named list.
+    ("fact", 0.6, _Folded(r"^[a-z][\w' -]{2,30}: [^,:.!?]{1,30}(, [^,:.!?]{1,30}){2,}$")),
+    # "skirting boards will be white eggshell": what a thing is to be.
+    (
+        "decision",
+        0.6,
+        _Folded(
+            r"^[a-z]+( [a-z]+)? (boards?|walls?|floors?|tiles?|doors?|"
+            r"kitchen|bathroom|room|ceiling|paint|colou?r) will be [a-z]"
+        ),
+    ),
     # "The pond will go by the greenhouse", "Bed one will be potatoes": where a thing goes.
     (
         "fact",
@@ -1086,6 +1115,16 @@ _NAME_IS_SHORT = re.compile(
 )
 
 
+# A date or a plan moved: "got pushed to 14 July", "has been moved to Friday".
+_PUSHED = re.compile(
+    r"\b(?:got|was|were|been|is|are|has been|have been)\s+(?:pushed|moved|postponed|delayed|"
+    r"rescheduled|brought forward|bumped)\s+(?:back\s+|forward\s+|up\s+)?(?:to|till|until)\b",
+    re.I,
+)
+# An instruction, which a change word does not make a change: "please move the call to 3".
+_ASKS_TO = re.compile(r"^\W*(?:please|pls|can you|could you|let'?s|remind|don'?t)\b", re.I)
+
+
 def _classify(sentence: str) -> tuple[str | None, float]:
     s = _cased(split_greeting(_straight(sentence))[1].strip())
     s = _NAME_IS_SHORT.sub(r"\1 is ", s)  # "Freddie's a large youth": "Freddie is a …"
@@ -1111,9 +1150,12 @@ def _classify(sentence: str) -> tuple[str | None, float]:
         return None, 0.0
     if _STANDING_DUE.search(s):
         return "fact", 0.6  # "rent 920 pounds, due on the 5th": every month, not a to-do
+    # "the ch2 deadline got pushed to 14 July", "Mark's quote went up to £13,100": what
+    # held changed, not a thing to do (its "deadline" or "Mark" no to-do's words).
+    changed = (CHANGED.search(s) or _PUSHED.search(s)) and not _ASKS_TO.match(s)
     for kind, importance, pattern in _RULES:
         if pattern.search(s):
-            return kind, importance
+            return ("event", 0.6) if kind == "todo" and changed else (kind, importance)
     for kind, importance, pattern in _MORE_SHAPES:
         if pattern.search(s):
             return kind, importance

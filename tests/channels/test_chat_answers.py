@@ -1759,3 +1759,29 @@ async def test_a_quote_gone_up_is_said_later_and_a_number_is_no_sum(
     assert "£12,400" in replies[4] and "£13,100" in replies[4], replies[4]
     assert "07700 900456" in replies[5], replies[5]
     assert replies[6] == NOTHING, replies[6]
+
+
+async def test_questions_for_the_group_and_thoughts_aloud_are_not_looked_up(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a group, "what's everyone eating before Leeds? pizza?" got "Let me look further
+    back…" and two "Nothing I could find"; so did "lol who ate my sandwich", "anyway
+    how's your day going" and the "hmm what else..." before a fact.  They are the
+    others' to answer, small talk, and thinking aloud; a question for the bot in the same
+    group is still answered.  (A group: someone else has spoken.)"""
+    replies = await _talk(
+        make_config,
+        [
+            ("mia", "we got the Leeds gig at the Brudenell, Sat 12 July"),
+            ("dan", "what's everyone eating before Leeds? pizza?"),
+            ("ben", "lol who ate my sandwich from the fridge"),
+            ("rosa", "anyway how's your day going"),
+            ("rosa", "hmm what else... the oven service is booked for the 20th"),
+            ("mia", "did anyone mention where the Leeds gig is?"),
+        ],
+    )
+    for said in replies[1:5]:
+        assert "look further back" not in said and NOTHING not in said, said
+    assert replies[1] == "OK, dan.", replies[1]
+    assert replies[4] == "Noted: the oven service is booked for the 20th.", replies[4]
+    assert "Brudenell" in replies[5], replies[5]

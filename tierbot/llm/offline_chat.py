@@ -92,7 +92,8 @@ SMALL_TALK_REPLY = (
     "I'm well, thanks for asking! Tell me something to remember, or ask me about this conversation."
 )
 _SMALL_TALK = re.compile(
-    r"^\W*(?:how\s+(?:are|r)\s+(?:you|u|ya)(?:\s+(?:doing|going|keeping|today|this \w+)){0,2}|"
+    r"^\W*(?:(?:anyway|anyways|so|hey|and|btw|ok|okay|well)\W+)*"
+    r"(?:how\s+(?:are|r)\s+(?:you|u|ya)(?:\s+(?:doing|going|keeping|today|this \w+)){0,2}|"
     r"how(?:'s|\s+is)\s+(?:it\s+going|life|your\s+day|everything)|how\s+have\s+you\s+been|"
     r"how(?:'re|\s+are)\s+things|what'?s\s+up|wh?at'?s\s+new|sup|you\s+ok(?:ay)?)"
     r"\W*(?:\w+\W*)?$",
@@ -2483,8 +2484,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
     questions = [
         (at, m)
         for at, m in people
-        if (is_question(m.content) or any(is_question(x) for x in sentences(m.content)[:-1]))
+        if _asks(m.content)
         and not _asks_someone_else(m, messages[:at])
+        and not _asks_the_group(m, messages[:at])
     ]
     if not questions and not done:
         told = [(at, _self_named(m)) for at, m in people]
@@ -3262,6 +3264,48 @@ _PUT_TO_KNOWN = re.compile(
 )
 # Where a statement ends and a question put to someone starts in one sentence.
 _ASKING_NEXT = re.compile(r",\s*(?=@?[A-Z][\w'-]+\s+(?:can|could|would|will)\s+(?:you|u)\b)")
+
+
+# "hmm what else... the oven service is booked for the 20th": thinking aloud.
+_ALOUD = re.compile(r"(?:\.\.\.|…)\s*$")
+# A question for the others of a group: "what's everyone eating before Leeds?", "did
+# anyone see the match?", "lol who ate my sandwich"; not "did anyone mention the
+# coffee machine?" (what was said: the bot's to look up).
+_TO_THE_GROUP = re.compile(
+    r"^\W*(?:lol|lmao|rofl|haha\w*|hehe\w*|omg)\b|"
+    r"\b(?:everyone|everybody|you guys|y'?all|you all)\b|"
+    r"^\W*(?:did|has|have|is|are|was|were|will|would|can|could)\s+"
+    r"(?:anyone|anybody|someone|somebody)\b(?!\s+(?:say|said|mention|mentioned|tell|told|"
+    r"know|remember|ask|asked)\b)",
+    re.I,
+)
+
+
+def _asks(content: str) -> bool:
+    """Whether ``content`` asks something (a question in it, not one thought aloud)."""
+    parts = sentences(content)
+    real = [x for x in parts if not (_ALOUD.search(x) and "?" not in x)]
+    if len(real) == len(parts):
+        return is_question(content) or any(is_question(x) for x in parts[:-1])
+    return bool(real) and (is_question(" ".join(real)) or any(is_question(x) for x in real[:-1]))
+
+
+def _asks_the_group(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
+    """Whether ``m``, in a group, asks the others, not the bot ("what's everyone
+    eating before Leeds?")."""
+    me = (m.name or "").lower()
+    if not {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}:
+        return False
+    asks = [x for x in sentences(m.content) if is_question(x)]
+    # (the first question says whom: "what's everyone eating? pizza?")
+    return (
+        bool(asks)
+        and bool(_TO_THE_GROUP.search(asks[0]))
+        and not any(_TOLD_OF_BOT.search(x) for x in asks)
+    )
+
+
+_TOLD_OF_BOT = re.compile(r"\b(?:tierbot|bot|you remember|do you know)\b", re.I)
 
 
 def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:

@@ -1785,3 +1785,27 @@ async def test_questions_for_the_group_and_thoughts_aloud_are_not_looked_up(
     assert replies[1] == "OK, dan.", replies[1]
     assert replies[4] == "Noted: the oven service is booked for the 20th.", replies[4]
     assert "Brudenell" in replies[5], replies[5]
+
+
+async def test_a_day_asked_about_outweighs_a_word_and_got_moved_links_nothing(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Who's on call thursday?" was looked for further back and found nothing, the
+    one line saying "call" (Ellie's «third night call») outweighing the day; the swap
+    that gave Ellie Thursday answers.  "When is chapter 2 due?" had «the talk got moved
+    to 11 July» added as a "Later": both lines "got" something, nothing more."""
+    replies = await _talk(
+        make_config,
+        [
+            ("aisha", "rota for this week: Ben mon-tue, Chloe wed-thu, Dev fri-sun"),
+            ("chloe", "i can't do thursday, my kid is sick. Ellie can you swap?"),
+            ("ellie", "yes, I'll take Chloe's thursday, Chloe takes my saturday next week"),
+            ("ellie", "honestly I'm exhausted, third night call this week"),
+            ("chloe", "who's on call thursday?"),
+            ("hannah", "actually the ch2 deadline got pushed to 14 July because of the conference"),
+            ("hannah", "oh wait, the talk got moved to 11 July, afternoon session"),
+            ("hannah", "when is chapter 2 due?"),
+        ],
+    )
+    assert "I'll take Chloe's thursday" in replies[4], replies[4]
+    assert "14 July" in replies[7] and "talk" not in replies[7], replies[7]

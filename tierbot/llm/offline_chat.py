@@ -1107,7 +1107,11 @@ def _changed_since(
         _RESCHEDULED.search(e.text)
         and _DATED.search(found.text)  # a date it moves ("sign off before launch" has none)
         # (a number both give is no thing in common: "ends at 12:30", "moved to 5:30")
-        and {t for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID if not t.isdigit()}
+        and {
+            t
+            for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID - _LIGHT
+            if not t.isdigit()
+        }
     ):
         return True  # "we push the launch to Thursday" after "the launch is on Tuesday"
     if _CANCEL_VERB.search(e.text):
@@ -1318,6 +1322,11 @@ _WEEKDAYS = frozenset(
         " fri sat sun"
     )
 )
+
+
+_DAYS = frozenset(stems("monday tuesday wednesday thursday friday saturday sunday"))
+# Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
+_LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
 
 
 # Where someone lives, and the words that say it changed.
@@ -1778,6 +1787,9 @@ def best_all(
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
     # about the landlord, not any number.
     named = _named(question)
+    # A day it names counts as a name does: "Who's on call thursday?" is about Thursday
+    # (whoever took it), more than about the one line saying "call".
+    named |= overlap.query_stems(question) & _DAYS
     scores = overlap.scores(question, boost=named)
     # "What is Emma doing?" is answered by what Emma said of herself ("I'm doing the
     # flowers"): whom it names is its author.

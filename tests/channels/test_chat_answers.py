@@ -1809,3 +1809,24 @@ async def test_a_day_asked_about_outweighs_a_word_and_got_moved_links_nothing(
     )
     assert "I'll take Chloe's thursday" in replies[4], replies[4]
     assert "14 July" in replies[7] and "talk" not in replies[7], replies[7]
+
+
+async def test_fillers_around_a_fact_are_not_said_back(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Noted: you weigh 72kg btw", "Noted: quick one, we got the Leeds gig…": the
+    filler words around a fact were said back, and listed in "what do you know about
+    me?".  The fact is; a word that is the fact's own ("team lunch…") stays."""
+    replies = await _talk(
+        make_config,
+        [
+            "quick one, we got the Leeds gig at the Brudenell, Sat 12 July",
+            "i weigh 72kg btw",
+            "the team meeting moved to Thursday",
+            "what do you know about me?",
+        ],
+    )
+    assert replies[0] == "Noted: we got the Leeds gig at the Brudenell, Sat 12 July.", replies[0]
+    assert replies[1] == "Noted: you weigh 72kg.", replies[1]
+    assert "the team meeting" in replies[2], replies[2]
+    assert "btw" not in replies[3] and "quick one" not in replies[3], replies[3]

@@ -187,9 +187,14 @@ _LEAD = re.compile(
     r"so|well|ok|okay|ugh fine|fine|"
     r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|hmm+|um+|erm+|uh+|then|"
     r"change of plans?|quick update|heads up|(?:please\s+)?note that|for the record|"
-    rf"{RESTATING}|did (?:you|u) know(?: that)?)\b[,:;!.-]*\s+)+",
+    rf"{RESTATING}|did (?:you|u) know(?: that)?|honestly|tbh|lol|haha+)\b[,:;!.-]*\s+|"
+    # (a word of its own only with its comma: "quick one, we got…", not "team lunch is…")
+    r"(?:quick one|no worries|guys|team|morning team|morning all|sweet|cool|nice|great|"
+    r"ack)[,:;!.-]+\s+)+",
     re.I,
 )
+# What trails a line without telling anything: "I weigh 72kg btw", "I'm vegetarian fyi".
+_TAIL = re.compile(r"[\s,]+(?:btw|fyi|tbh|lol|haha+|lmao|smh|imo|x+)\W*$", re.I)
 _TODO_LEAD = re.compile(
     r"^\s*(?:please\s+)?(?:remind (?:me|you) to|(?:don'?t|do not) forget to|remember to|"
     r"note to self:?)\s+",
@@ -2027,7 +2032,7 @@ def _about(
         if e.author != speaker or e.kind in ("branch", "summary"):
             continue
         for sent in sentences(e.text):
-            sent = _LEAD.sub("", sent)
+            sent = _TAIL.sub("", _LEAD.sub("", sent))
             if gone(e, sent):
                 continue  # "I live in Porto", then "I don't live in Porto anymore"
             asked = read_request(sent)  # "Also remember that Sam likes jazz."
@@ -2380,6 +2385,7 @@ def _memory_notes(
             continue
         if "id" in body:
             said = _LEAD.sub("", _split_speaker(str(call.arguments.get("content", "")))[1])
+            said = _TAIL.sub("", said) or said
             kind = str(call.arguments.get("memory_type", ""))
             if call.id.startswith("fix-"):
                 notes.append(f"{_CORRECTED}{_short(to_second_person(said)).rstrip(' .!')}.")

@@ -1830,3 +1830,23 @@ async def test_fillers_around_a_fact_are_not_said_back(
     assert replies[1] == "Noted: you weigh 72kg.", replies[1]
     assert "the team meeting" in replies[2], replies[2]
     assert "btw" not in replies[3] and "quick one" not in replies[3], replies[3]
+
+
+async def test_a_rule_asked_for_is_answered_by_the_line_stating_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What's the rule for nut products?" found nothing of «anything with nuts must go
+    on the separate blue trays»: a line saying what must or must never be done states a
+    rule, of what it shares with the question (not of sourdough)."""
+    replies = await _talk(
+        make_config,
+        [
+            "don't forget: anything with nuts must go on the separate blue trays, never mix",
+            "sourdough loaf is £4.50",
+            "the nut supplier is Hazel & Co",
+            "what's the rule for nut products?",
+            "what is the rule about sourdough?",
+        ],
+    )
+    assert "blue trays" in replies[3], replies[3]
+    assert replies[4] == NOTHING, replies[4]

@@ -1330,6 +1330,13 @@ _WEEKDAYS = frozenset(
 
 
 _DAYS = frozenset(stems("monday tuesday wednesday thursday friday saturday sunday"))
+# A rule asked for, and a line stating one.
+_RULE = frozenset(stems("rule rules policy"))
+_RULE_SAID = re.compile(
+    r"\b(?:must|mustn'?t|never|always|not allowed|no one may|nobody may|only ever|"
+    r"have to|has to|don'?t ever)\b",
+    re.I,
+)
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
 
@@ -1834,6 +1841,18 @@ def best_all(
             if _STREET.search(e.text) and _ADDRESS not in overlap.doc_stems[k]:
                 near[k] = near[k] | {_ADDRESS}
                 scores[k] += overlap.idf.get(_ADDRESS, 1.0)
+    if asked.words & _RULE:
+        # "What's the rule for nut products?": "anything with nuts must go on the blue
+        # trays" states one.
+        rule = next(iter(asked.words & _RULE))
+        for k, e in enumerate(pool):
+            if (
+                _RULE_SAID.search(e.text)
+                and rule not in overlap.doc_stems[k]
+                and (asked.words - _RULE - _ASKED_OF_IT) & overlap.doc_stems[k]
+            ):
+                near[k] = near[k] | {rule}
+                scores[k] += overlap.idf.get(rule, 1.0) / 2
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
     if not fits:
         return None, 0.0, []

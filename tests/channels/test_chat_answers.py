@@ -1850,3 +1850,22 @@ async def test_a_rule_asked_for_is_answered_by_the_line_stating_it(
     )
     assert "blue trays" in replies[3], replies[3]
     assert replies[4] == NOTHING, replies[4]
+
+
+async def test_a_correction_saying_what_it_is_not_is_kept_and_said_later(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually the cert expired on the load balancer, not the gateway" was answered
+    "OK, dev." and never kept, and the root cause was answered "the gateway".  It is
+    noted, and follows the line it corrects."""
+    replies = await _talk(
+        make_config,
+        [
+            ("dev", "INC-4821 root cause was an expired TLS cert on the gateway, fixed at 02:10"),
+            ("ben", "INC-4822 fixed, it was a bad config push"),
+            ("dev", "actually the cert expired on the load balancer, not the gateway"),
+            ("aisha", "what was the root cause of INC-4821?"),
+        ],
+    )
+    assert replies[2].startswith("Noted:"), replies[2]
+    assert "Later" in replies[3] and "load balancer" in replies[3], replies[3]

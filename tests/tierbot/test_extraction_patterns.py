@@ -702,3 +702,9 @@ def test_a_ninth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
 def test_also_and_too_in_a_request_to_remember_are_not_what_is_saved(line: str, what: str) -> None:
     request = extraction.read_request(line)
     assert request is not None and (request.kind, request.what) == ("remember", what)
+
+
+def test_a_statement_said_against_what_does_not_hold_is_kept() -> None:
+    """ "the cert expired on the load balancer, not the gateway" says what holds."""
+    assert classify("actually the cert expired on the load balancer, not the gateway")[0] == "fact"
+    assert classify("not the gateway")[0] is None

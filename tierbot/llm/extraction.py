@@ -1043,6 +1043,16 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"^(the |our |my )?[a-z]+s? (come|comes|came|is delivered|are delivered) from \w"
         ),
     ),
+    # "the cert expired on the load balancer, not the gateway": what holds, said against
+    # what does not.
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"^(the|my|our|it) [\w' -]{4,60} (is|was|are|were|[a-z]+ed) [\w' -]{2,40}, "
+            r"not (the |a |an )?[\w-]+( [\w-]+)?[.!]?$"
+        ),
+    ),
     # "setlist for Leeds: Neon, Falling Down, Glasswork, Static": a named list.
     ("fact", 0.6, _Folded(r"^[a-z][\w' -]{2,30}: [^,:.!?]{1,30}(, [^,:.!?]{1,30}){2,}$")),
     # "skirting boards will be white eggshell": what a thing is to be.

@@ -998,7 +998,10 @@ def _corrects_word(text: str, before: str) -> bool:
     is silver, not brass" of Sam's "a mysterious brass key" (anyone in the chat may set
     that right: the word it takes back is named)."""
     m = re.search(
-        r"\bcorrection\b.*,\s*not\s+(?:the\s+|a\s+|an\s+)?([\w-]{3,})\s*[.!]?$", text, re.I
+        r"(?:\bcorrection\b|^\W*(?:actually|sorry|oops|my bad)\b).*,\s*not\s+(?:the\s+|a\s+|"
+        r"an\s+)?([\w-]{3,}(?:\s+[\w-]{3,})?)\s*[.!]?$",
+        text,
+        re.I,
     )
     return m is not None and re.search(rf"\b{re.escape(m[1])}\b", before, re.I) is not None
 

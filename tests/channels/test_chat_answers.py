@@ -1869,3 +1869,22 @@ async def test_a_correction_saying_what_it_is_not_is_kept_and_said_later(
     )
     assert replies[2].startswith("Noted:"), replies[2]
     assert "Later" in replies[3] and "load balancer" in replies[3], replies[3]
+
+
+async def test_a_change_found_first_is_quoted_after_what_it_changes(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How much is a croissant?" quoted only «croissants are going up to £2.40 from
+    next month», not the £2.20 they cost now: what it changes is quoted first."""
+    replies = await _talk(
+        make_config,
+        [
+            "sourdough loaf is £4.50, croissants £2.20 each",
+            "rye bread is £5 a loaf",
+            "actually croissants are going up to £2.40 from next month",
+            "how much is a croissant?",
+        ],
+    )
+    assert replies[3].index("£2.20") < replies[3].index("Later") < replies[3].index("£2.40"), (
+        replies[3]
+    )

@@ -1039,6 +1039,21 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
         return f"{found.quoted()} Later, {later.quoted()}"
     if (before := said_before(found, pool)) is not None:
         return f"{before.quoted()} Later, {found.quoted()}"
+    if found.when is not None and (CHANGED.search(found.text) or _RESCHEDULED.search(found.text)):
+        # "how much is a croissant?" found "croissants are going up to £2.40 from next
+        # month": what it changes comes first ("…, croissants £2.20 each").
+        earlier = [
+            e
+            for e in pool
+            if e.author == found.author
+            and e.when is not None
+            and e.when < found.when
+            and not is_question(e.text)
+            and not _part_of(e.text, found.text)
+        ]
+        for e in sorted(earlier, key=lambda e: e.when or 0.0, reverse=True):
+            if (after := said_later(e, question, pool)) is not None and after.text == found.text:
+                return f"{e.quoted()} Later, {found.quoted()}"
     return found.quoted()
 
 

@@ -1888,3 +1888,24 @@ async def test_a_change_found_first_is_quoted_after_what_it_changes(
     assert replies[3].index("£2.20") < replies[3].index("Later") < replies[3].index("£2.40"), (
         replies[3]
     )
+
+
+async def test_each_item_of_a_list_gets_only_its_own_change(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Which orders do we have?" gave the Harrisons' cake with «Mrs Patel … moved her
+    pickup» as its "Later", and Mrs Patel's with it again: each item's change is the
+    one naming it."""
+    replies = await _talk(
+        make_config,
+        [
+            "remember that Mrs Patel ordered a 3-tier lemon cake for pickup on Saturday 14th June",
+            "the Harrisons ordered a birthday cake, chocolate, pickup sunday 15th at 10",
+            "Mrs Patel called, she moved her pickup to Friday 13th June instead",
+            "which orders do we have?",
+        ],
+    )
+    said = replies[3]
+    assert "Harrisons" in said and "lemon cake" in said, said
+    assert said.count("moved her pickup") == 1, said
+    assert said.index("lemon cake") < said.index("moved her pickup"), said

@@ -1021,6 +1021,11 @@ def _of_what_was_asked(found: Evidence, later: Evidence, question: str) -> bool:
     what ``question`` asks: "Where am I staying in Kyoto?" is not told that the Osaka
     hotel was cancelled; "Which hotels have I booked?", naming none, is."""
     asked = _named(question)
+    if _MANY.match(question) and (mine := _proper(found.text)) and (other := _proper(later.text)):
+        # "Which orders do we have?": Mrs Patel's moved pickup is of her order, not the
+        # Harrisons' (each item is told apart by its names).
+        if not mine & other:
+            return False
     if asked & _proper(found.text) and (other := _proper(later.text)) and not asked & other:
         # "When is the Harrisons' pickup?" is not told that "Mrs Patel moved her pickup",
         # nor "Where is the Leeds gig?" that "the Sheffield gig got moved".

@@ -532,6 +532,11 @@ def test_none_of_the_offline_bots_own_lines_becomes_a_memory() -> None:
         "I'm sorry for your loss. Noted: your wife Edna passed away two years ago.",
         "I had nothing of yours about that to forget (what Ben said about the ending). Only "
         "Ben can have me forget what Ben told me.",
+        "I had nothing of yours about that to forget (the rehearsal room). Dan told me of it: "
+        "only Dan can have me forget that.",
+        "I'm sorry to hear that. Noted: your dog Biscuit has been poorly this week.",
+        "Noted: we're going for Sulking Room Pink in the living room. Done: I forgot what you "
+        "told me about the Hague Blue.",
     ]
     bot = f"tierbot {BOT_MARK}"
     entries = [TranscriptEntry(f"b{i}", bot, text) for i, text in enumerate(fixed)]

@@ -1352,13 +1352,19 @@ _WEEKDAYS = frozenset(
 )
 
 
-_DAYS = frozenset(stems("monday tuesday wednesday thursday friday saturday sunday"))
+_DAYS = frozenset(stems(" ".join(CALENDAR_WORDS[:7])))  # monday … sunday
 # A rule asked for, and a line stating one.
 _RULE = frozenset(stems("rule rules policy"))
 _RULE_SAID = re.compile(
     r"\b(?:must|mustn'?t|never|always|not allowed|no one may|nobody may|only ever|"
     r"have to|has to|don'?t ever)\b",
     re.I,
+)
+# (the words asked, a line saying them its own way, whether it must share the
+# question's other words, the share of the word's weight it gets)
+_SAID_THEIR_WAY = (
+    (frozenset({_ADDRESS}), _STREET, False, 1.0),
+    (_RULE, _RULE_SAID, True, 0.5),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
@@ -1858,24 +1864,22 @@ def best_all(
             theirs = overlap.doc_stems[k] & _MONEY
             if theirs and not theirs & asked.words and _AN_AMOUNT.search(e.text):
                 scores[k] += min(overlap.idf.get(t, 1.0) for t in theirs)
-    if _ADDRESS in asked.words:
-        # "What's the address?": "14 Birch Lane, apartment 3B" gives one.
-        for k, e in enumerate(pool):
-            if _STREET.search(e.text) and _ADDRESS not in overlap.doc_stems[k]:
-                near[k] = near[k] | {_ADDRESS}
-                scores[k] += overlap.idf.get(_ADDRESS, 1.0)
-    if asked.words & _RULE:
-        # "What's the rule for nut products?": "anything with nuts must go on the blue
-        # trays" states one.
-        rule = next(iter(asked.words & _RULE))
+    # A word asked for that a line says in its own way: "What's the address?" of "14
+    # Birch Lane, apartment 3B"; "What's the rule for nut products?" of "anything with
+    # nuts must go on the blue trays" (of what else the question names, for half weight).
+    for words_, says, of_the_rest, weight in _SAID_THEIR_WAY:
+        if not (asked_word := asked.words & words_):
+            continue
+        word = next(iter(asked_word))
+        rest = asked.words - words_ - _ASKED_OF_IT
         for k, e in enumerate(pool):
             if (
-                _RULE_SAID.search(e.text)
-                and rule not in overlap.doc_stems[k]
-                and (asked.words - _RULE - _ASKED_OF_IT) & overlap.doc_stems[k]
+                says.search(e.text)
+                and word not in overlap.doc_stems[k]
+                and (not of_the_rest or rest & overlap.doc_stems[k])
             ):
-                near[k] = near[k] | {rule}
-                scores[k] += overlap.idf.get(rule, 1.0) / 2
+                near[k] = near[k] | {word}
+                scores[k] += overlap.idf.get(word, 1.0) * weight
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
     if not fits:
         return None, 0.0, []

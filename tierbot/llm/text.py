@@ -682,7 +682,7 @@ _SHORT_FOR = {
 }
 # Days written short, alone ("fri", "thurs") or as a range ("mon-wed", "fri-sun"): a
 # range holds each day in it.  ("sun", "sat" and "wed" alone are other words.)
-_DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_DAYS = CALENDAR_WORDS[:7]  # monday … sunday
 _DAY = r"(mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)(?:day)?"
 _DAY_SHORT = re.compile(
     rf"\b{_DAY}\s*(?:-|–|to|through|thru)\s*{_DAY}\b|\b(mon|tues?|thu(?:rs?)?|fri)\b", re.I

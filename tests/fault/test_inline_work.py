@@ -71,3 +71,29 @@ async def test_an_embedder_failing_on_the_loop_is_not_acknowledged_as_saved(
         failed = [e for e in logs if e["event"] == "channel.memory_tool_failed"]
         assert failed and failed[0]["log_level"] == "error"
         assert "embedder down" in failed[0]["error"]
+
+
+async def test_what_a_forget_says_holds_instead_is_not_acknowledged_when_its_save_fails(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually forget the Hague Blue, we're going for Sulking Room Pink …" saves the
+    new choice and forgets the old one.  With the embedder failing, both fail: the reply
+    says so of each (never "Noted" nor "Done"), the failure is logged at error level, and
+    the message is stored."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await rt.submit(inbound(CH, "living room paint is Farrow & Ball Hague Blue", pid="p1"))
+        await rt.drain()
+        rt.memory.graph.embedder = _BrokenEmbedder()
+        line = "actually forget the Hague Blue, we're going for Sulking Room Pink in the lounge"
+        with capture_logs() as logs:
+            await rt.submit(inbound(CH, line, pid="f1"))
+            await rt.drain()
+        assert await _user_ids(rt) == ["p1", "f1"]
+        reply = rt.outbox.sent[-1].text
+        assert "I could not save that: the memory store failed" in reply, reply
+        assert "Noted" not in reply and "Sulking Room Pink" not in reply, reply
+        failed = [e for e in logs if e["event"] == "channel.memory_tool_failed"]
+        assert failed and failed[0]["log_level"] == "error"
+        assert "I could not forget that: the memory store failed" in reply, reply
+        assert "Done" not in reply, reply

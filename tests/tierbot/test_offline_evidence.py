@@ -633,3 +633,49 @@ def test_a_time_both_lines_give_is_no_thing_in_common() -> None:
     pool = [swim, preschool, moved]
     assert said_later(preschool, "what time does Ava's preschool end?", pool) is None
     assert said_later(swim, "when is Leo's swimming?", pool) == moved
+
+
+async def test_what_else_keeps_the_count_the_list_before_it_gave() -> None:
+    """A list ending "and 14 more things", then "what else?" whose recall (a different
+    query, a window's worth of room) brings back only what was listed and notes nothing
+    left out: it said "That is everything you told me that I kept", right after 14
+    more.  A page bringing one new thing and noting 13 left out (a different set)
+    said "and 13 more things" after "12 more": the count follows the list's own."""
+    import json
+
+    from tierbot.llm.base import ToolCall
+    from tierbot.llm.offline import OfflineProvider
+
+    def asked(n: int, found: list[dict[str, object]]) -> list[ChatMessage]:
+        listed = (
+            "Here is what you told me: you're Ann, a nurse; you prefer tea over coffee; "
+            f"and {n} more things (ask me about any of them, or what else I know about you)."
+        )
+        calls = (
+            ToolCall("recall-2", "memory_recall", {"query": "what else?", "from_asker": True}),
+            ToolCall(
+                "recall-2.facts", "memory_recall", {"query": "what else?", "from_asker": True}
+            ),
+        )
+        return [
+            ChatMessage("user", "what do you know about me?", name="ann"),
+            ChatMessage("assistant", listed),
+            ChatMessage("user", "what else?", name="ann"),
+            ChatMessage("assistant", "", tool_calls=calls),
+            ChatMessage("tool", json.dumps(found), tool_call_id="recall-2"),
+            ChatMessage("tool", "[]", tool_call_id="recall-2.facts"),
+        ]
+
+    listed = [
+        {"type": "identity", "content": "ann: I'm Ann, a nurse", "created_at": 100},
+        {"type": "preference", "content": "ann: I prefer tea over coffee", "created_at": 120},
+    ]
+    done = await OfflineProvider().complete(asked(14, listed), (), 300, purpose="chat")
+    assert done.text.startswith("There are 14 more things you told me that I could not"), done.text
+    new = {"type": "fact", "content": "ann: my bike is a red Brompton", "created_at": 130}
+    found = [*listed, new, {"left_out": 13, "note": "13 more memories were found"}]
+    done = await OfflineProvider().complete(asked(12, found), (), 300, purpose="chat")
+    assert done.text.startswith("You also told me: your bike is a red Brompton"), done.text
+    assert done.text.endswith(
+        "; and 11 more things (ask me about any of them, or what else I know about you)."
+    ), done.text

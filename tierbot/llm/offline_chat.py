@@ -1653,7 +1653,8 @@ def _things(n: int) -> str:
 
 def _listed(messages: Sequence[ChatMessage]) -> list[str]:
     """The things the bot's latest replies listed of what the asker told (the list,
-    then each "what else?" answer after it), so "what else?" does not repeat them."""
+    then each "what else?" answer after it), so "what else?" does not repeat them, and
+    how many more the newest of them said there were ("and 3 more things")."""
     out: list[str] = []
     for m in reversed(messages):
         if m.role != "assistant" or m.tool_calls:
@@ -1664,7 +1665,8 @@ def _listed(messages: Sequence[ChatMessage]) -> list[str]:
         if head is None:
             break
         items = m.content.removeprefix(head).removesuffix(CUT_SHORT).split("; ")
-        out += [i.strip(" .!") for i in items]
+        # Only the newest page's "and 3 more things" counts what is left.
+        out += [i.strip(" .!") for i in items if not (out and _MORE_ITEM.match(i))]
     return out
 
 
@@ -3291,13 +3293,24 @@ def _personal_answer(
         )
         if shown and facts:
             rest = [f for f in facts if f.strip(" .!") not in shown]
-            if any(not _MORE_ITEM.match(f) for f in rest):
-                return ABOUT_YOU_MORE + "; ".join(rest) + "."
-            if rest and (more := _MORE_ITEM.match(rest[0])):
+            new = [f for f in rest if not _MORE_ITEM.match(f)]
+            # The count the list before gave ("and 14 more things") is the one to go on
+            # from: this page's recall (another query, the room left) counts another set.
+            before = next((int(m[1]) for f in shown if (m := _MORE_ITEM.match(f))), None)
+            left = int(m[1]) if rest and (m := _MORE_ITEM.match(rest[-1])) else 0
+            if before is not None and before > len(new):
+                left = before - len(new)
+            if new:
+                tail = [
+                    f"and {left} more {_things(left)} (ask me about "
+                    f"{'it' if left == 1 else 'any of them'}, or what else I know about you)"
+                ]
+                return ABOUT_YOU_MORE + "; ".join(new + (tail if left else [])) + "."
+            if left:
                 # The recall brought back what was listed; the rest did not fit.
-                one = more[1] == "1"
+                one = left == 1
                 return (
-                    f"There {'is' if one else 'are'} {more[1]} more {_things(int(more[1]))} "
+                    f"There {'is' if one else 'are'} {left} more {_things(left)} "
                     "you told me that I could not bring into this conversation at once: ask "
                     f"me about {'it' if one else 'one of them'} by name."
                 )

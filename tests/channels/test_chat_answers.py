@@ -1909,3 +1909,25 @@ async def test_each_item_of_a_list_gets_only_its_own_change(
     assert "Harrisons" in said and "lemon cake" in said, said
     assert said.count("moved her pickup") == 1, said
     assert said.index("lemon cake") < said.index("moved her pickup"), said
+
+
+async def test_a_thing_named_only_as_another_kind_of_it_does_not_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When is my marathon?" quoted «my half marathon PB is 1:29:40 from Bath last
+    March»: a half marathon's PB names neither the marathon nor a date of it.  "My car
+    insurance renewal" still answers "when is my car insurance?"."""
+    replies = await _talk(
+        make_config,
+        [
+            "hey! Marcus here, training for the Valencia marathon on 7 December",
+            "my half marathon PB is 1:29:40 from Bath last March",
+            "my car insurance renewal is on 3 May",
+            "when is my marathon?",
+            "what's my half marathon PB?",
+            "when is my car insurance?",
+        ],
+    )
+    assert "7 December" in replies[3] and "PB" not in replies[3], replies[3]
+    assert "1:29:40" in replies[4], replies[4]
+    assert "3 May" in replies[5], replies[5]

@@ -803,6 +803,8 @@ class _Asked:
             return False  # "my husband's name" is not "Claire's husband is called Mark"
         if self.kind and not self.about and any(self._said_of_another(x) for x in said_of):
             return False  # "What car do I drive?" is not "The car insurance renewal is…"
+        if self.about and said_of and all(self._another_kind(x) for x in said_of):
+            return False  # "When is my marathon?" is not "My half marathon PB is 1:29:40"
         if self.about - _ASKED_OF_IT <= have:
             return True
         if self.price and self.about - _MONEY & have:
@@ -818,6 +820,19 @@ class _Asked:
         """Whether ``text`` says what one asked about is: "Fenn, a halfling bard",
         "Brannoc is my dwarf fighter"."""
         return any(Overlap.stems(m[1]) & self.names for m in _DESCRIBED.finditer(text))
+
+    def _another_kind(self, subject: str) -> bool:
+        """Whether a statement's ``subject`` names what was asked about only inside the
+        name of another thing, with a word before it and a word after it that the
+        question does not say: "half marathon PB" (of "my marathon") is the best time of
+        another race; "car insurance renewal" (of "my car insurance") is still of it."""
+        head = _RELATIVE_CLAUSE.split(_QUALIFIED.split(subject)[0])[0].split()
+        at = [i for i, w in enumerate(head) if Overlap.stems(w) & self.about]
+        if not at:
+            return False
+        before = Overlap.stems(" ".join(head[: at[0]])) - self.words
+        after = Overlap.stems(" ".join(head[at[-1] + 1 :])) - self.words
+        return bool(before) and bool(after)
 
     def _said_of_another(self, subject: str) -> bool:
         """Whether a statement's ``subject`` names the thing asked for ("what car…?")

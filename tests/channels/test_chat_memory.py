@@ -1778,3 +1778,25 @@ async def test_forgets_as_people_word_them_forget_what_they_name_and_keep_the_re
     assert "metformin" in me and "Zoe" in me, me
     for gone in ("Edna", "atorvastatin", "555", "inhaler", "trip", "ceremony"):
         assert gone not in me, (gone, me)
+
+
+async def test_a_forget_followed_by_what_to_do_instead_forgets_the_thing(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget my phone number please, just email me instead" was told there was nothing
+    of hers to forget (the thing read as "my phone number please, just email me instead")
+    and the number was still given out; "forget my account number, just pay me cash" the
+    same.  What to do instead is no part of what goes."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "my phone number for photo stuff is 07911 123456", "a1", author="nina")
+        await _say(rt, "we've got 35 guests confirmed so far", "a2", author="helen")
+        said = await _say(
+            rt, "forget my phone number please, just email me instead", "a3", author="nina"
+        )
+        assert said.startswith("Done: I forgot"), said
+        await _say(rt, "my bank details: sort code 20-45-67 account 33445566", "b1", author="liam")
+        said = await _say(rt, "forget my account number, just pay me cash", "b2", author="liam")
+        assert said.startswith("Done: I forgot"), said
+        kept = " ".join(str(m["content"]) for m in await _memories(rt))
+        assert "07911" not in kept and "33445566" not in kept, kept
+        assert "35 guests" in kept, kept

@@ -465,6 +465,21 @@ def test_a_forget_takes_the_clause_that_names_it_and_what_refers_back_to_it() ->
             "Yesterday evening I met Ana and Ben at the pub.",
         ),
         ("two tents", "We need two tents, a stove and a lamp.", "We need a stove and a lamp."),
+        # A number forgotten alone: what said it goes with it ("my phone number for photo
+        # stuff is" was kept, and "your if anyone needs a lift"); a number of another kind
+        # ("the policy number", "my account number") goes alone when it ends its clause.
+        ("my phone number", "my phone number for photo stuff is 07911 123456", ""),
+        ("my number", "my number is 07700 900321 if anyone needs a lift", ""),
+        (
+            "the policy number",
+            "the insurance is with PetGuard, policy number PG-44821",
+            "The insurance is with PetGuard.",
+        ),
+        (
+            "my account number",
+            "liam: my bank details for fees: sort code 20-45-67 account 33445566",
+            "My bank details for fees: sort code 20-45-67.",
+        ),
     ]
     for request, told, left in cases:
         assert without_named(request, told) == left, (request, told)

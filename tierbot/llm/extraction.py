@@ -1340,6 +1340,8 @@ _CALL_OFF_AND_FORGET = re.compile(
 
 # "…, not relevant", "…, no longer needed": a reason said without a verb.
 _NOT_WANTED = re.compile(r"(?:not|no longer|no need|not needed|irrelevant|pointless)\b", re.I)
+# "…, just email me instead", "…, just pay me cash": what to do instead, no thing of it.
+_DO_INSTEAD = re.compile(r"^(?:just|only)\s+[a-z]|^[^,;]*\binstead\b", re.I)
 
 
 def _why_cut(what: str) -> str:
@@ -1349,7 +1351,10 @@ def _why_cut(what: str) -> str:
     if (
         len(parts) == 2
         and (
-            says_something(parts[1]) or _CLAUSE_OPENS.match(parts[1]) or _NOT_WANTED.match(parts[1])
+            says_something(parts[1])
+            or _CLAUSE_OPENS.match(parts[1])
+            or _NOT_WANTED.match(parts[1])
+            or _DO_INSTEAD.match(parts[1])
         )
         and words(parts[0])
     ):

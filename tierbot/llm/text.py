@@ -198,10 +198,52 @@ _PROPER = re.compile(r"(?<=\S )(?!I\b)[A-Z][a-z][\w-]*")
 
 # A phone number as a line gives it, with the words that say it is one.
 _NUMBER_SAID = re.compile(
-    r"(?:\s*[,;]\s*|\s+)(?:(?:(?:his|her|their|my|the)\s+)?(?:phone|mobile|cell|tel|number)"
+    r"(?:^|\s*[,;]\s*|\s+)(?:(?:(?:his|her|their|my|the)\s+)?(?:phone|mobile|cell|tel|number)"
     r"(?:\s+(?:number|no\.?))?\s*(?:is\s+|:\s*)?)?" + PHONE_NUMBER.pattern,
     re.I,
 )
+
+
+def _code_said(request: str, text: str) -> re.Match[str] | None:
+    """Where ``text`` gives the number of another kind that ``request`` names alone ("the
+    policy number" of "…, policy number PG-44821"; "my account number" of "sort code
+    20-45-67 account 33445566"), when the number ends its clause; None otherwise (the
+    clause then goes whole: "His NHS number is 485 777 3929 and his GP is …")."""
+    owners = {t for w in re.findall(r"([\w-]+)'s\b", request) for t in stems(w)}
+    plain = re.sub(r"\b(?:his|her|their|my|our|the)\b|[\w-]+'s\b", " ", request, flags=re.I)
+    said = plain.split()
+    if (
+        len(said) != 2
+        or said[1].lower() not in ("number", "no", "no.")
+        or set(stems(said[0])) & (owners | _PHONE)
+    ):
+        return None  # (a phone's number is what PHONE_NUMBER finds, or its clause)
+    kind = re.escape(said[0])
+    return re.search(
+        rf"(?:^|\s*[,;:]\s*|\s+)(?:(?:his|her|their|my|our|the)\s+)?{kind}\s+"
+        r"(?:number\s+|no\.?\s+|#\s*)?(?:is\s+|:\s*)?(?=[\w/-]*\d)[\w/-]+(?=\s*(?:$|[,;.]))",
+        text,
+        re.I,
+    )
+
+
+# What is left of a clause whose number went: "my phone number for photo stuff is",
+# "phone:"; and a condition with nothing to hang on ("if anyone needs a lift").
+_HUSK = re.compile(r"(?:\b(?:is|are|was|were|number|phone|mobile|no)|:)$", re.I)
+_DANGLING = re.compile(r"^(?:if|when|whenever|in case|so|because|since)\b", re.I)
+
+
+def _left_of(text: str) -> str:
+    """``text`` once a number went from it, as a sentence: its clauses but those left
+    saying nothing; "" when none says something."""
+    parts = [p.strip(" .") for p in re.split(r"\s*;\s*|\s*,\s+", text.strip(" ,;.:"))]
+    parts = [p for p in parts if p and not _HUSK.search(p)]
+    if parts and _DANGLING.match(parts[0]):
+        parts = []
+    left = ", ".join(parts)
+    # ("my bank details: sort code 20-45-67": a label and its value say something too)
+    told = says_something(left) or re.match(r"^[^:]{3,}:\s*\w", left) is not None
+    return f"{left[:1].upper()}{left[1:]}." if left and told else ""
 
 
 def _asks_phone(request: str) -> bool:
@@ -543,8 +585,9 @@ def without_named(request: str, text: str) -> str:
     if all(_asks_phone(a) for a in asks) and PHONE_NUMBER.search(plain):
         # "forget the plumber's number" of "the plumber is Dave Reilly, 07700 900789,
         # quote £2,850": the number goes, who the plumber is and the quote stay.
-        left = _NUMBER_SAID.sub("", plain).strip(" ,;.")
-        return f"{left[:1].upper()}{left[1:]}." if says_something(left) else ""
+        return _left_of(_NUMBER_SAID.sub("", plain))
+    if len(asks) == 1 and (code := _code_said(asks[0], plain)):
+        return _left_of(plain[: code.start()] + plain[code.end() :])
     named_only = any(
         not set(stems(a)) - {t for n in _NAME.findall(a) for t in stems(n)} for a in asks
     )

@@ -1931,3 +1931,26 @@ async def test_a_thing_named_only_as_another_kind_of_it_does_not_answer(
     assert "7 December" in replies[3] and "PB" not in replies[3], replies[3]
     assert "1:29:40" in replies[4], replies[4]
     assert "3 May" in replies[5], replies[5]
+
+
+async def test_a_change_of_one_thing_is_no_change_of_another_sharing_a_light_word(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually my day rate is going up to £400 from april" was quoted as what changed
+    «invoice #1043 went to Kettle & Co for £800 on feb 2, due in 30 days» ("went" and
+    "going", "days" and "day"), for "how much is invoice 1043?" and for "what's my day
+    rate?", where the £350 it changes was never quoted."""
+    replies = await _talk(
+        make_config,
+        [
+            "my day rate is £350, hourly is £50",
+            "invoice #1043 went to Kettle & Co for £800 on feb 2, due in 30 days",
+            "actually my day rate is going up to £400 from april",
+            "how much is invoice 1043?",
+            "what's my day rate?",
+        ],
+    )
+    assert "£800" in replies[3] and "day rate" not in replies[3], replies[3]
+    said = replies[4]
+    assert "invoice" not in said, said
+    assert said.index("£350") < said.index("Later") < said.index("£400"), said

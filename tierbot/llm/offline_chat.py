@@ -1174,6 +1174,8 @@ def _changed_since(
     thing = _THING_CHANGED.match(_LEAD.sub("", changing))
     if thing and (what := set(stems(thing[1])) - STOPWORDS - naming) and not what & said:
         return False
+    if thing and not set(stems(thing[1].split()[-1])) & said:
+        return False  # "my day rate is going up" changes no "invoice … due in 30 days"
     if named & naming and _names_agree(found.text, changing):
         return True
     if named and naming:
@@ -1188,7 +1190,7 @@ def _changed_since(
         return True  # "She's now 4.1 kg" after "She weighed 3.2 kg" (not "My parcel …")
     # (A month both give is no thing in common: "activate it on 7 April", "the ryokan
     # is 9 to 13 April instead".)
-    common = said & set(stems(changing)) - _NOT_SAID - _WEEKDAYS
+    common = said & set(stems(changing)) - _NOT_SAID - _WEEKDAYS - _LIGHT
     if CHANGED.search(e.text) and len(common) >= 2:
         return True  # "the doctor changed his amlodipine to 10mg, not 5mg"
     return mine and bool(_I_SAID.search(e.text)) and bool(common)

@@ -1954,3 +1954,25 @@ async def test_a_change_of_one_thing_is_no_change_of_another_sharing_a_light_wor
     said = replies[4]
     assert "invoice" not in said, said
     assert said.index("£350") < said.index("Later") < said.index("£400"), said
+
+
+async def test_a_thing_moved_is_listed_as_moved_and_stays_a_to_do(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What did I ask you to remind me?" after "Biscuit's booster vaccine is due on
+    october 3" and "actually the booster moved to october 10" said there were no to-dos
+    (the move retired the line, and is no to-do itself): the move is listed in its place,
+    once, in the to-dos and in "what do you know about me?"."""
+    replies = await _talk(
+        make_config,
+        [
+            "Biscuit's booster vaccine is due on october 3",
+            "Juno is allergic to chicken",
+            "actually the booster moved to october 10",
+            "what did I ask you to remind me?",
+            "what do you know about me?",
+        ],
+    )
+    assert replies[3].startswith("Your to-dos: "), replies[3]
+    for said in replies[3:]:
+        assert said.count("october 10") == 1 and "october 3" not in said, said

@@ -2092,18 +2092,38 @@ def _about(
     newest is told.  ``more`` things known but not in ``pool`` are said to be there."""
     found: list[tuple[int, int, str]] = []
     seen: set[str] = set()
-    gone = retired(pool)
+    gone = retired_by(pool)
+    # A thing moved ("Biscuit's booster vaccine is due on october 3", then "actually
+    # the booster moved to october 10"): the move is told in its place, as what it was
+    # (a to-do stays on the to-do list), and not again on its own.
+    moved: dict[int, str] = {}
+    for e in pool:
+        if e.author != speaker or e.kind in ("branch", "summary"):
+            continue
+        by = gone(e, e.text)
+        if (
+            by is not None
+            and (CHANGED.search(by.text) or _RESCHEDULED.search(by.text))
+            and not (_CANCEL_VERB.search(by.text) or _no_longer(by.text))
+        ):
+            moved[id(e)] = by.text
+    told_in_place = {bare(t) for t in moved.values()}  # (a line and its memory alike)
     for age, e in enumerate(reversed(pool)):
         if e.author != speaker or e.kind in ("branch", "summary"):
             continue
+        if bare(e.text) in told_in_place:
+            continue
         for sent in sentences(e.text):
             sent = _TAIL.sub("", _LEAD.sub("", sent))
-            if gone(e, sent):
+            was = e.memory_type or classify(sent)[0]
+            if id(e) in moved:
+                sent = _TAIL.sub("", _LEAD.sub("", moved[id(e)]))
+            elif gone(e, sent) is not None:
                 continue  # "I live in Porto", then "I don't live in Porto anymore"
             asked = read_request(sent)  # "Also remember that Sam likes jazz."
             if asked is not None and asked.kind == "remember":
                 sent = asked.what
-            kind = e.memory_type or classify(sent)[0]
+            kind = was if id(e) in moved else e.memory_type or classify(sent)[0]
             if kind is None and (asked is not None or e.requested):
                 kind = "fact"
             key = " ".join(sorted(set(stems(sent))))

@@ -1976,3 +1976,32 @@ async def test_a_thing_moved_is_listed_as_moved_and_stays_a_to_do(
     assert replies[3].startswith("Your to-dos: "), replies[3]
     for said in replies[3:]:
         assert said.count("october 10") == 1 and "october 3" not in said, said
+
+
+async def test_a_plan_scrapped_or_taken_over_is_told_after_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What is Ollie bringing?" quoted only the prosecco he then scrapped ("actually
+    scrap the prosecco, …, I'll do the music playlist instead"); "who's washing the
+    kit?" quoted «Rhys is washing it this week» after Dan said "I'll take the kit this
+    week instead of Rhys"."""
+    replies = await _talk(
+        make_config,
+        [
+            ("ollie", "I'll bring 3 cases of prosecco and elderflower cordial for the kids"),
+            ("sophie", "i'll sort the balloons too, gold and white"),
+            (
+                "ollie",
+                "actually scrap the prosecco, Sophie is getting drinks from costco, I'll do "
+                "the music playlist instead",
+            ),
+            ("helen", "what is Ollie bringing?"),
+            ("gary", "kit is navy for home, white for away, Rhys is washing it this week"),
+            ("dan", "I'll take the kit this week instead of Rhys"),
+            ("dan", "who's washing the kit?"),
+        ],
+    )
+    said = replies[3]
+    assert said.index("3 cases") < said.index("Later") < said.index("music playlist"), said
+    said = replies[6]
+    assert said.index("Rhys is washing") < said.index("Later") < said.index("instead of"), said

@@ -968,7 +968,8 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if e.author == found.author
         and e.when is not None
         and e.when > found.when
-        and _calls_off(e, found.text, question)
+        # (a thing of a list called off is news of the list: "scrap the prosecco")
+        and _calls_off(e, found.text, question, partly=True)
     ]
     off = [e for e in off if _of_what_was_asked(found, e, question)]
     if off:
@@ -1013,8 +1014,9 @@ def _corrects_word(text: str, before: str) -> bool:
     is silver, not brass" of Sam's "a mysterious brass key" (anyone in the chat may set
     that right: the word it takes back is named)."""
     m = re.search(
-        r"(?:\bcorrection\b|^\W*(?:actually|sorry|oops|my bad)\b).*,\s*not\s+(?:the\s+|a\s+|"
-        r"an\s+)?([\w-]{3,}(?:\s+[\w-]{3,})?)\s*[.!]?$",
+        r"(?:(?:\bcorrection\b|^\W*(?:actually|sorry|oops|my bad)\b).*,\s*not|"
+        # "I'll take the kit this week instead of Rhys" (of Gary's "Rhys is washing it")
+        r"\binstead\s+of)\s+(?:the\s+|a\s+|an\s+)?([\w-]{3,}(?:\s+[\w-]{3,})?)\s*[.!]?$",
         text,
         re.I,
     )
@@ -1490,7 +1492,10 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
 # The words that call something off, once for the three patterns that read them.
 _CALLS_OFF = r"cancell?ed|called\s+off|calls\s+off|scrapped"
 _CALLED_OFF = re.compile(
-    rf"\b(?:{_CALLS_OFF}|cancels)\s+"
+    rf"(?:\b(?:{_CALLS_OFF}|cancels)|"
+    # "actually scrap the prosecco, …": one's own plan called off as it is changed
+    r"^\W*(?:(?:actually|ok|okay|so|oh|wait|change\s+of\s+plans?)\W+)+"
+    r"(?:scrap|cancel|drop|ditch|skip))\s+"
     r"(?:(?:my|the|our|his|her|their|this|that)\s+)?(?P<what>[^,.;:!?]{2,60})",
     re.I,
 )
@@ -1542,10 +1547,11 @@ class _CalledOff:
     days: frozenset[str]
     head: str  # its last word, as written ("order")
 
-    def of(self, sent: str, said: set[str]) -> bool:
+    def of(self, sent: str, said: set[str], partly: bool = False) -> bool:
         """Whether ``sent`` (its stems ``said``) tells of the thing called off: all its
         words (one that only says what kind of plan it was may be missing), its names,
-        its day; not one item of a list ("Spotify and Netflix" stays but for Spotify)."""
+        its day; not one item of a list ("Spotify and Netflix" stays but for Spotify),
+        unless ``partly``: a list of which one thing was called off is of it too."""
         missing = self.what - said
         if missing and not (len(missing) == 1 and missing <= _PLAN_WORDS and len(self.what) > 1):
             return False
@@ -1563,7 +1569,7 @@ class _CalledOff:
         # Jake Morris: carrot cake, 20 June, £32" is one).
         parts = _THINGS_GAP.split(sent)
         core = self.what - _PLAN_WORDS
-        return len(parts) == 1 or all(core <= set(stems(p)) for p in parts)
+        return partly or len(parts) == 1 or all(core <= set(stems(p)) for p in parts)
 
 
 def _one_of_many(sent: str, thing: set[str]) -> bool:
@@ -1590,15 +1596,16 @@ def _written_names(text: str) -> set[str]:
     }
 
 
-def _calls_off(r: Evidence, text: str, asked: str = "") -> bool:
+def _calls_off(r: Evidence, text: str, asked: str = "", partly: bool = False) -> bool:
     """Whether ``r`` says what a sentence of ``text`` told was called off, for good or
-    once ("Thursday training is cancelled this week")."""
+    once ("Thursday training is cancelled this week"), or with ``partly`` one thing of
+    what it lists ("scrap the prosecco" of "3 cases of prosecco and cordial")."""
     offs = [off for s in sentences(r.text) for off in _cancelled(s, once=True)]
     # Called off once ("School is cancelled tomorrow") is news for a question about it
     # ("What school does Leo go to?"), not for any question of the line ("What year…?").
     if asked and _ONCE.search(r.text):
         offs = [off for off in offs if off.what & set(stems(asked))]
-    return any(off.of(x, set(stems(x))) for x in sentences(text) for off in offs)
+    return any(off.of(x, set(stems(x)), partly) for x in sentences(text) for off in offs)
 
 
 def _cancelled(sent: str, once: bool = False) -> list[_CalledOff]:

@@ -2005,3 +2005,39 @@ async def test_a_plan_scrapped_or_taken_over_is_told_after_it(
     assert said.index("3 cases") < said.index("Later") < said.index("music playlist"), said
     said = replies[6]
     assert said.index("Rhys is washing") < said.index("Later") < said.index("instead of"), said
+
+
+async def test_what_times_is_what_time_is(make_config: Callable[..., Config]) -> None:
+    """ "what time's kickoff?" found nothing ("what time is kickoff?" found it): the
+    "'s" read as whose.  Its follow-up "and where?" is of the same kickoff."""
+    replies = await _talk(
+        make_config,
+        [
+            ("gary", "next fixture is sunday vs Red Star Rovers, 10:30 kickoff at Hackney Marshes"),
+            ("kofi", "my hamstring is still bad, out for 2 weeks"),
+            ("gary", "actually kickoff moved to 11am, ref is running late"),
+            ("kofi", "what time's kickoff?"),
+            ("rhys", "and where?"),
+        ],
+    )
+    assert "10:30 kickoff" in replies[3] and "11am" in replies[3], replies[3]
+    assert "Hackney Marshes" in replies[4], replies[4]
+
+
+async def test_how_long_is_answered_by_a_line_giving_a_duration(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How long is Kofi out?" found nothing of Kofi's «my hamstring is still bad, out
+    for 2 weeks»: no line said "long".  A line giving a duration says it its own way;
+    one giving none still answers nothing."""
+    replies = await _talk(
+        make_config,
+        [
+            ("kofi", "my hamstring is still bad, out for 2 weeks"),
+            ("gary", "kit is navy for home, white for away"),
+            ("liam", "how long is Kofi out?"),
+            ("liam", "how long is Gary's kit?"),
+        ],
+    )
+    assert "out for 2 weeks" in replies[2], replies[2]
+    assert replies[3] == NOTHING, replies[3]

@@ -424,6 +424,12 @@ _YES_NO = re.compile(
 )
 # What is asked of a thing rather than which thing: "my landlord's number" is answered
 # by "My landlord's phone is …".
+_HOW_LONG = re.compile(r"\bhow\s+long\b", re.I)
+_A_DURATION = re.compile(
+    r"\b(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of)"
+    r"\s+(?:more\s+)?(?:min(?:ute)?s?|hours?|days?|nights?|weeks?|months?|years?)\b",
+    re.I,
+)
 _ASKED_OF_IT = frozenset(
     stems(
         "number phone mobile name called age old colour color time date day year birthday born "
@@ -618,6 +624,7 @@ class _Asked:
     kind_unsaid: bool = False  # no line says the kind asked for ("what class is Fenn?")
     numbered: frozenset[tuple[str, str]] = frozenset()  # "level 4": {("level", "4")}
     price: bool = False  # asks a price ("What's the price of sourdough?")
+    duration: bool = False  # asks how long ("How long is Kofi out?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -664,6 +671,7 @@ class _Asked:
             kind is not None and not overlap.query_stems(kind[1] or kind[2]) & overlap.idf.keys(),
             frozenset(_numbered(question)),
             _PRICE.search(question) is not None or _HOW_MUCH_PAID.search(question) is not None,
+            _HOW_LONG.search(question) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -1906,6 +1914,12 @@ def best_all(
             ):
                 near[k] = near[k] | {word}
                 scores[k] += overlap.idf.get(word, 1.0) * weight
+    if asked.duration and "long" in asked.words:
+        # "How long is Kofi out?": a line giving a duration says "long" its own way.
+        for k, e in enumerate(pool):
+            if "long" not in overlap.doc_stems[k] and _A_DURATION.search(e.text):
+                near[k] = near[k] | {"long"}
+                scores[k] += overlap.idf.get("long", 1.0)
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
     if not fits:
         return None, 0.0, []

@@ -704,10 +704,18 @@ _SPELLED = {
 _SHORTHAND = re.compile(r"\b(?:" + "|".join(map(re.escape, _SPELLED)) + r")\b(?!')", re.I)
 
 
+# "what time's kickoff?": "'s" is "is", not whose (no time owns a kickoff).
+_KIND_IS = re.compile(
+    r"\b((?:what|which)\s+(?:time|day|date|year|month|size|colou?r|room|pitch|floor))['\u2019]s\b",
+    re.I,
+)
+
+
 def spelled_out(text: str) -> str:
     """``text`` with chat shorthand and text-speak spelled out ("whats my bday" ->
-    "whats my birthday", "what do u know" -> "what do you know")."""
-    return _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], text)
+    "whats my birthday", "what do u know" -> "what do you know", "what time's" ->
+    "what time is")."""
+    return _KIND_IS.sub(r"\1 is", _SHORTHAND.sub(lambda m: _SPELLED[m[0].lower()], text))
 
 
 # A numbered part written short: "ch2" is "chapter 2", "wk 3" "week 3".

@@ -2041,3 +2041,27 @@ async def test_how_long_is_answered_by_a_line_giving_a_duration(
     )
     assert "out for 2 weeks" in replies[2], replies[2]
     assert replies[3] == NOTHING, replies[3]
+
+
+async def test_feelings_small_talk_and_thanks_said_as_people_say_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "ugh wedding planning is sooo exhausting honestly" was noted word for word, with
+    no kind word; "…i'm terrified, … my mum is ill" got none either; "que tal?" was
+    looked up and quoted back; "anyone watch the game last night?" in a group was
+    looked up; "gracias! hasta luego" got "OK"."""
+    replies = await _talk(
+        make_config,
+        [
+            "ugh wedding planning is sooo exhausting honestly",
+            "honestly i'm terrified, i don't know anyone in Valencia and my mum is ill",
+            "que tal?",
+            ("dan", "anyone watch the game last night? madness"),
+            "gracias! hasta luego",
+        ],
+    )
+    assert replies[0] == "I'm sorry to hear that.", replies[0]
+    assert replies[1].startswith("I'm sorry to hear that."), replies[1]
+    assert replies[2].startswith("I'm well, thanks for asking!"), replies[2]
+    assert replies[3] == "OK, dan.", replies[3]
+    assert replies[4] == "You're welcome.", replies[4]

@@ -232,6 +232,11 @@ _PASSING = _Folded(
     r"late|back|here|online|around|confused|lost|done|fine|good|ok|okay|great|hilarious|"
     r"funny|awesome|amazing|wild|crazy|nice|rough|brutal|annoying|weird|raining|sunny|"
     r"freezing|snowing|a long day|a good one|one of those days)\b[\s\w,']{0,50}[^\w]*$|"
+    # Venting about a thing: "ugh wedding planning is sooo exhausting honestly".
+    r"^\s*((ugh|argh|urgh|omg|man|god|honestly|tbh)\W+)*[\w' -]{1,40}? (is|are|'s|has been|"
+    r"have been|was) ((so+|really|super|very|such|totally|absolutely|incredibly|soo+) )+"
+    r"(exhausting|stressful|draining|tiring|overwhelming|frustrating|annoying|boring|"
+    r"a nightmare|a pain|a drag)\b[\s\w,']{0,30}[^\w]*$|"
     # Said without a subject: "freezing this morning, my fingers are numb".
     r"^\s*(so |really )?(freezing|boiling|exhausted|knackered|starving|shattered|soaked|"
     r"drenched|wiped out)\b[\s\w,']{0,50}[^\w]*$|"

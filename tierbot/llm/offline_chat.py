@@ -95,7 +95,9 @@ _SMALL_TALK = re.compile(
     r"^\W*(?:(?:anyway|anyways|so|hey|and|btw|ok|okay|well)\W+)*"
     r"(?:how\s+(?:are|r)\s+(?:you|u|ya)(?:\s+(?:doing|going|keeping|today|this \w+)){0,2}|"
     r"how(?:'s|\s+is)\s+(?:it\s+going|life|your\s+day|everything)|how\s+have\s+you\s+been|"
-    r"how(?:'re|\s+are)\s+things|what'?s\s+up|wh?at'?s\s+new|sup|you\s+ok(?:ay)?)"
+    r"how(?:'re|\s+are)\s+things|what'?s\s+up|wh?at'?s\s+new|sup|you\s+ok(?:ay)?|"
+    # asked in another language, often to practise it
+    r"qu[eé]\s+tal|[cç]a\s+va|c[oó]mo\s+est[aá]s|wie\s+geht'?s|come\s+stai)"
     r"\W*(?:\w+\W*)?$",
     re.I,
 )
@@ -205,7 +207,8 @@ _SUBJECT = re.compile(r"^\s*((?:my|our|your)\s+[\w' -]{2,40}?)\s+(?:is|are|was|w
 _THE_SUBJECT = re.compile(r"^\s*the\s+([\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I)
 _THANKS = re.compile(
     r"^\s*(?:(?:ok|okay|k|oh|great|perfect|cool|nice|brilliant)\W+)?"
-    r"(thanks|thank you|thx|thnx|tysm|tyvm|ty|cheers|much appreciated)\b",
+    r"(thanks|thank you|thx|thnx|tysm|tyvm|ty|cheers|much appreciated|gracias|merci|danke|"
+    r"grazie|obrigad[oa])\b",
     re.I,
 )
 # Whom thanks are for, when named: "Thanks Sarah", "thank you so much, Ben".
@@ -2537,7 +2540,12 @@ _HARD_TIME = re.compile(
     r"(?:really|so|very|super)\s+(?:worried|stressed|anxious)|"
     r"(?:i'?m|i\s+am|feel(?:ing)?)\s+(?:so\s+|really\s+|very\s+|totally\s+)?"
     r"(?:exhausted|stressed|anxious|struggling|depressed|lonely|miserable|upset|"
-    r"burn(?:ed|t)\s+out|overwhelmed|heartbroken|gutted)|"
+    r"burn(?:ed|t)\s+out|overwhelmed|heartbroken|gutted|terrified|scared|petrified|"
+    r"homesick)|"
+    # "ugh wedding planning is sooo exhausting", "my mum is ill"
+    r"(?:so+|really|very|super|such)\s+(?:exhausting|stressful|overwhelming|draining)|"
+    rf"\b{_RELATIVE}\s+(?:is|'s)\s+(?:really\s+|very\s+|quite\s+|so\s+)?"
+    r"(?:ill|sick|unwell)\b|"
     r"feel(?:ing)?\s+like\s+(?:an?\s+)?(?:imposter|impostor|failure|fraud)|"
     r"rough\s+(?:week|day|time|month|year)|(?:been|has\s+been)\s+(?:really\s+|so\s+)?hard|"
     r"(?:keep|been|were|are)\s+arguing|broke\s+up|lost\s+my\s+job|laid\s+off|"
@@ -3409,7 +3417,7 @@ _ALOUD = re.compile(r"(?:\.\.\.|…)\s*$")
 _TO_THE_GROUP = re.compile(
     r"^\W*(?:lol|lmao|rofl|haha\w*|hehe\w*|omg)\b|"
     r"\b(?:everyone|everybody|you guys|y'?all|you all)\b|"
-    r"^\W*(?:did|has|have|is|are|was|were|will|would|can|could)\s+"
+    r"^\W*(?:(?:did|has|have|is|are|was|were|will|would|can|could)\s+)?"
     r"(?:anyone|anybody|someone|somebody)\b(?!\s+(?:say|said|mention|mentioned|tell|told|"
     r"know|remember|ask|asked)\b)",
     re.I,

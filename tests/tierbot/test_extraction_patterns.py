@@ -697,6 +697,26 @@ def test_a_ninth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
 
 
 @pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # A tenth round: a share of the work sorted, a place in a team, words and what
+        # they mean, who paid and who owes; venting about a thing is passing talk.
+        ("i'll sort the balloons too, gold and white", "todo"),
+        ("I can play left back if Kofi's out", "fact"),
+        ('new vocab: "alquiler" means rent, "fianza" means deposit', "fact"),
+        ('fav word so far: "madrugada" = the early hours of the morning', "fact"),
+        ("yeah ok Mateo's paid, so just Dan and Rhys owe", "fact"),
+        ("ugh wedding planning is sooo exhausting honestly", None),
+        # ... and what stays as it was.
+        ("that's paid off", None),
+        ("I can play guitar", None),
+    ],
+)
+def test_a_tenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
     ("line", "what"),
     [
         ('remember also: "eigenlijk" means actually.', '"eigenlijk" means actually.'),

@@ -1026,7 +1026,7 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         0.7,
         _Folded(
             r"^(i'?ll|i will) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
-            r"pay for|make|cook|bake|print|order|drive|collect|arrange) \w|"
+            r"pay for|make|cook|bake|print|order|drive|collect|arrange|sort) \w|"
             r"^(i'?ll|i will) (also )?(do|handle|take care of|sort out) (the|our|[a-z]+s\b)|"
             # "I'm doing flowers and the cake": a share of the work taken on (not "a PhD").
             r"^(i'?m|i am) (also )?(doing|handling|taking care of|sorting( out)?|"
@@ -1037,6 +1037,21 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
     # Ollie can fill in on bass", "Priya does thursday to saturday mornings", "the eggs
     # come from Brook Farm, wednesdays".
     ("todo", 0.7, _Folded(r"^(i|we) can (also )?(bring|cover|host|lend|pick up|collect) \w")),
+    # A place one can take in a team: "I can play left back if Kofi's out".
+    ("fact", 0.6, _Folded(r"^i can (also )?play (left|right|centre|center|in) [a-z]")),
+    # A word and what it means: '"barrio" means neighbourhood', 'fav word: "madrugada" =
+    # the early hours'; who owes or has paid: "Mateo's paid", "just Dan and Rhys owe".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"[\"\u201c][\w' -]{1,30}[\"\u201d] (means|=|is (spanish|french|german|italian) "
+            r"for) \w|^(yeah |ok |okay |so )*(?!(that|it|this|what|he|she|who)\b)[a-z]+('s| has) "
+            r"(paid|settled up)\b|"
+            r"^(just |only )?[a-z]+(, [a-z]+)*( and [a-z]+)? (still )?owes?\b( us| me| you)?"
+            r"( from| for| \W*$)"
+        ),
+    ),
     (
         "fact",
         0.6,

@@ -2065,3 +2065,30 @@ async def test_feelings_small_talk_and_thanks_said_as_people_say_them(
     assert replies[2].startswith("I'm well, thanks for asking!"), replies[2]
     assert replies[3] == "OK, dan.", replies[3]
     assert replies[4] == "You're welcome.", replies[4]
+
+
+async def test_a_move_follows_the_line_giving_the_date_it_moves(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "When are my lessons with Carmen?" quoted «actually the visa appointment got
+    moved to july 21» with Carmen's move as its "Later" (two moves share "moved" and
+    "actually"); "when is my visa appointment?" gave the visa move after «bring my
+    passport photos … to the visa appointment», never the 9:15 on july 14 it moved."""
+    replies = await _talk(
+        make_config,
+        [
+            "my spanish teacher is Carmen, lessons are tuesdays and thursdays at 7pm on zoom",
+            "visa appointment is at the spanish consulate in London on july 14 at 9:15",
+            "remember to bring my passport photos and bank statements to the visa appointment",
+            "actually the visa appointment got moved to july 21, same time",
+            "actually Carmen moved my thursday lesson to fridays",
+            "when is my visa appointment?",
+            "when are my lessons with Carmen?",
+        ],
+    )
+    said = replies[5]
+    assert said.index("july 14 at 9:15") < said.index("Later") < said.index("july 21"), said
+    assert "Carmen" not in said and "passport" not in said, said
+    said = replies[6]
+    assert said.index("7pm") < said.index("Later") < said.index("to fridays"), said
+    assert "visa" not in said, said

@@ -1084,7 +1084,12 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
             and not is_question(e.text)
             and not _part_of(e.text, found.text)
         ]
+        # (a date moved is of a line giving one: "… on july 14 at 9:15", not "bring my
+        # passport photos to the visa appointment")
+        moves = _RESCHEDULED.search(found.text) is not None
         for e in sorted(earlier, key=lambda e: e.when or 0.0, reverse=True):
+            if moves and not _DATED.search(e.text):
+                continue
             if (after := said_later(e, question, pool)) is not None and after.text == found.text:
                 return f"{e.quoted()} Later, {found.quoted()}"
     return found.quoted()
@@ -1165,7 +1170,7 @@ def _changed_since(
         # (a number both give is no thing in common: "ends at 12:30", "moved to 5:30")
         and {
             t
-            for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID - _LIGHT
+            for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID - _LIGHT - _MOVING
             if not t.isdigit()
         }
     ):
@@ -1306,6 +1311,15 @@ _RESCHEDULED = re.compile(
     r"brought)\s+(?:[\w-]+\s+){0,4}?(?:to|back\s+to|forward\s+to|until)\s+(?:the\s+)?"
     r"(?:\d|(?:next\s+)?(?:" + "|".join(CALENDAR_WORDS) + r"))",
     re.I,
+)
+# The words that say a date moved: no thing two moves have in common ("the visa
+# appointment got moved to july 21" is no move of "Carmen moved my thursday lesson").
+_MOVING = frozenset(
+    stems(
+        "push pushes pushed pushing move moves moved moving delay delays delayed reschedule "
+        "rescheduled postpone postponed bump bumped shift shifts shifted bring brought "
+        "actually"  # (and the word a correction opens with)
+    )
 )
 # "… now": a newer value of something said before ("George's pills are at 9am now").
 _NOW = re.compile(r"\bnow\b", re.I)

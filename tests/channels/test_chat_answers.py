@@ -2092,3 +2092,22 @@ async def test_a_move_follows_the_line_giving_the_date_it_moves(
     said = replies[6]
     assert said.index("7pm") < said.index("Later") < said.index("to fridays"), said
     assert "visa" not in said, said
+
+
+async def test_a_word_asked_for_is_found_by_what_it_means(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what's the spanish word for neighbourhood?" found nothing of «"barrio" means
+    neighbourhood»: no line says "word".  A word asked for that no line gives is still
+    nothing."""
+    replies = await _talk(
+        make_config,
+        [
+            '"piso" means flat and "barrio" means neighbourhood',
+            "my spanish teacher is Carmen",
+            "what's the spanish word for neighbourhood?",
+            "what's the spanish word for kitchen?",
+        ],
+    )
+    assert "barrio" in replies[2], replies[2]
+    assert replies[3] == NOTHING, replies[3]

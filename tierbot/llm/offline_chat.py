@@ -1406,9 +1406,14 @@ _RULE_SAID = re.compile(
 )
 # (the words asked, a line saying them its own way, whether it must share the
 # question's other words, the share of the word's weight it gets)
+# A word and what it means: '"barrio" means neighbourhood' for "what's the spanish word
+# for neighbourhood?".
+_WORD = frozenset(stems("word words"))
+_MEANS = re.compile(r"[\"\u201c][\w' -]{1,30}[\"\u201d]\s+(?:means|=|is\s+\w+\s+for)\s+\w", re.I)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),
+    (_WORD, _MEANS, True, 1.0),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))

@@ -2111,3 +2111,24 @@ async def test_a_word_asked_for_is_found_by_what_it_means(
     )
     assert "barrio" in replies[2], replies[2]
     assert replies[3] == NOTHING, replies[3]
+
+
+async def test_a_change_found_first_follows_a_line_of_the_same_thing_not_the_same_name(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "What dose is Biscuit on?" found «Biscuit's apoquel dose went down to 8mg» and
+    put it after «Biscuit had a lump removed on sept 9» (the newest earlier line naming
+    Biscuit), not after the Apoquel 16mg it changes."""
+    replies = await _talk(
+        make_config,
+        [
+            "I have two dogs, Biscuit a beagle and Juno a border collie",
+            "Biscuit takes Apoquel 16mg once a day for his itchy skin",
+            "Biscuit had a lump removed on sept 9, biopsy came back fine phew",
+            "Biscuit's apoquel dose went down to 8mg from now on",
+            "what dose is Biscuit on?",
+        ],
+    )
+    said = replies[4]
+    assert said.index("16mg") < said.index("Later") < said.index("8mg"), said
+    assert "lump" not in said, said

@@ -1087,8 +1087,14 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
         # (a date moved is of a line giving one: "… on july 14 at 9:15", not "bring my
         # passport photos to the visa appointment")
         moves = _RESCHEDULED.search(found.text) is not None
+        # (and of a line sharing a thing with it besides a name: "Biscuit's apoquel dose
+        # went down to 8mg" changes "Biscuit takes Apoquel 16mg", not "Biscuit had a lump
+        # removed")
+        own = set(stems(found.text)) - _proper(found.text) - STOPWORDS - _CHANGE_TALK
         for e in sorted(earlier, key=lambda e: e.when or 0.0, reverse=True):
             if moves and not _DATED.search(e.text):
+                continue
+            if not own & set(stems(e.text)):
                 continue
             if (after := said_later(e, question, pool)) is not None and after.text == found.text:
                 return f"{e.quoted()} Later, {found.quoted()}"
@@ -1417,6 +1423,14 @@ _SAID_THEIR_WAY = (
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
+# Words that say a value changed, not of what: "went down to 8mg from now on".
+_CHANGE_TALK = (
+    _MOVING
+    | _LIGHT
+    | frozenset(
+        stems("change changed changes up down increase increased decrease decreased now from on")
+    )
+)
 
 
 # Where someone lives, and the words that say it changed.

@@ -2132,3 +2132,20 @@ async def test_a_change_found_first_follows_a_line_of_the_same_thing_not_the_sam
     said = replies[4]
     assert said.index("16mg") < said.index("Later") < said.index("8mg"), said
     assert "lump" not in said, said
+
+
+async def test_thanks_to_one_of_the_group_by_title_is_theirs(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "cheers gaffer, I'll be there", after the coach spoke, got "You're welcome.";
+    alone with the bot, "cheers mate" is the bot's."""
+    replies = await _talk(
+        make_config,
+        [
+            ("dan", "cheers mate"),
+            ("gary", "training is thursday at 7"),
+            ("dan", "cheers gaffer, I'll be there"),
+        ],
+    )
+    assert replies[0] == "You're welcome.", replies[0]
+    assert replies[2] == "OK, dan.", replies[2]

@@ -215,6 +215,12 @@ _THANKS = re.compile(
 _THANKED = re.compile(
     r"[\s,]+(?:so much,?\s+|a lot,?\s+)?([A-Z][a-z]+)\b(?!')(?=\s*(?:[,.!;:]|$)|\s+for\b)"
 )
+# Thanks to one of the chat by what they are to the speaker: "cheers gaffer".
+_TITLED = re.compile(
+    r"[\s,]+(?:gaffer|coach|boss|skip|skipper|gov|guv|cap|captain|mate|bro|dude|lads|guys|"
+    r"babe|hun|love)\b",
+    re.I,
+)
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+(.+)$", re.S)
 
 
@@ -3549,9 +3555,17 @@ def _statement_reply(
         parts.insert(1 if greeting else 0, "I'm sorry to hear that.")
     if not parts:
         thanks = _THANKS.match(rest)
-        # "Thanks Sarah, that's a huge help": not the bot's to answer.
+        # "Thanks Sarah, that's a huge help": not the bot's to answer; nor, where others
+        # talk too, "cheers gaffer" (a coach, a mate: one of them).
         to = _THANKED.match(rest[thanks.end() :]) if thanks else None
-        if thanks and (to is None or to[1].lower() in _NOT_ADDRESSED | STOPWORDS):
+        others = {(m.name or "").lower() for m in messages if m.role == "user"} - {
+            speaker.lower(),
+            "",
+        }
+        titled = (
+            thanks is not None and bool(others) and _TITLED.match(rest[thanks.end() :]) is not None
+        )
+        if thanks and not titled and (to is None or to[1].lower() in _NOT_ADDRESSED | STOPWORDS):
             parts.append("You're welcome.")
         else:
             parts.append(f"OK, {name}." if name else "OK.")

@@ -943,6 +943,14 @@ def classify(sentence: str) -> tuple[str | None, float]:
 _REMARK_AFTER = re.compile(r"\s*[,;:]\s+|\s+-\s+")
 
 
+# A quoted word and what it means: '"barrio" means neighbourhood', '"madrugada" = the
+# early hours' (lower case, as _Folded patterns are written).
+WORD_MEANS = (
+    r"[\"\u201c][\w' -]{1,30}[\"\u201d]\s+(means|=|is (spanish|french|german|italian|slang) "
+    r"for)\s+\w"
+)
+
+
 # Shapes the rules above miss, each a whole kind of statement: someone else's taste
 # ("Marcella prefers updates in Slack threads"), a plan being weighed ("I'm thinking
 # of doing a master's"), a thing got, bought or paid back ("Rin got a new PC", "i paid
@@ -1045,8 +1053,8 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         "fact",
         0.6,
         _Folded(
-            r"[\"\u201c][\w' -]{1,30}[\"\u201d] (means|=|is (spanish|french|german|italian) "
-            r"for) \w|^(yeah |ok |okay |so )*(?!(that|it|this|what|he|she|who)\b)[a-z]+('s| has) "
+            WORD_MEANS
+            + r"|^(yeah |ok |okay |so )*(?!(that|it|this|what|he|she|who)\b)[a-z]+('s| has) "
             r"(paid|settled up)\b|"
             r"^(just |only )?[a-z]+(, [a-z]+)*( and [a-z]+)? (still )?owes?\b( us| me| you)?"
             r"( from| for| \W*$)"

@@ -33,6 +33,7 @@ from tierbot.llm.extraction import (
     FORGET_ALL,
     NO_LONGER,
     RESTATING,
+    WORD_MEANS,
     Correction,
     Request,
     classify,
@@ -1317,22 +1318,19 @@ _WE_MOVED = re.compile(
     r"\b(?:I|I've|we|we've)\s+(?:just\s+|finally\s+)?(?:moved|relocated)\b", re.I
 )
 # A date moved: "we push the launch to Thursday 11 March", "the deadline moves to 4 March".
+_MOVE_VERBS = (
+    "push pushes pushed pushing move moves moved moving delay delays delayed reschedule "
+    "rescheduled postpone postponed bump bumped shift shifts shifted bring brought"
+).split()
 _RESCHEDULED = re.compile(
-    r"\b(?:push|pushes|pushed|pushing|move|moves|moved|moving|delay|delays|delayed|"
-    r"reschedule|rescheduled|postpone|postponed|bump|bumped|shift|shifts|shifted|bring|"
-    r"brought)\s+(?:[\w-]+\s+){0,4}?(?:to|back\s+to|forward\s+to|until)\s+(?:the\s+)?"
+    rf"\b(?:{'|'.join(_MOVE_VERBS)})"
+    r"\s+(?:[\w-]+\s+){0,4}?(?:to|back\s+to|forward\s+to|until)\s+(?:the\s+)?"
     r"(?:\d|(?:next\s+)?(?:" + "|".join(CALENDAR_WORDS) + r"))",
     re.I,
 )
 # The words that say a date moved: no thing two moves have in common ("the visa
 # appointment got moved to july 21" is no move of "Carmen moved my thursday lesson").
-_MOVING = frozenset(
-    stems(
-        "push pushes pushed pushing move moves moved moving delay delays delayed reschedule "
-        "rescheduled postpone postponed bump bumped shift shifts shifted bring brought "
-        "actually"  # (and the word a correction opens with)
-    )
-)
+_MOVING = frozenset(stems(" ".join(_MOVE_VERBS) + " actually"))  # (a correction's opening)
 # "… now": a newer value of something said before ("George's pills are at 9am now").
 _NOW = re.compile(r"\bnow\b", re.I)
 # "Correction: butter is £6.40 per kilo", "Actually, swap that: my shifts are now…": a
@@ -1421,7 +1419,7 @@ _RULE_SAID = re.compile(
 # A word and what it means: '"barrio" means neighbourhood' for "what's the spanish word
 # for neighbourhood?".
 _WORD = frozenset(stems("word words"))
-_MEANS = re.compile(r"[\"\u201c][\w' -]{1,30}[\"\u201d]\s+(?:means|=|is\s+\w+\s+for)\s+\w", re.I)
+_MEANS = re.compile(WORD_MEANS, re.I)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),

@@ -209,7 +209,7 @@ def _code_said(request: str, text: str) -> re.Match[str] | None:
     policy number" of "…, policy number PG-44821"; "my account number" of "sort code
     20-45-67 account 33445566"), when the number ends its clause; None otherwise (the
     clause then goes whole: "His NHS number is 485 777 3929 and his GP is …")."""
-    owners = {t for w in re.findall(r"([\w-]+)'s\b", request) for t in stems(w)}
+    owners = _owners(request)
     plain = re.sub(r"\b(?:his|her|their|my|our|the)\b|[\w-]+'s\b", " ", request, flags=re.I)
     said = plain.split()
     if (
@@ -246,10 +246,15 @@ def _left_of(text: str) -> str:
     return f"{left[:1].upper()}{left[1:]}." if left and told else ""
 
 
+def _owners(request: str) -> set[str]:
+    """The stems of whose thing ``request`` names ("the plumber's number": plumber)."""
+    return {t for w in re.findall(r"([\w-]+)'s\b", request) for t in stems(w)}
+
+
 def _asks_phone(request: str) -> bool:
     """Whether ``request`` names someone's phone number and nothing else: "the plumber's
     number", "Tom's phone number" (not "his NHS number")."""
-    owners = {t for w in re.findall(r"([\w-]+)'s\b", request) for t in stems(w)}
+    owners = _owners(request)
     asked = set(stems(re.sub(r"\b(?:his|her|their|my|our)\b", "", request, flags=re.I)))
     return bool(asked & (_PHONE | {"number"})) and not asked - _PHONE - {"number"} - owners
 

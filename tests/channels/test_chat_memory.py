@@ -1605,6 +1605,31 @@ async def test_a_kept_rest_the_store_cannot_save_is_told_back_not_lost(
         assert [m for m in await _memories(rt) if "Porto" in str(m["content"])] == []
 
 
+async def test_a_number_forgotten_alone_whose_rest_cannot_be_saved_is_told_back(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget my account number" of "my bank details for fees: sort code 20-45-67
+    account 33445566" with the store failing to save what is left: the number is gone,
+    and the sort code is told back as not kept (never "I kept the rest")."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        line = "my bank details for fees: sort code 20-45-67 account 33445566"
+        await _say(rt, line, "k1", author="liam")
+        await rt.memory.indexer.flush()
+
+        async def failing_save(items: object) -> object:
+            raise OSError("disk I/O error")
+
+        graph.save_many = failing_save  # type: ignore[method-assign,assignment]
+        said = await _say(rt, "forget my account number, just pay me cash", "k2", author="liam")
+        assert said.startswith("Done: I forgot what you told me about your account number."), said
+        assert "I kept" not in said, said
+        assert "I could not keep the rest of it (the memory store failed (OSError))" in said, said
+        assert "sort code 20-45-67" in said and "33445566" not in said, said
+        assert [m for m in await _memories(rt) if "33445566" in str(m["content"])] == []
+
+
 async def test_a_forget_with_a_reason_after_it_forgets_and_keeps_the_rest(
     make_config: Callable[..., Config],
 ) -> None:

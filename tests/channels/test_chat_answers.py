@@ -752,8 +752,10 @@ async def test_how_much_is_answered_by_a_line_giving_an_amount(
             "How many cakes did Lina order?",
         ],
     )
-    # the line giving the price first (what changed the order after it may follow)
-    assert "£50" in replies[3].split("Later,")[0], replies[3]
+    # a line giving the price, the newest price last (what changed the order but not
+    # its price is no "Later" of how much it is)
+    assert "£50" in replies[3].split("Later,")[-1], replies[3]
+    assert "strawberry" not in replies[3], replies[3]
     assert replies[4] == NOTHING, replies[4]
 
 
@@ -2149,3 +2151,26 @@ async def test_thanks_to_one_of_the_group_by_title_is_theirs(
     )
     assert replies[0] == "You're welcome.", replies[0]
     assert replies[2] == "OK, dan.", replies[2]
+
+
+async def test_how_much_is_not_told_a_change_without_an_amount(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how much does Hannah charge?" quoted «Hannah charges £15 per walk» with "Later,
+    «actually Hannah switched to tue and thu at noon»" (of her, but of no price); a
+    change of her price is still told."""
+    replies = await _talk(
+        make_config,
+        [
+            "the dog walker is Hannah, she comes mon wed fri at 11am",
+            "Hannah charges £15 per walk",
+            "actually Hannah switched to tue and thu at noon",
+            "how much does Hannah charge?",
+            "when does Hannah come?",
+            "Hannah's price went up to £18 a walk",
+            "how much does Hannah charge?",
+        ],
+    )
+    assert "£15" in replies[3] and "Later" not in replies[3], replies[3]
+    assert "tue and thu" in replies[4], replies[4]
+    assert replies[6].index("£15") < replies[6].index("Later") < replies[6].index("£18"), replies[6]

@@ -1017,6 +1017,10 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
+    if _HOW_MUCH.search(question):
+        # "How much does Hannah charge?" is not told that "Hannah switched to tue and thu
+        # at noon" (of her, but no amount): a change of how much gives one.
+        later = [e for e in later if _AN_AMOUNT.search(e.text)]
     # Of several changes, the one about what is asked ("What did Tom order?": that he
     # changed his order, not that its price went up), else the newest.
     asked = set(stems(question))

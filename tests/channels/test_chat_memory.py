@@ -1825,3 +1825,55 @@ async def test_a_forget_followed_by_what_to_do_instead_forgets_the_thing(
         kept = " ".join(str(m["content"]) for m in await _memories(rt))
         assert "07911" not in kept and "33445566" not in kept, kept
         assert "35 guests" in kept, kept
+
+
+async def test_a_to_do_moved_long_ago_is_listed_as_moved_in_a_small_window(
+    make_config: Callable[..., Config],
+) -> None:
+    """At a 2,048-token window, "what did I ask you to remind me?" listed "Biscuit's
+    booster vaccine is due on october 3" after "actually the booster moved to october
+    10": both were compacted away, and the recall for to-dos finds only to-dos.  What
+    moved them is asked for too, and stands in their place."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        await _say(rt, "Biscuit's booster vaccine is due on october 3", "d1")
+        await _say(rt, "remind me to buy flea treatment on the 1st of every month", "d2")
+        await _say(rt, "actually Hannah the walker switched to tue and thu at noon", "d3")
+        await _say(rt, "actually the booster moved to october 10", "d4")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert not live & {"d1", "d2", "d3", "d4"}, "the told lines should be compacted away"
+        said = await _say(rt, "what did I ask you to remind me?", "d5")
+        assert said.startswith("Your to-dos: "), said
+        assert "october 10" in said and "october 3" not in said, said
+        assert "flea treatment" in said and "Hannah" not in said, said
+
+
+async def test_a_to_do_list_whose_changes_cannot_be_looked_up_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """The recall asking what moved the to-dos fails: the list found is given, and says
+    it may be out of date and why, not passed off as current."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "Biscuit's booster vaccine is due on october 3", "d1")
+        await _say(rt, "actually the booster moved to october 10", "d2")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        access = rt.memory.access()
+        real = access.recall_from_tool
+
+        async def failing(arguments: dict[str, object], **kwargs: object) -> str:
+            if "actually moved" in str(arguments.get("query")):
+                raise OSError("disk I/O error")
+            return await real(arguments, **kwargs)  # type: ignore[arg-type]
+
+        access.recall_from_tool = failing  # type: ignore[method-assign,assignment]
+        said = await _say(rt, "what did I ask you to remind me?", "d3")
+        assert said.startswith("Your to-dos: Biscuit's booster vaccine is due on october 3"), said
+        assert said.endswith(
+            "(I could not check whether any of them changed since: "
+            "the memory store failed (OSError); nothing was changed.)"
+        ), said

@@ -2814,6 +2814,18 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             continue
         # What the asker told long ago is in memory, not in view: look there first.
         about_me = bool(_ABOUT_ME.search(plain) or _MY_TODOS.search(plain))
+        if (
+            _MY_TODOS.search(plain)
+            and "memory_recall" in tools
+            and not recall_ok
+            and (follow := _changes_of(task, key, speaker, pool, asked))
+        ):
+            # The to-dos found may have moved since ("actually the booster moved to
+            # october 10"): a move is said with other words and kept as another kind,
+            # and a small window brings only the hits that fit, so it is asked for by
+            # what the to-dos say, once they are known.
+            calls.append(follow)
+            continue
         personal = (
             None
             if about_me and recall_ok
@@ -2832,6 +2844,20 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         elif personal is not None and _ELSE.search(plain) and personal.startswith(ABOUT_YOU):
             # "What else do you know about me?" with no list in view: it starts over too.
             personal = LIST_UNSEEN + personal
+        if personal is not None and personal.startswith(TODOS):
+            # What moved them could not be looked up: the list may be out of date.
+            unchecked = next(
+                (
+                    f
+                    for i in asked
+                    if i.endswith(_CHANGES) and i.startswith("recall-")
+                    for f in [_failure(results, i)]
+                    if f and str(asked[i].arguments.get("query", "")).startswith(task)
+                ),
+                None,
+            )
+            if unchecked:
+                personal += f" (I could not check whether any of them changed since: {unchecked}.)"
         if personal is not None:
             answers.append((task, personal))
             continue
@@ -3345,6 +3371,35 @@ def _about_someone(
     else:
         head = f"Also about {name}: " if shown else f"What I know about {name}: "
     return head + "; ".join(told[:limit]) + more + "."
+
+
+def _changes_of(
+    task: str, key: str, speaker: str, pool: Sequence[Evidence], asked: dict[str, ToolCall]
+) -> ToolCall | None:
+    """The recall asking what changed the asker's to-dos that ``pool`` brought from
+    memory, or None when there are none or it was asked already this turn."""
+    if any(
+        c.id.endswith(_CHANGES) and str(c.arguments.get("query", "")).startswith(task)
+        for c in asked.values()
+    ):
+        return None
+    todos = [
+        e.text
+        for e in pool
+        if e.kind == "memory" and e.memory_type == "todo" and e.author == speaker
+    ]
+    if not todos:
+        return None
+    query = f"{task} {_CHANGE_WORDS} " + " ".join(todos[:8])
+    # (Not the to-dos again: they would fill the room the change needs.)
+    kinds = [k for k in _SAVABLE if k != "todo"]
+    args = {"query": query, "limit": 6, "from_asker": True, "types": kinds}
+    return ToolCall(f"recall-{key}{_CHANGES}", "memory_recall", args)
+
+
+_CHANGES = ".changes"
+# The words a change of plan is said with, to ask the memories for one.
+_CHANGE_WORDS = "actually moved changed postponed"
 
 
 def _recalls_for(task: str, asked: dict[str, ToolCall]) -> list[str]:

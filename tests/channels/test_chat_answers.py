@@ -737,6 +737,24 @@ async def test_chat_shorthand_asks_and_thanks(make_config: Callable[..., Config]
     assert replies[4] == "You're welcome.", replies[4]
 
 
+async def test_a_question_without_its_apostrophe_is_asked_all_the_same(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats dan's number?" and "whats the campaign called?" found nothing, where
+    "what's" found the line."""
+    replies = await _talk(
+        make_config,
+        [
+            "dan's number is 07700 900 261",
+            "the campaign is called the ashen crown",
+            "whats dan's number?",
+            "whats the campaign called?",
+        ],
+    )
+    assert "07700 900 261" in replies[2], replies[2]
+    assert "ashen crown" in replies[3], replies[3]
+
+
 async def test_how_much_is_answered_by_a_line_giving_an_amount(
     make_config: Callable[..., Config],
 ) -> None:

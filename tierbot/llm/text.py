@@ -683,6 +683,12 @@ _WHEN_SAID = re.compile(
 # ("what do u know abt me"), not "r" nor "ya", which are also R and a yes.
 _SPELLED = {
     "u": "you",
+    # "whats dan's number?": the apostrophe left out
+    "whats": "what's",
+    "wheres": "where's",
+    "whos": "who's",
+    "whens": "when's",
+    "hows": "how's",
     "wen": "when",
     "wat": "what",
     "wut": "what",

@@ -1877,3 +1877,32 @@ async def test_a_to_do_list_whose_changes_cannot_be_looked_up_says_so(
             "(I could not check whether any of them changed since: "
             "the memory store failed (OSError); nothing was changed.)"
         ), said
+
+
+async def test_a_line_answering_by_its_value_alone_is_found_further_back(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "How old is biscuit?" at a 2,048-token window found nothing: "Biscuit is 7 and
+    Juno is 3" shares only the name with the question, as other lines about Biscuit do,
+    and came ninth of the lines the look further back brought five of."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        for i, line in enumerate(
+            [
+                "hello! I have two dogs, Biscuit a beagle and Juno a border collie",
+                "Biscuit is 7 and Juno is 3",
+                "Biscuit takes Apoquel 16mg once a day for his itchy skin",
+                "Biscuit's booster vaccine is due on october 3",
+                "Biscuit's apoquel dose went down to 8mg from now on",
+                "Biscuit had a lump removed on sept 9, biopsy came back fine phew",
+                "i'm really worried, Biscuit has been limping and won't eat",
+                "actually the booster moved to october 10",
+            ]
+        ):
+            await _say(rt, line, f"d{i}")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert "d1" not in live, "the told line should be compacted away"
+        said = await _say(rt, "how old is biscuit?", "q1")
+        assert "Biscuit is 7 and Juno is 3" in said, said

@@ -2192,3 +2192,59 @@ async def test_how_much_is_not_told_a_change_without_an_amount(
     assert "£15" in replies[3] and "Later" not in replies[3], replies[3]
     assert "tue and thu" in replies[4], replies[4]
     assert replies[6].index("£15") < replies[6].index("Later") < replies[6].index("£18"), replies[6]
+
+
+async def test_a_correction_naming_what_it_takes_back_is_kept_and_said_later(
+    make_config: Callable[..., Config],
+) -> None:
+    """Corrections without "actually" got "OK." and the old value was given later:
+    "mrs patel changed her mind, she wants raspberry not lemon", "not chess club, its
+    coding club", and, in a group, another's "not thursday, … its friday now"."""
+    replies = await _talk(
+        make_config,
+        [
+            "first order: mrs patel wants a 3 tier lemon cake for saturday, £140",
+            "chloe wants a lemon drizzle loaf for friday",
+            "leo quit swimming, he's doing chess club on tuesdays instead",
+            "not chess club, its coding club, i got confused",
+            "mrs patel changed her mind, she wants raspberry not lemon",
+            ("ellie", "i rang mr costa, plumber is coming thursday between 8 and 12"),
+            ("zoe", "not thursday, ellie just said its friday now"),
+            "what flavour is mrs patel's cake?",
+            "what does leo do on tuesdays?",
+            ("sam", "when is the plumber coming?"),
+            "what does chloe want?",
+        ],
+    )
+    for said in (replies[3], replies[4], replies[6]):
+        assert said.startswith("Noted"), said
+    assert (
+        replies[7].index("lemon cake")
+        < replies[7].index("Later")
+        < replies[7].index("raspberry not lemon")
+    ), replies[7]
+    assert replies[8].index("chess club") < replies[8].index("its coding club"), replies[8]
+    assert replies[9].index("thursday between") < replies[9].index("its friday now"), replies[9]
+    # a correction of Mrs Patel's order is no change of another order saying "lemon"
+    assert "lemon drizzle" in replies[10] and "raspberry" not in replies[10], replies[10]
+
+
+async def test_someone_s_order_called_off_is_theirs_not_every_order(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "dan cancelled his order", written small, closed the to-do "order more eggs"
+    ("You haven't asked me to remember a to-do") and was told as the "Later" of Mrs
+    Patel's order: it is Dan's."""
+    replies = await _talk(
+        make_config,
+        [
+            "first order: mrs patel wants a 3 tier lemon cake for saturday, £140",
+            "second one: a guy called dan, 24 vanilla cupcakes, pickup friday at 4pm",
+            "remind me to order more eggs, we're down to 2 trays",
+            "dan cancelled his order, said his party got called off",
+            "what are my to-dos?",
+            "what's mrs patel's order?",
+        ],
+    )
+    assert replies[4].startswith("Your to-dos: order more eggs"), replies[4]
+    assert "lemon cake" in replies[5] and "cancelled" not in replies[5], replies[5]

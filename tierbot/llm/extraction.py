@@ -31,8 +31,10 @@ from tierbot.llm.transcript import BOT_MARK, TranscriptEntry
 
 __all__ = [
     "CHANGED",
+    "NOT_THAT",
     "NO_LONGER",
     "RESTATING",
+    "THIS_NOT_THAT",
     "ExtractedMemory",
     "Request",
     "classify",
@@ -880,6 +882,20 @@ CHANGED = re.compile(
     r"\b(?:increased|decreased|raised|lowered|reduced|dropped|rose|risen)\s+(?:\w+\s+){0,2}?to\s+\S*\d",
     re.I,
 )
+# "not chess club, its coding club": a correction opening with what it takes back.
+NOT_THAT = re.compile(
+    r"^\W*(?:no\W+)?not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>\d[\d:.]*|[a-z][\w-]{2,}"
+    r"(?:\s+[a-z][\w-]{2,})?)\s*[,;-]\s*\S",
+    re.I,
+)
+# "she wants raspberry not lemon", "dan wants 36 cupcakes not 24": one that ends with it
+# (not "I'm not sure", "it is not": no verb before "not").
+THIS_NOT_THAT = re.compile(
+    r"(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bam)(?<!'m)(?<!\bdo)(?<!\bdid)(?<!\bwill)(?<!\bcan)"
+    r"(?<!\bcould)(?<!\bwould)(?<!\bshould)(?<!\bhave)(?<!\bhas)(?<!\bdoes)(?<!\bwere)"
+    r"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>\d[\d:.]*|[a-z][\w-]{2,})\s*[.!]?$",
+    re.I,
+)
 # "… no longer …", "… not … anymore": something that held and stopped (the chat reads it
 # too: what a later statement says holds no more).
 NO_LONGER = re.compile(
@@ -934,8 +950,20 @@ def classify(sentence: str) -> tuple[str | None, float]:
             if (found := _classify(clause))[0] is not None:
                 return found
         first = _REMARK_AFTER.split(sentence)[0]
-        if first != sentence and len(words(first)) >= 4:
-            return _classify(first)
+        if first != sentence and len(words(first)) >= 4 and (found := _classify(first))[0]:
+            return found
+        s = sentence.strip()
+        if (
+            (m := NOT_THAT.search(s) or THIS_NOT_THAT.search(s))
+            and stems(m["old"])
+            and len(stems(s)) >= 3
+            and not is_question(s)
+            and read_correction(s) is None  # (the chat saves the sentence it corrects)
+        ):
+            # "not thursday, ellie just said its friday now", "nina's coming saturday
+            # not friday": something said is set right, naming what it takes back (the
+            # chat reads it as a change of the line that said that).
+            return "event", 0.6
     return found
 
 

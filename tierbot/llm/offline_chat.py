@@ -32,7 +32,9 @@ from tierbot.llm.extraction import (
     CHANGED,
     FORGET_ALL,
     NO_LONGER,
+    NOT_THAT,
     RESTATING,
+    THIS_NOT_THAT,
     WORD_MEANS,
     Correction,
     Request,
@@ -1042,7 +1044,19 @@ def _corrects_word(text: str, before: str) -> bool:
         text,
         re.I,
     )
-    return m is not None and re.search(rf"\b{re.escape(m[1])}\b", before, re.I) is not None
+    if m is not None:
+        return re.search(rf"\b{re.escape(m[1])}\b", before, re.I) is not None
+    # "not thursday, ellie just said its friday now" of "plumber is coming thursday
+    # between 8 and 12"; "she wants raspberry not lemon" of "mrs patel wants a 3 tier
+    # lemon cake": the value taken back is named, and so is something else of the line
+    # (not every line saying "lemon" is Mrs Patel's order).
+    m = NOT_THAT.search(text) or THIS_NOT_THAT.search(text)
+    if m is None or re.search(rf"\b{re.escape(m['old'])}\b", before, re.I) is None:
+        return False
+    if not m["old"][0].isdigit() and not stems(m["old"]):
+        return False  # "not now, I'm busy"
+    rest = set(stems(text)) - set(stems(m["old"])) - _CORRECTING
+    return m.re is NOT_THAT or bool(rest & set(stems(before)))
 
 
 def _moves_shared(text: str) -> bool:
@@ -1431,6 +1445,16 @@ _SAID_THEIR_WAY = (
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
+# Words a correction says whatever it sets right (not what it shares with its line).
+_CORRECTING = (
+    frozenset(
+        stems(
+            "not actually now just said says changed mind instead want wants need needs "
+            "like likes come comes coming do does doing"
+        )
+    )
+    | _LIGHT
+)
 # Words that say a value changed, not of what: "went down to 8mg from now on".
 _CHANGE_TALK = (
     _MOVING
@@ -1660,6 +1684,11 @@ def _calls_off(r: Evidence, text: str, asked: str = "", partly: bool = False) ->
     return any(off.of(x, set(stems(x)), partly) for x in sentences(text) for off in offs)
 
 
+# "… cancelled his order": the thing is its subject's; and that subject, one word.
+_THEIRS = re.compile(r"\b(?:his|her|their)\s+\S", re.I)
+_SUBJECT_WORD = re.compile(r"(?:^|[,;:.!]\s*|\b(?:and|but|so|oh|ok)\s+)([a-z][a-z'-]+)\s+$", re.I)
+
+
 def _cancelled(sent: str, once: bool = False) -> list[_CalledOff]:
     """What ``sent`` says was called off ("Jake cancelled his carrot cake order": the
     carrot cake order, Jake's); [] when it calls nothing off for good: "She cancelled"
@@ -1673,7 +1702,13 @@ def _cancelled(sent: str, once: bool = False) -> list[_CalledOff]:
         if _NOT_CALLED_OFF.search(before) or re.search(r"\b(?:he|she|they|it)\s*$", before, re.I):
             continue
         thing = _CALLED_OFF_END.sub("", m["what"]).strip()
-        found.append((thing, _written_names(before), sent))
+        who = _written_names(before)
+        if not who and _THEIRS.search(m[0]) and (owner := _SUBJECT_WORD.search(before)):
+            # "dan cancelled his order", written small: Dan's order, not every order
+            # ("remind me to order more eggs" stays a to-do).
+            if owner[1].lower() not in STOPWORDS:
+                who = {owner[1]}
+        found.append((thing, who, sent))
     if (passive := _IS_CALLED_OFF.search(sent)) is not None and not _NOT_CALLED_OFF.search(
         sent[: passive.end()]
     ):

@@ -40,6 +40,11 @@ log = structlog.get_logger("tierbot.memory")
 _FORGET_CATCH_UP_SECONDS = 5.0
 
 
+#: How many of an asker's own memories a forget reads when a search by its words finds
+#: none of theirs.
+_OWN_MEMORIES_READ = 200
+
+
 class ChannelMemoryAccess:
     """The memory tools of channel turns (recall, save, forget), and the live indexing
     of their messages."""
@@ -132,6 +137,27 @@ class ChannelMemoryAccess:
             # the request itself, once indexed (a memory saved in this turn may cite it)
             and not (h.type == "episode" and source.platform_id in h.source_message_ids)
         ]
+        if not theirs and said_by is None and stems(query):
+            # Said in other words than the line ("my allergy thing" of "i'm allergic to
+            # peanuts", "that i owe jonas money" of "… 12 quid"): a search by the words
+            # misses it, so the asker's own memories are read against the request too.
+            own = await self.graph.memories_of(
+                source.author_id, channel=channel, limit=_OWN_MEMORIES_READ
+            )
+            theirs = [
+                h
+                for h in own
+                if names(query, h.content) and not is_question(without_author(h.content))
+            ]
+            named += [h for h in theirs if h not in named]
+            # (and the bot's "Noted: …" of each, found by the line's own words)
+            for h in theirs:
+                said = without_author(h.content)
+                named += [
+                    e
+                    for e in await self.graph.recall(said, channel=channel, limit=10)
+                    if e.author_id == BOT_AUTHOR and names(said, e.content) and e not in named
+                ]
         # The bot's replies in this channel that repeat it ("Noted: your …") go too; they
         # are never recall results, so they count for nothing in the reply: a forget that
         # found nothing of the asker's says so, not "Done".

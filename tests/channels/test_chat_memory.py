@@ -1906,3 +1906,65 @@ async def test_a_line_answering_by_its_value_alone_is_found_further_back(
         assert "d1" not in live, "the told line should be compacted away"
         said = await _say(rt, "how old is biscuit?", "q1")
         assert "Biscuit is 7 and Juno is 3" in said, said
+
+
+async def test_a_forget_in_other_words_than_what_was_told_forgets_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a group, forgets said in other words than the lines they name were told
+    "I had nothing of yours about that to forget" (a claim that was false) or "OK.",
+    and the line was quoted to others later: "forget my allergy thing actually" of
+    "i'm allergic to peanuts …", "forget that i owe jonas money" of "i owe jonas 12
+    quid …", and "oh yeah lol sorry. forget that then" after "remember that ravi owes
+    me £15 …"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "i'm allergic to peanuts so no peanut stuff pls jonas", "m1", author="mei")
+        await _say(rt, "btw i owe jonas 12 quid for the pizza", "a1", author="aisha")
+        await _say(rt, "remember that ravi owes me £15 for the takeaway", "z1", author="zoe")
+        await _say(
+            rt, "actually i paid you back zoe, yesterday, check ur bank", "r1", author="ravi"
+        )
+        said = await _say(rt, "oh yeah lol sorry. forget that then", "z2", author="zoe")
+        # (the reply is kept like any other: it does not say the line again)
+        assert said == "Done: I forgot what you just told me.", said
+        said = await _say(
+            rt, "forget my allergy thing actually, i'll tell jonas myself", "m2", author="mei"
+        )
+        assert "Done: I forgot" in said and "nothing of yours" not in said, said
+        said = await _say(
+            rt, "forget that i owe jonas money, i paid him back today", "a2", author="aisha"
+        )
+        assert said.startswith("Done: I forgot") and "nothing" not in said, said
+        await rt.memory.indexer.flush()  # type: ignore[union-attr]
+        kept = [str(n["content"]) for n in await _nodes(rt)]  # the bot's echoes too
+        assert not [k for k in kept if "peanut" in k or "12 quid" in k or "£15" in k], kept
+        for question in ("is mei allergic to anything?", "who owes money?"):
+            said = await _say(rt, question, f"q{len(question)}", author="tom")
+            assert "peanut" not in said and "quid" not in said and "£15" not in said, said
+
+
+async def test_a_forget_whose_own_memories_cannot_be_read_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """The search by the request's words finds none of the asker's lines and reading
+    their own memories fails: the reply says the store failed, never "I had nothing
+    of yours about that to forget", and the line is still there to forget again."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "i'm allergic to peanuts so no peanut stuff pls jonas", "m1", author="mei")
+        await _say(rt, "btw i owe jonas 12 quid for the pizza", "a1", author="aisha")
+        await _say(rt, "remember that ravi owes me £15 for the takeaway", "z1", author="zoe")
+        await rt.memory.indexer.flush()
+        real = graph.memories_of
+
+        async def failing(*args: object, **kwargs: object) -> list[object]:
+            raise OSError("disk I/O error")
+
+        graph.memories_of = failing  # type: ignore[method-assign]
+        said = await _say(rt, "forget my allergy thing", "m2", author="mei")
+        assert "the memory store failed (OSError)" in said, said
+        assert "nothing of yours" not in said and "Done" not in said, said
+        graph.memories_of = real  # type: ignore[method-assign]
+        said = await _say(rt, "forget my allergy thing", "m3", author="mei")
+        assert said.startswith("Done: I forgot"), said

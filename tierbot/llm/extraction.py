@@ -1377,8 +1377,8 @@ _ALL_ABOUT = re.compile(
 _POINTING = re.compile(
     r"^(?:(?:that|the|this)\s+)?(?:thing|stuff|bit|part)\s+(?:about|of|with)\s+|"
     r"(?<=\w)\s+(?:thing|stuff)\b(?=\s+(?:for|of|about|with)\b|\s*$)|"
-    r"(?:\s+(?:then|too|as well|please|pls|now|entirely|completely|altogether|totally|"
-    r"for good|forever|permanently))+\s*$",
+    r"(?:\s+(?:then|too|as well|please|pls|now|actually|entirely|completely|altogether|"
+    r"totally|for good|forever|permanently))+\s*$",
     re.I,
 )
 
@@ -1469,7 +1469,8 @@ def read_request(text: str) -> Request | None:
         rest = m["rest"].strip().rstrip(".!")
         if len(things_named(rest)) == 1:  # (a list of things has commas of its own)
             rest = _why_cut(rest)
-        what = " ".join(_POINTING.sub(" ", rest).split())
+        # (" then" too: "forget that then" points back, as "forget that" does)
+        what = " ".join(_POINTING.sub(" ", f" {rest}" if " " not in rest else rest).split())
         if not FORGET_ALL.match(what):
             what = _ALL_ABOUT.sub("", what)  # "everything about Tom": Tom
         if len(words(what)) >= 1 and not re.match(r"^(it|that|this)$", what, re.I):

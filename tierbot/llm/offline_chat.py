@@ -2258,7 +2258,7 @@ def _plan_saves(
     if request is None and _FORGET_IT.match(m.content) and "memory_forget" in tools:
         # "Forget it", right after saying something: that is what to forget.
         said = _last_said(speaker, before)
-        return [ToolCall(f"forget-{at}", "memory_forget", {"query": said})] if said else []
+        return [ToolCall(f"{_FORGET_LAST}{at}", "memory_forget", {"query": said})] if said else []
     if request is None and "memory_forget" in tools and (deleted := _deletes_told(m, before)):
         # "Please delete the sandbox API token", after telling it: a forget.
         return [ToolCall(f"forget-{at}", "memory_forget", {"query": deleted})]
@@ -2367,9 +2367,12 @@ def _deletes_told(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
     return ""
 
 
+# The id of the forget "forget that" asks for: what the speaker last told.
+_FORGET_LAST = "forgetlast-"
 _FORGET_IT = re.compile(
-    r"^\W*(?:(?:oh|no|actually|wait|sorry|ok|okay)\W+)*(?:please\s+|pls\s+)?"
-    r"(?:forget|delete|erase|scratch|remove)\s+(?:it|that|this)(?:\s+(?:please|pls))?\W*$",
+    r"^\W*(?:(?:oh|no|actually|wait|sorry|ok|okay|yeah|yes|yep|lol|haha|ah|right|hmm|my bad)"
+    r"\W+)*(?:please\s+|pls\s+)?(?:forget|delete|erase|scratch|remove)\s+(?:it|that|this)"
+    r"(?:\s+(?:please|pls|then|too|as well|now))*\W*$",
     re.I,
 )
 
@@ -2383,7 +2386,10 @@ def _last_said(speaker: str, before: Sequence[ChatMessage]) -> str:
         if request is not None and request.kind != "remember":
             return ""  # the last thing they did was ask to forget or keep nothing
         text = request.what if request is not None else split_greeting(m.content)[1]
-        if not is_question(text) and says_something(text):
+        # (what was kept is something told: "ravi owes me £15 for the takeaway")
+        if not is_question(text) and (
+            request is not None or says_something(text) or classify(text)[0] is not None
+        ):
             return text.strip()
     return ""
 
@@ -2533,7 +2539,10 @@ def _memory_notes(
                 clause = re.match(r"(?:you|we|they|he|she)\b", what, re.I) is not None
                 # "where the dinner is" names what was told, it does not tell it.
                 wh = _WH_LEAD.match(what) is not None
-                if topic is not None or (phrase and not clause) or wh or not says_something(what):
+                if topic is None and call.id.startswith(_FORGET_LAST):
+                    # "forget that": the line is not said back ("ravi owes you £15 …").
+                    said = "what you just told me"
+                elif topic is not None or (phrase and not clause) or wh or not says_something(what):
                     said = f"what you told me about {topic[1] if topic else what}"
                 else:
                     said = f"that {what}"

@@ -270,6 +270,12 @@ _PRONOUN_SUBJECT = frozenset("i you he she we they it".split())
 _DIGIT_GAP = re.compile(r"(?<=\d)[,\s.-](?=\d)")
 
 
+_MONEY = re.compile(r"\b(?:money|cash)\b", re.I)
+_AN_AMOUNT = re.compile(
+    r"[£$€]\s?\d|\b\d[\d,.]*\s?(?:quid|pounds?|dollars?|euros?|bucks|p)\b|\b\d+k\b", re.I
+)
+
+
 def names(request: str, text: str) -> bool:
     """Whether ``text`` is what ``request`` ("forget that my locker code is 4411") names.
 
@@ -283,10 +289,17 @@ def names(request: str, text: str) -> bool:
     request states ("… is on Thursday" is not "… is on Tuesday")."""
     text = without_author(text)
     # "my kids names", "Mum's meds info": the kids, the meds (unless a name is told of)
-    if (vague := _VAGUE.sub("", request).strip()) and not _VAGUE.search(text):
+    # (not when the text says the same word: "the kids names" of "the kids names are …";
+    # "my allergy thing" of "… so no peanut stuff" is the allergy)
+    said_vague = {m[0].strip().lower() for m in _VAGUE.finditer(text)}
+    asked_vague = {m[0].strip().lower() for m in _VAGUE.finditer(request)}
+    if (vague := _VAGUE.sub("", request).strip()) and not asked_vague & said_vague:
         request = vague
     if len(said := sentences(text)) > 1 and any(names(request, x) for x in said):
         return True  # "My NHS number is 123. Dad's NHS number is 456." names "his"
+    if _MONEY.search(request) and not _MONEY.search(text) and _AN_AMOUNT.search(text):
+        # "that i owe jonas money" of "i owe jonas 12 quid": the amount is the money.
+        request = " ".join(_MONEY.sub(" ", request).split())
     wanted = set(stems(_DIGIT_GAP.sub("", request)))
     have = set(stems(_DIGIT_GAP.sub("", text)))
     if not wanted or any(ch.isdigit() for ch in "".join(wanted - have)):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tierbot.llm import extraction
-from tierbot.llm.extraction import classify, corrected, read_correction
+from tierbot.llm.extraction import classify, corrected, read_correction, split_greeting
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
@@ -714,6 +714,40 @@ def test_a_ninth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
 )
 def test_a_tenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
     assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # An eleventh round: corrections naming what they take back, a remark after a
+        # fact, an allergy of someone else, a title before a name written small, when
+        # a shop is closed, an activity given up; "evening carer" is no greeting.
+        ("not thursday, ellie just said its friday now", "event"),
+        ("not chess club, its coding club, i got confused", "event"),
+        ("nina's coming saturday not friday", "event"),
+        ("mrs patel changed her mind, she wants raspberry not lemon", "event"),
+        ("he's allergic to penicillin, very important", "fact"),
+        ("evening carer is kwame, he comes at 7pm, hes lovely", "fact"),
+        ("leo's teacher is mrs okafor, ruby's teacher is mr bennett", "fact"),
+        ("also i'm closed on mondays", "fact"),
+        ("i paid the electric bill, it was £84, so everyone owes me £21", "fact"),
+        ("leo quit swimming, he hates it lol, he's doing chess club on tuesdays instead", "event"),
+        # ... and what stays as it was.
+        ("Sorry, I meant Thursday, not Tuesday", None),
+        ("i'm not sure, not now", None),
+        ("Jonas owns the domain name personally, not the company", "fact"),
+        ("so good, really lovely evening", None),
+    ],
+)
+def test_an_eleventh_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+def test_a_bare_morning_or_evening_before_a_word_of_the_sentence_is_no_greeting() -> None:
+    assert split_greeting("evening carer is kwame") == ("", "evening carer is kwame")
+    assert split_greeting("morning! juno ate a sock") == ("morning", "juno ate a sock")
+    assert split_greeting("Morning Dana, the van is here") == ("Morning", "the van is here")
+    assert split_greeting("morning all") == ("morning", "")
 
 
 @pytest.mark.parametrize(

@@ -114,7 +114,12 @@ _ASKING = _Folded(
     r"if|whether)\b",
 )
 _GREETING = re.compile(
-    r"^\s*(hi|hello|hey|hiya|yo|howdy|heya|hullo|greetings|morning|evening|gm|"
+    r"^\s*(hi|hello|hey|hiya|yo|howdy|heya|hullo|greetings|gm|"
+    # "evening carer is kwame": a bare "morning" or "evening" before a word of the
+    # sentence, with nothing between, is that sentence's ("morning all", "morning i …"
+    # and "morning! …" greet)
+    r"(?:morning|evening)(?!\s+(?!(?:i|i'm|im|we|we're|my|our|so|just|all|everyone|folks|"
+    r"team|guys|there|y'all|you|again|mate|lads|peeps)\b)(?-i:[a-z]))|"
     r"good (morning|afternoon|evening|day))\b(\s+(there|all|everyone|folks|team|tierbot|"
     r"bot|you|guys|y'all))?\s*[!,.:;-]*\s*",
     re.I,
@@ -736,7 +741,8 @@ _EVALUATIVE = _Folded(
 # worth a reply, not a fact to recall.  Only the fallback to ``fact`` checks it.
 _OPINION = _Folded(
     # "so it stays" joins two clauses; "so good" is an opinion.
-    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there|far)\b)|such|really|"
+    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there|far|everyone|everybody|each)\b)|such|"
+    r"really|"
     r"too(?=\s+(?!(but|and|as|though)\b)\w)|awesome|"
     r"amazing|great|cool|lucky|glad|happy|proud|inspiring|"
     r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|"
@@ -952,6 +958,14 @@ def classify(sentence: str) -> tuple[str | None, float]:
         first = _REMARK_AFTER.split(sentence)[0]
         if first != sentence and len(words(first)) >= 4 and (found := _classify(first))[0]:
             return found
+        # "he's allergic to penicillin, very important", "evening carer is kwame, he
+        # comes at 7pm, hes lovely": a remark after what was told is no reason to drop it.
+        clauses = _REMARK_AFTER.split(sentence)
+        while len(clauses) > 2 and _OPINION.search(clauses[-1]):
+            clauses.pop()
+            head = ", ".join(clauses)
+            if len(words(head)) >= 4 and (found := _classify(head))[0]:
+                return found
         s = sentence.strip()
         if (
             (m := NOT_THAT.search(s) or THIS_NOT_THAT.search(s))
@@ -1009,10 +1023,26 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"\b(i|we|[a-z]+) (paid [\w ]{1,20} back|got (a|an|my|our|his|her|their) new|"
             r"bought (a|an|my|our|the|some)) \w|"
             r"^(i |we )?(dropped|quit|ditched) (the|my|our) [\w ]{1,30}(course|class|module|"
-            r"subject|job|gym|team|club)\b"
+            r"subject|job|gym|team|club)\b|"
+            # "leo quit swimming, he's doing chess club instead"
+            r"^([a-z]+|my [a-z]+|i|we) (quit|dropped|stopped|gave up) [a-z]+ing\b"
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # An allergy of someone else ("he's allergic to penicillin"); someone given by a
+    # title, written small ("leo's teacher is mrs okafor"); when one is open or closed
+    # ("also i'm closed on mondays").
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"\b(he|she|they|[a-z]+)('s| is| are) (severely |very |mildly |badly )?"
+            r"(allergic|intolerant) to \w|"
+            r"^([a-z]+'s |(my|our|his|her|their|the) )[\w -]{2,30} (is|are) "
+            r"(mrs|mr|ms|miss|dr|prof)\.? [a-z]+|"
+            r"\b(i'?m|i am|we'?re|we are) (closed|open|shut) (on|every|at|from|until|till) \w"
+        ),
+    ),
     # A routine: "I go to yoga every Tuesday", "I see a cardiologist every six months",
     # "Mia has swimming on Tuesdays".
     (

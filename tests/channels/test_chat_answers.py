@@ -2248,3 +2248,21 @@ async def test_someone_s_order_called_off_is_theirs_not_every_order(
     )
     assert replies[4].startswith("Your to-dos: order more eggs"), replies[4]
     assert "lemon cake" in replies[5] and "cancelled" not in replies[5], replies[5]
+
+
+async def test_the_second_part_of_a_question_is_of_what_the_first_asked(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "who is the gp and what's the number?" gave the care agency's number for the
+    second part: its line says "number", the gp's says "phone 0161 …"."""
+    replies = await _talk(
+        make_config,
+        [
+            "his gp is dr fitzgerald at elm tree surgery, phone 0161 496 0032",
+            "the care agency is called homewell, their office number is 0161 496 0777",
+            "who is the gp and what's the number?",
+            "what's the care agency's number?",
+        ],
+    )
+    assert "0161 496 0032" in replies[2] and "0777" not in replies[2], replies[2]
+    assert "0161 496 0777" in replies[3] and "0032" not in replies[3], replies[3]

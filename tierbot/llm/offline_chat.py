@@ -1438,10 +1438,17 @@ _RULE_SAID = re.compile(
 # for neighbourhood?".
 _WORD = frozenset(stems("word words"))
 _MEANS = re.compile(WORD_MEANS, re.I)
+# A phone number, or the word for one (not a date written "2025-09-14").
+_A_PHONE = re.compile(
+    r"\b(?:phone|mobile|cell|tel)\b|(?<![\w£$€.,-])\+?(?!\d{4}-\d\d-\d\d)\d(?:[ ()-]?\d){7,}\b",
+    re.I,
+)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),
     (_WORD, _MEANS, True, 1.0),
+    # "what's the number?" of "his gp is dr fitzgerald …, phone 0161 496 0032"
+    (frozenset(stems("number")), _A_PHONE, False, 1.0),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
@@ -2037,9 +2044,14 @@ def best_all(
     asked_of = set(overlap.query_stems(question))
     where = _WHERE.match(question) is not None
     money = asked.price or _HOW_MUCH_MONEY.search(question) is not None
+    # "who is the gp and what's the number?": a line of the gp's giving a number answers
+    # the second part nearly as well as the care agency's "office number is …" does,
+    # and it is the one asked about.
+    top = max((scores[k] for k in fits), default=0.0)
     i = max(
         fits,
         key=lambda k: (
+            bool(context & overlap.doc_stems[k]) and scores[k] >= _CONTEXT_SHARE * top,
             round(scores[k], 6),
             # "How much are we getting for Sheffield?": a line giving a sum, over its move.
             money and _MONEY_SAID.search(pool[k].text) is not None,
@@ -2095,6 +2107,9 @@ _MANY = re.compile(
     r"(?:do|did|have|has|are|were|is)\b",
     re.I,
 )
+#: How well, against the best, a line of what the message asked before must answer a
+#: part that names nothing of its own to be its answer.
+_CONTEXT_SHARE = 0.5
 #: How well, against the best, another line must answer to be listed beside it, and
 #: how many may be.
 _ALSO_SHARE, _ALSO_MOST = 0.5, 4

@@ -2266,3 +2266,24 @@ async def test_the_second_part_of_a_question_is_of_what_the_first_asked(
     )
     assert "0161 496 0032" in replies[2] and "0777" not in replies[2], replies[2]
     assert "0161 496 0777" in replies[3] and "0032" not in replies[3], replies[3]
+
+
+async def test_someone_named_small_in_a_group_is_answered_by_their_own_line(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "when does sam work?" quoted Ravi's "forget my work hours", and "where does ravi
+    work?" Zoe's "sending love ravi <3": a name written small was no name, and "i work"
+    written small was not said of oneself."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Ravi", "i work at the cafe on campus saturdays and sundays 9 to 3"),
+            ("Sam", "my shift at the cinema changed, i'm doing fridays 6 till midnight now"),
+            ("Zoe", "sending love ravi <3"),
+            ("Ravi", "ellie can you forget my work hours, i'm quitting the cafe"),
+            ("Ellie", "when does sam work?"),
+            ("Zoe", "where does ravi work?"),
+        ],
+    )
+    assert replies[4].startswith("Sam said") and "fridays 6 till midnight" in replies[4], replies[4]
+    assert replies[5].startswith("Ravi said") and "at the cafe on campus" in replies[5], replies[5]

@@ -400,7 +400,8 @@ def _forget_of(m: ChatMessage) -> Request | None:
 _ASKED_OF_ME = re.compile(
     r"\b(?:do|did|does|am|was|have|had|can|could|should|will|would)\s+i\b|^\s*i\b", re.I
 )
-_I_SAID = re.compile(r"\bI(?:'m|'ve|'d|'ll)?\b")
+# ("i", as chat writes it, too; not the "i" of "i.e.")
+_I_SAID = re.compile(r"\b[Ii](?:['\u2019](?:m|ve|d|ll))?\b(?!\.\w)")
 # A name inside a sentence ("Sofia"), or what a possessive names ("landlord's").
 _NAMED = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+|\b[\w-]+(?='s\b)")
 
@@ -1951,6 +1952,10 @@ def best_all(
     # A day it names counts as a name does: "Who's on call thursday?" is about Thursday
     # (whoever took it), more than about the one line saying "call".
     named |= overlap.query_stems(question) & _DAYS
+    # Someone of the chat, their name written small ("when does sam work?"), is named.
+    named |= overlap.query_stems(question) & {
+        t for e in pool if e.author and e.kind != "summary" for t in stems(e.author)
+    }
     scores = overlap.scores(question, boost=named)
     # "What is Emma doing?" is answered by what Emma said of herself ("I'm doing the
     # flowers"): whom it names is its author.

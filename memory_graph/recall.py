@@ -143,6 +143,7 @@ async def recall(
     not_by = set(exclude_authors)
     windows, text_query = find_windows(query)
     q_terms = terms(text_query)
+    q_terms += kin_terms(g.df, q_terms)
     cands: dict[int, _Cand] = {}
     search_terms, affordable = _affordable(g.df, q_terms)
 
@@ -275,6 +276,31 @@ def _vector_only(
     )
     bar = sure[limit - 1] if len(sure) >= limit else 0.0
     return {r for r, s in vec.items() if r not in text and w * s > bar}
+
+
+#: A query term no memory holds is looked for by the terms of its family that some do
+#: ("electrics" by "electrician", "inspection" by "inspector"): one of this many letters
+#: or more begins the other, at most ``KIN_GAP`` letters shorter; the ``KIN_MOST`` most
+#: frequent are asked for.
+KIN_MIN, KIN_GAP, KIN_MOST = 5, 5, 3
+
+
+def kin_terms(df: dict[str, int], q_terms: Sequence[str]) -> list[str]:
+    """The terms of the families of the query terms ``df`` does not hold."""
+    out: list[str] = []
+    for t in dict.fromkeys(q_terms):
+        if len(t) < KIN_MIN or df.get(t):
+            continue
+        kin = [u for u in df if u != t and df[u] and is_kin(t, u)]
+        out += sorted(kin, key=lambda u: (-df[u], u))[:KIN_MOST]
+    return out
+
+
+def is_kin(a: str, b: str) -> bool:
+    """Whether two terms are of one family: the shorter, of ``KIN_MIN`` letters or
+    more, begins the longer, at most ``KIN_GAP`` letters shorter."""
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= KIN_MIN and len(long_) - len(short) <= KIN_GAP and long_.startswith(short)
 
 
 def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool]:

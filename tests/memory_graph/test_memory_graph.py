@@ -188,6 +188,28 @@ async def test_duplicates_in_other_workspaces_and_batches_behave(graph: MemoryGr
     assert node is not None and node["sources"] == ["x1", "x2"]
 
 
+async def test_a_word_no_memory_says_is_found_by_a_word_of_its_family(
+    graph: MemoryGraph,
+) -> None:
+    """ "who's doing the electrics?" found nothing of "the electrician is priya", nor
+    "when is the inspection?" of "the building inspector visit is on april 2nd": a
+    word no memory holds is looked for by the words of its family that one holds."""
+    told = [
+        "the electrician is a woman called priya, she quoted 2300 for rewiring",
+        "the building inspector visit is on april 2nd",
+        "the tiler is marco and he cant start until march 14",
+        "the visit from the gas engineer is on monday",
+    ]
+    for text in told:
+        await graph.save(text, "fact", channel=GUILD_A)
+    for question, answer in [
+        ("who's doing the electrics?", told[0]),
+        ("when is the inspection?", told[1]),
+    ]:
+        hits = await graph.recall(question, channel=GUILD_A, limit=2)
+        assert [h.content for h in hits][:1] == [answer], (question, hits)
+
+
 async def test_superseded_memory_ranks_below_its_successor(graph: MemoryGraph) -> None:
     """supersedes links the new memory to the old with `updates`; the old ranks below."""
     old = await graph.save(

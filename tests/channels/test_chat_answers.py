@@ -2287,3 +2287,46 @@ async def test_someone_named_small_in_a_group_is_answered_by_their_own_line(
     )
     assert replies[4].startswith("Sam said") and "fridays 6 till midnight" in replies[4], replies[4]
     assert replies[5].startswith("Ravi said") and "at the cafe on campus" in replies[5], replies[5]
+
+
+async def test_and_someone_asks_the_question_before_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "and ruby?" after "what is leo allergic to?" quoted Ruby's ballet; "where is
+    it?" after the ballet's line said "I don't know yet" (its place, "at miss claire's
+    studio on high street", written small, was no place)."""
+    replies = await _talk(
+        make_config,
+        [
+            "leo is allergic to tree nuts and ruby is lactose intolerant",
+            "ruby has ballet on wednesdays, 4:30, its at miss claire's studio on high street",
+            "what is leo allergic to?",
+            "and ruby?",
+            "what day is ballet?",
+            "where is it?",
+            "and you?",
+        ],
+    )
+    assert "lactose intolerant" in replies[3] and "ballet" not in replies[3], replies[3]
+    assert "miss claire's studio" in replies[5], replies[5]
+    assert "intolerant" not in replies[6], replies[6]
+
+
+async def test_a_word_of_the_family_of_what_was_told_finds_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "who's doing the electrics?" found nothing of "the electrician is a woman
+    called priya", nor "when is the inspection?" of "the building inspector visit is
+    on april 2nd"."""
+    replies = await _talk(
+        make_config,
+        [
+            "the electrician is a woman called priya, she quoted £2,300 for rewiring",
+            "the tiler is marco and he cant start until march 14",
+            "note that the building inspector visit is on april 2nd",
+            "who's doing the electrics?",
+            "when is the inspection?",
+        ],
+    )
+    assert "priya" in replies[3], replies[3]
+    assert "april 2nd" in replies[4], replies[4]

@@ -534,7 +534,10 @@ _WHERE = re.compile(r"^\W*(?:and\s+)?where\b", re.I)
 _PLACE = re.compile(
     r"\b(?:at|in|near|behind|opposite|inside|outside|next\s+to|on|from)\s+(?:the|a|an|my|our|his|her|"
     r"their|(?!(?:" + "|".join(w.title() for w in CALENDAR_WORDS) + r")\b)[A-Z])|"
-    r"\b(?:lives?|based|located)\b"
+    r"\b(?:lives?|based|located)\b|"
+    # written small: "at miss claire's studio on high street", "still at mine"
+    r"(?i:\b(?:at|in)\s+(?:\w+\s+)?[a-z]+['\u2019]s\b|\b(?:at|in)\s+(?:mine|ours|theirs|yours)\b|"
+    r"\b(?:street|road|lane|avenue|square|studio|centre|center)\b)"
 )
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
@@ -2011,6 +2014,15 @@ def best_all(
             if "long" not in overlap.doc_stems[k] and _A_DURATION.search(e.text):
                 near[k] = near[k] | {"long"}
                 scores[k] += overlap.idf.get("long", 1.0)
+    # A word no line says, where a line says a word of its family: "who's doing the
+    # electrics?" of "the electrician is priya", "the inspection" of "building inspector
+    # visit is on april 2nd".
+    said_anywhere = set().union(*overlap.doc_stems) if overlap.doc_stems else set()
+    for word in overlap.query_stems(question) - said_anywhere:
+        for k in range(len(pool)):
+            if any(_kin(word, t) for t in overlap.doc_stems[k]):
+                near[k] = near[k] | {word}
+                scores[k] += overlap.score(question, set(), boost=named, held={word})
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
     if not fits:
         return None, 0.0, []
@@ -2104,6 +2116,19 @@ def best_all(
         if overlap.score(question, part) >= score - 1e-9 and not _STOPPED.search(part):
             found = replace(found, text=part)
     return found, score, also
+
+
+def _kin(a: str, b: str) -> bool:
+    """Whether two stems are of one family: the shorter, of five letters or more, begins
+    the longer, at most five letters shorter ("electr" and "electrician", "inspect" and
+    "inspector")."""
+    short, long_ = sorted((a, b), key=len)
+    return (
+        len(short) >= 5
+        and short != long_
+        and len(long_) - len(short) <= 5
+        and (long_.startswith(short))
+    )
 
 
 # "What exams do I have?", "Which decisions did we make?": several of a kind asked for.
@@ -3287,6 +3312,12 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
             return q.content
         before = _asked_just_before(at, messages)
         return f"{_ELSE_MARK}{before}" if before else q.content
+    if (other := _AND_WHO.match(q.content)) is not None and not (
+        set(other["who"].lower().split()) & _NOT_WHO
+    ):
+        # "And ruby?" after "what is leo allergic to?": the same asked of Ruby.
+        before = _asked_just_before(at, messages)
+        return _asked_of(before, other["who"]) or q.content
     follow = _FOLLOW_UP.match(q.content)
     if follow is None:
         return q.content
@@ -3301,6 +3332,36 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
             return q.content  # nothing before it to ask of
         return f"{follow['wh']} {_WH_LEAD.sub('', before)}"
     return q.content
+
+
+# "And ruby?", "what about Juno?": the question before, asked of someone else.
+_AND_WHO = re.compile(
+    r"^\W*(?:and|what about|how about)\s+(?P<who>[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)\s*\?+\s*$",
+    re.I,
+)
+_NOT_WHO = frozenset(
+    "you u me yours mine then so why what how when where who whom which ok okay else the "
+    "rest everyone anyone them us from with for since until till".split()
+)
+# Whom a question asks of: "leo's" of "when is leo's trip?", "Leo", or the word after its
+# verb ("what is leo allergic to?", "where does ravi work?").
+_ASKED_WHO = re.compile(
+    r"\b(?!(?:what|who|where|when|how|why|that|it|there|here|he|she|let)['\u2019]s)"
+    r"(?P<own>[a-z][\w-]*)['\u2019]s\b|(?<=\S )(?P<name>(?!I\b)(?-i:[A-Z])[\w-]+)|"
+    r"^\W*(?:what|where|when|who|how\s+\w+|which\s+\w+)\s+(?:is|are|was|does|did|do|has)\s+"
+    r"(?P<after>(?!(?:the|my|your|our|a|an|it|this|that|there|he|she|they|we|i|you)\b)[a-z][\w-]*)",
+    re.I,
+)
+
+
+def _asked_of(question: str, who: str) -> str:
+    """``question`` asked of ``who`` in place of whom it asks of, or "" when it names
+    no one ("what's the wifi password?")."""
+    m = _ASKED_WHO.search(question)
+    if m is None:
+        return ""
+    group = "own" if m["own"] else "name" if m["name"] else "after"
+    return question[: m.start(group)] + who + question[m.end(group) :]
 
 
 def _asked_just_before(at: int, messages: Sequence[ChatMessage]) -> str:

@@ -2330,3 +2330,49 @@ async def test_a_word_of_the_family_of_what_was_told_finds_it(
     )
     assert "priya" in replies[3], replies[3]
     assert "april 2nd" in replies[4], replies[4]
+
+
+async def test_a_line_speaking_to_someone_is_said_back_as_it_was_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "i paid you back zoe, yesterday" was said back "Noted: you paid you back zoe":
+    turned round, a line speaking to someone as "you" says nonsense."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Ravi", "actually i paid you back zoe, yesterday, check ur bank"),
+            ("Ravi", "my locker code is 4411"),
+        ],
+    )
+    assert replies[0] == "Noted: «i paid you back zoe, yesterday, check ur bank».", replies[0]
+    assert replies[1] == "Noted: your locker code is 4411.", replies[1]
+
+
+async def test_venting_a_fall_and_the_weather_get_a_fitting_reply(
+    make_config: Callable[..., Config],
+) -> None:
+    """Venting got a bare "OK." ("ugh the card machine has been playing up all week",
+    "some days i wonder if it's worth it"); "dad fell on tuesday" a bare "Noted"; "what's
+    the weather going to be like tomorrow?" made the bot look further back and find
+    nothing; in a group, "thanks aisha!" was answered "You're welcome."."""
+    replies = await _talk(
+        make_config,
+        [
+            "ugh the card machine has been playing up all week",
+            "honestly some days i wonder if it's worth it, i barely break even",
+            "dad fell on tuesday but he's ok, just bruised",
+            "the dog fell asleep on the sofa",
+            "what's the weather going to be like tomorrow?",
+            "the forecast says rain on saturday",
+            "what's the forecast for saturday?",
+            ("aisha", "the next session is at mine"),
+            ("jonas", "thanks aisha!"),
+        ],
+    )
+    for said in replies[:3]:
+        assert said.startswith("I'm sorry to hear that."), said
+    assert "Noted: dad fell on tuesday" in replies[2], replies[2]
+    assert "sorry" not in replies[3], replies[3]
+    assert replies[4].startswith("I can't look that up"), replies[4]
+    assert "rain on saturday" in replies[6], replies[6]
+    assert replies[8] == "OK, jonas.", replies[8]

@@ -83,6 +83,17 @@ __all__ = [
 ]
 
 HOLDING = "Let me look further back for that; I'll answer in a moment."
+#: What a question about the world outside the chat gets (nothing said here answers it).
+OUTSIDE_REPLY = (
+    "I can't look that up: I only know what people here have told me, and I have no "
+    "access to the weather, the news or the web."
+)
+# The weather, the news, prices of the day: what no chat line answers unless told.
+_OUTSIDE = re.compile(
+    r"\b(?:weather|forecast|temperature\s+(?:outside|today|tomorrow)|(?:the\s+)?news\s+today|"
+    r"stock\s+price|exchange\s+rate|(?:is\s+it|will\s+it)\s+(?:going\s+to\s+)?(?:rain|snow))\b",
+    re.I,
+)
 #: A late answer that found only what was quoted already for another part of its question.
 SAME_AS_QUOTED = "The line I quoted just above answers that too."
 #: How a reply cut to the room the window leaves ends (see the offline provider).
@@ -2629,10 +2640,10 @@ def _memory_notes(
             if call.id.startswith("fix-"):
                 notes.append(f"{_CORRECTED}{_short(to_second_person(said)).rstrip(' .!')}.")
             elif kind == "todo":
-                todo.append(_short(to_second_person(_TODO_LEAD.sub("", said))))
+                todo.append(_short(_said_back(_TODO_LEAD.sub("", said))))
                 reminded = reminded or re.search(r"\bremind\b", said, re.I) is not None
             else:
-                saved.append(_short(to_second_person(said)))
+                saved.append(_short(_said_back(said)))
         else:
             why = body.get("skipped") or body.get("error") or "the memory store did not say"
             notes.append(f"I could not save that: {why}.")
@@ -2655,6 +2666,16 @@ def _memory_notes(
     return _forgot_together(notes)
 
 
+def _said_back(said: str) -> str:
+    """What was saved, said back to its speaker: in the second person ("your locker code
+    is 4411"), or, when it speaks to someone as "you" ("i paid you back zoe", "i'll tell
+    you later"), as they said it: turned round, it would say "you paid you back"."""
+    if _SAID_TO_YOU.search(said):
+        return f"«{said.strip().rstrip(' .!')}»"
+    return to_second_person(said)
+
+
+_SAID_TO_YOU = re.compile(r"\b(?:you|yourself|u|ya)\b", re.I)
 _FORGOT_ABOUT = "Done: I forgot what you told me about "
 # A death told: "My wife Edna passed away two years ago", "our dog Rex died" (not "the
 # printer died"): a death word, and someone of the family or a pet.
@@ -2679,7 +2700,13 @@ _HARD_TIME = re.compile(
     r"feel(?:ing)?\s+like\s+(?:an?\s+)?(?:imposter|impostor|failure|fraud)|"
     r"rough\s+(?:week|day|time|month|year)|(?:been|has\s+been)\s+(?:really\s+|so\s+)?hard|"
     r"(?:keep|been|were|are)\s+arguing|broke\s+up|lost\s+my\s+job|laid\s+off|"
-    r"made\s+redundant|poorly)\b",
+    r"made\s+redundant|poorly|"
+    # venting: "ugh the card machine has been playing up", "fml", "some days i wonder if
+    # it's worth it", "my exams are killing me"; a fall ("dad fell on tuesday")
+    r"^\W*(?:ugh+|urgh+|argh+|ffs|sigh)\W*$|fml|killing\s+me|doing\s+my\s+head\s+in|"
+    r"playing\s+up|fed\s+up|sick\s+of|can'?t\s+cope|"
+    r"wonder\s+if\s+it'?s\s+(?:even\s+)?worth\s+it|barely\s+break(?:ing)?\s+even|"
+    rf"{_RELATIVE}\s+had\s+a\s+fall|{_RELATIVE}\s+fell(?!\s+(?:asleep|in\s+love|for)\b))\b",
     re.I,
 )
 _LOSS = re.compile(
@@ -3016,6 +3043,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             # "Who is coming on Friday?" quoted Zoe's line; "And where from?" asks it of
             # that line: it answers when it says where ("from Lyon").
             found, score = just, 1.0
+        if score < 0.34 and _OUTSIDE.search(plain):
+            # "what's the weather going to be like tomorrow?": nothing said here answers
+            # it, and nothing can (no lookup goes further back for it).
+            answers.append((task, OUTSIDE_REPLY))
+            continue
         if (
             score < 0.34
             and not set_aside
@@ -3744,9 +3776,11 @@ def _statement_reply(
             speaker.lower(),
             "",
         }
-        titled = (
-            thanks is not None and bool(others) and _TITLED.match(rest[thanks.end() :]) is not None
-        )
+        after = rest[thanks.end() :] if thanks else ""
+        titled = thanks is not None and bool(others) and _TITLED.match(after) is not None
+        # "thanks aisha!": one of the chat, their name written small
+        named = re.match(r"[\s,]+([a-z][\w'-]*)\b", after, re.I)
+        titled = titled or (named is not None and named[1].lower() in others)
         if thanks and not titled and (to is None or to[1].lower() in _NOT_ADDRESSED | STOPWORDS):
             parts.append("You're welcome.")
         else:

@@ -2376,3 +2376,30 @@ async def test_venting_a_fall_and_the_weather_get_a_fitting_reply(
     assert replies[4].startswith("I can't look that up"), replies[4]
     assert "rain on saturday" in replies[6], replies[6]
     assert replies[8] == "OK, jonas.", replies[8]
+
+
+async def test_medicines_asked_for_are_the_lines_giving_a_dose_still_taken(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what meds does dad take?" found nothing (no line says "meds"), then only the
+    amlodipine; "he stopped taking amlodipine" left "the amlodipine dose went up to
+    10mg" listed as current; madopar's "3 times a day" was given the neurology
+    appointment's move ("same time") as its "Later"."""
+    replies = await _talk(
+        make_config,
+        [
+            "he takes madopar 3 times a day, 8am 1pm and 6pm",
+            "also amlodipine 5mg once in the morning for blood pressure",
+            "remember his neurology appointment is on the 9th of may at 10:40",
+            "actually the neurology appointment got moved to 16th may, same time",
+            "note that the amlodipine dose went up to 10mg",
+            "he stopped taking amlodipine, gp switched him to ramipril 2.5mg",
+            "what meds does dad take?",
+            "how much amlodipine does he take?",
+        ],
+    )
+    said = replies[6]
+    assert "madopar 3 times a day" in said and "neurology" not in said, said
+    current = said.split("Not listed")[0]
+    assert "amlodipine" not in current, said
+    assert "stopped taking amlodipine" in replies[7], replies[7]

@@ -35,7 +35,14 @@ import networkx as nx
 
 from tierbot.llm.base import ChatMessage, Completion, Purpose, ToolCall, ToolSpec, Usage
 from tierbot.llm.extraction import extract_memories
-from tierbot.llm.offline_chat import CUT_SHORT, best, candidates, chat, quoted_with_changes
+from tierbot.llm.offline_chat import (
+    CUT_SHORT,
+    best,
+    candidates,
+    chat,
+    quoted_with_changes,
+    recall_query,
+)
 from tierbot.llm.quoting import is_quoted, unquote
 from tierbot.llm.text import sentences, stems
 from tierbot.llm.transcript import TranscriptEntry, parse_transcript
@@ -257,7 +264,7 @@ class OfflineProvider:
             # Ten, not five: a line that answers by a value alone ("Biscuit is 7 and
             # Juno is 3" for "how old is biscuit?") shares one word with the question,
             # as many others do, and came ninth; the best of them is chosen below.
-            args = {"query": task, "limit": 10}
+            args = {"query": recall_query(task), "limit": 10}
             return "", [ToolCall(f"search-{i}", n, dict(args)) for i, n in enumerate(search)]
         pool = candidates(messages[:task_at], results)
         found, score = best(task, pool)

@@ -79,6 +79,7 @@ __all__ = [
     "chat",
     "conclusions",
     "quoted_with_changes",
+    "recall_query",
     "tool_json",
 ]
 
@@ -1216,7 +1217,7 @@ def _changed_since(
         # (a number both give is no thing in common: "ends at 12:30", "moved to 5:30")
         and {
             t
-            for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID - _LIGHT - _MOVING
+            for t in (said & set(stems(e.text))) - _WEEKDAYS - _NOT_SAID - _LIGHT - _MOVING - _SAME
             if not t.isdigit()
         }
     ):
@@ -1364,6 +1365,8 @@ _RESCHEDULED = re.compile(
 # The words that say a date moved: no thing two moves have in common ("the visa
 # appointment got moved to july 21" is no move of "Carmen moved my thursday lesson").
 _MOVING = frozenset(stems(" ".join(_MOVE_VERBS) + " actually"))  # (a correction's opening)
+# "moved to 16th may, same time": no thing in common with "3 times a day"
+_SAME = frozenset(stems("same time times"))
 # "… now": a newer value of something said before ("George's pills are at 9am now").
 _NOW = re.compile(r"\bnow\b", re.I)
 # "Correction: butter is £6.40 per kilo", "Actually, swap that: my shifts are now…": a
@@ -1453,6 +1456,13 @@ _RULE_SAID = re.compile(
 # for neighbourhood?".
 _WORD = frozenset(stems("word words"))
 _MEANS = re.compile(WORD_MEANS, re.I)
+# Medicines asked for, and a line giving a dose.
+_MEDS = frozenset(stems("meds medication medicine pills tablets drugs prescriptions"))
+_A_DOSE = re.compile(
+    r"\b\d+(?:\.\d+)?\s?(?:mg|mcg|µg|ml|iu|units?)\b|"
+    r"\b(?:once|twice|\d|one|two|three|four)\s+(?:times?\s+)?(?:a|per|each)\s+day\b",
+    re.I,
+)
 # A phone number, or the word for one (not a date written "2025-09-14").
 _A_PHONE = re.compile(
     r"\b(?:phone|mobile|cell|tel)\b|(?<![\w£$€.,-])\+?(?!\d{4}-\d\d-\d\d)\d(?:[ ()-]?\d){7,}\b",
@@ -1464,6 +1474,8 @@ _SAID_THEIR_WAY = (
     (_WORD, _MEANS, True, 1.0),
     # "what's the number?" of "his gp is dr fitzgerald …, phone 0161 496 0032"
     (frozenset(stems("number")), _A_PHONE, False, 1.0),
+    # "what meds does dad take?" of "he takes madopar 3 times a day", "amlodipine 5mg"
+    (_MEDS, _A_DOSE, False, 1.0),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
@@ -1512,6 +1524,15 @@ def _no_longer(text: str) -> list[tuple[bool, set[str]]]:
     ]
 
 
+# A medicine, a habit given up by name: "he stopped taking amlodipine", "I came off
+# the sertraline".
+_STOPPED_TAKING = re.compile(
+    r"\b(?:stopped|stopping|came\s+off|come\s+off|quit)\s+(?:taking\s+|using\s+)"
+    r"(?:(?:his|her|my|the|their)\s+)?([a-z][\w-]{3,})",
+    re.I,
+)
+
+
 def retired(pool: Sequence[Evidence]) -> Callable[[Evidence, str], bool]:
     """Whether a sentence of an evidence in ``pool`` was said to hold no more by its
     author later: see :func:`retired_by`."""
@@ -1538,6 +1559,12 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
             restated.append(e)
         for sent in sentences(e.text):
             stopped += [(e, gone) for gone in _no_longer(sent)]
+            # "he stopped taking amlodipine": every line of the amlodipine holds no more
+            stopped += [
+                (e, (bool(_I_SAID.search(sent[: m.start()])), set(stems(m[1]))))
+                for m in _STOPPED_TAKING.finditer(sent)
+                if stems(m[1])
+            ]
             if _I_SAID.search(sent) and _MOVED_TO.search(sent):
                 moved.append(e)
             called_off += [(e, off) for off in _cancelled(sent)]
@@ -2145,7 +2172,7 @@ def _kin(a: str, b: str) -> bool:
 # "What exams do I have?", "Which decisions did we make?": several of a kind asked for.
 _MANY = re.compile(
     r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*[^s\W]s\s+"
-    r"(?:do|did|have|has|are|were|is)\b",
+    r"(?:do|does|did|have|has|are|were|is)\b",
     re.I,
 )
 #: How well, against the best, a line of what the message asked before must answer a
@@ -3073,7 +3100,8 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             # A summary's line carries no date, and may be what its author later said
             # holds no more ("I live in Porto", then "I moved to Lisbon"): the memories
             # of it say when, and what came after.
-            calls.append(ToolCall(f"recall-{key}", "memory_recall", {"query": task, "limit": 5}))
+            args = {"query": recall_query(task), "limit": 5}
+            calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
         elif found is None or score < 0.2:
             said = UNKNOWN if not quoted else ELSE_NOTHING if goes_on else ELSE_UNKNOWN
             answers.append((task, _nothing(failed, said)))
@@ -3557,6 +3585,19 @@ def _changes_of(
 _CHANGES = ".changes"
 # The words a change of plan is said with, to ask the memories for one.
 _CHANGE_WORDS = "actually moved changed postponed"
+
+
+def recall_query(task: str) -> str:
+    """What the memories are asked for ``task``: the question, and, for a word a line
+    says its own way, the words that way is said with ("what meds does dad take?": a
+    line says "takes madopar 3 times a day", not "meds")."""
+    asked = set(stems(task))
+    more = [said for words_, said in _LOOKED_UP_AS if asked & words_]
+    return " ".join([task, *more])
+
+
+# A word asked for, and the words a line saying it its own way is said with.
+_LOOKED_UP_AS = ((_MEDS, "takes mg times a day tablet"),)
 
 
 def _recalls_for(task: str, asked: dict[str, ToolCall]) -> list[str]:

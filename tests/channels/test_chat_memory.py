@@ -1968,3 +1968,18 @@ async def test_a_forget_whose_own_memories_cannot_be_read_says_so(
         graph.memories_of = real  # type: ignore[method-assign]
         said = await _say(rt, "forget my allergy thing", "m3", author="mei")
         assert said.startswith("Done: I forgot"), said
+
+
+async def test_what_a_forget_says_after_its_thing_is_kept_without_the_pointing_word(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget the oven service thing, phil rescheduled and i'll tell you later" kept
+    "thing, phil rescheduled and you'll tell you later": the word pointing at what goes
+    is no part of what was told after it."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "note that the oven service is booked for the 15th, engineer is phil", "o1")
+        said = await _say(
+            rt, "forget the oven service thing, phil rescheduled and i'll tell you later", "o2"
+        )
+        assert said.startswith("Noted: «phil rescheduled and i'll tell you later»."), said
+        assert "Done: I forgot what you told me about the oven service" in said, said

@@ -2415,7 +2415,10 @@ def _told_after(content: str, what: str) -> str:
     at = content.lower().find(what.lower())
     if at < 0 or not what.strip():
         return ""
-    tail = _AFTER_FORGET.sub("", content[at + len(what) :], count=1).strip().rstrip(".!")
+    tail = content[at + len(what) :]
+    # (the word that only pointed at it: "forget the oven service thing, phil …")
+    tail = re.sub(r"^\s*(?:thing|stuff|bit|part|business)\b", "", tail, flags=re.I)
+    tail = _AFTER_FORGET.sub("", tail, count=1).strip().rstrip(".!")
     if len(words(tail)) < 4 or _POINTS_BACK.search(tail) or is_question(tail):
         return ""
     return tail if says_something(tail) and not is_chitchat(tail) else ""

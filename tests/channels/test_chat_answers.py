@@ -2403,3 +2403,22 @@ async def test_medicines_asked_for_are_the_lines_giving_a_dose_still_taken(
     current = said.split("Not listed")[0]
     assert "amlodipine" not in current, said
     assert "stopped taking amlodipine" in replies[7], replies[7]
+
+
+async def test_when_something_comes_is_when_it_does_what_it_does(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "when does the flour come?" found nothing of "the flour supplier is whitmore
+    mills, they deliver every monday" (no line says "come")."""
+    replies = await _talk(
+        make_config,
+        [
+            "the flour supplier is whitmore mills, they deliver every monday",
+            "my assistant josie works tues to thurs",
+            "my neighbour has a key in case builders come when i'm at work",
+            "when does the flour come?",
+            "when does josie come in?",
+        ],
+    )
+    assert "deliver every monday" in replies[3], replies[3]
+    assert "tues to thurs" in replies[4], replies[4]

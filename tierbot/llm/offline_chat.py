@@ -551,6 +551,16 @@ _PLACE = re.compile(
     r"(?i:\b(?:at|in)\s+(?:\w+\s+)?[a-z]+['\u2019]s\b|\b(?:at|in)\s+(?:mine|ours|theirs|yours)\b|"
     r"\b(?:street|road|lane|avenue|square|studio|centre|center)\b)"
 )
+# What a thing does that asks only when: it comes, arrives, turns up.
+_COMING = re.compile(
+    r"\b(?:come|comes|coming|arrive|arrives|arriving|get\s+here|gets\s+here|turn\s+up|"
+    r"turns\s+up|show\s+up|shows\s+up|happen|happens|happening)\b",
+    re.I,
+)
+# A day of the week, written whole, short or as a plural ("every monday", "tues").
+_A_DAY = re.compile(
+    r"\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)(?:day|nesday|urday|rsday)?s?\b", re.I
+)
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
 # A number gives a date only in a date's shape ("the 15th", "10:30", "2025-09-14", "at 10",
@@ -2052,6 +2062,21 @@ def best_all(
             if "long" not in overlap.doc_stems[k] and _A_DURATION.search(e.text):
                 near[k] = near[k] | {"long"}
                 scores[k] += overlap.idf.get("long", 1.0)
+    if _WHEN.search(question) and (
+        coming := {t for m in _COMING.finditer(question) for t in stems(m[0])}
+    ):
+        # "when does the flour come?" asks when the flour does ("they deliver every
+        # monday"): a line giving a day or a date, of what is asked, says the coming.
+        of_what = set(overlap.query_stems(question)) - coming
+        for k, e in enumerate(pool):
+            held = coming - overlap.doc_stems[k]
+            if (
+                held
+                and of_what & overlap.doc_stems[k]
+                and (_DATED.search(e.text) or _A_DAY.search(e.text))
+            ):
+                near[k] = near[k] | held
+                scores[k] += overlap.score(question, set(), boost=named, held=held)
     # A word no line says, where a line says a word of its family: "who's doing the
     # electrics?" of "the electrician is priya", "the inspection" of "building inspector
     # visit is on april 2nd".

@@ -2422,3 +2422,19 @@ async def test_when_something_comes_is_when_it_does_what_it_does(
     )
     assert "deliver every monday" in replies[3], replies[3]
     assert "tues to thurs" in replies[4], replies[4]
+
+
+async def test_a_bare_second_part_is_said_back_as_it_was_asked(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "who gave us the quest and where?" said its second answer was to «where gave us
+    the quest» (how it was looked up)."""
+    replies = await _talk(
+        make_config,
+        [
+            "the quest came from the blacksmith, old bram",
+            "bram's forge is in millbrook by the river",
+            "who gave us the quest and where?",
+        ],
+    )
+    assert "«where gave us" not in replies[2], replies[2]

@@ -3316,18 +3316,23 @@ def _each_question(text: str, person: str = "") -> list[tuple[str, str]]:
     after "Where does Priya sit", or ``person``, named by the question before)."""
     said = sentences(text)
     parts = [p.strip() for sent in said for p in _AND_ASKS.split(sent) if p.strip()]
+    written: dict[str, str] = {}  # a part made whole, and how it was asked
     for i in range(1, len(parts)):
         # "where is anna's wedding and when": "when is anna's wedding".
         bare, before = _BARE_WH.match(parts[i]), _WH_OPENS.match(parts[i - 1])
         if bare and before:
-            parts[i] = bare[1] + parts[i - 1][before.end() :]
+            whole = bare[1] + parts[i - 1][before.end() :]
+            # ("who gave us the quest and where?" is looked up as "where gave us the
+            # quest", and said back as it was asked: "where?")
+            written[whole] = parts[i]
+            parts[i] = whole
     asked = [(q, p) for p in parts if is_question(p) for q in _each_named(p)]
     # One question alone comes back whole; beside statements, the question alone.
     if not (len(asked) > 1 or (asked and len(asked) < len(parts))):
         asked = [(text, text)]
     out = []
     for q, part in asked:
-        out.append((with_person(q, person), q))
+        out.append((with_person(q, person), written.get(q, q) if q == part else q))
         if people_named(part):
             person = person_named(part)  # "where do Ana and Rui live?": "they" is both
     return out

@@ -2438,3 +2438,24 @@ async def test_a_bare_second_part_is_said_back_as_it_was_asked(
         ],
     )
     assert "«where gave us" not in replies[2], replies[2]
+
+
+async def test_what_one_needs_to_do_is_a_to_do_and_a_line_set_right_is_not_told_as_current(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what do i need to order?" quoted "i need help tracking custom orders" over the
+    to-do "remind me to order more eggs"; "what do you know about me?" listed "he's
+    doing chess club on tuesdays" beside "not chess club, its coding club"."""
+    replies = await _talk(
+        make_config,
+        [
+            "i run a tiny bakery and i need help tracking custom orders, i keep losing post-its",
+            "remind me to order more eggs, we're down to 2 trays",
+            "what do i need to order?",
+            "leo quit swimming, he's doing chess club on tuesdays instead",
+            "not chess club, its coding club, i got confused",
+            "what do you know about me?",
+        ],
+    )
+    assert "order more eggs" in replies[2] and "post-its" not in replies[2], replies[2]
+    assert "coding club" in replies[5] and "doing chess club" not in replies[5], replies[5]

@@ -1562,11 +1562,14 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
     moved: list[Evidence] = []
     restated: list[Evidence] = []
     called_off: list[tuple[Evidence, _CalledOff]] = []
+    corrections: list[Evidence] = []
     for e in pool:
         if is_question(e.text):
             continue
         if _RESTATED.match(e.text) or CHANGED.search(e.text):
             restated.append(e)
+        if NOT_THAT.search(e.text) or THIS_NOT_THAT.search(e.text):
+            corrections.append(e)
         for sent in sentences(e.text):
             stopped += [(e, gone) for gone in _no_longer(sent)]
             # "he stopped taking amlodipine": every line of the amlodipine holds no more
@@ -1613,6 +1616,11 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
                 and off.of(sent, said)
                 and not _one_of_many(sent, set(off.what - _PLAN_WORDS))
             ):
+                return r
+        # "not chess club, its coding club" of "he's doing chess club on tuesdays"
+        # (anyone may set a line right, naming what it takes back)
+        for r in corrections:
+            if later(e, r) and _corrects_word(r.text, sent):
                 return r
         lives = _I_SAID.search(sent) and _MOVED.search(sent) and not _MOVED_TO.search(sent)
         if lives:
@@ -1995,6 +2003,11 @@ def best_all(
     if not pool:
         return None, 0.0, []
     question = _CALLED.sub(r"\1's name\2", question)
+    needs = _NEED_TO.search(question) is not None
+    if needs:
+        # ("what do i need to order?" asks what to order: "i need help tracking custom
+        # orders" needs something else)
+        question = re.sub(r"\b(?:need|have|got)\s+to\b", "to", question, flags=re.I)
     overlap = Overlap([e.text for e in pool])
     # Who or what the question is about weighs more than what it asks of them: "How
     # old is Sofia?" is about Sofia, not about whatever is old; "my landlord's number"
@@ -2128,10 +2141,15 @@ def best_all(
     # the second part nearly as well as the care agency's "office number is …" does,
     # and it is the one asked about.
     top = max((scores[k] for k in fits), default=0.0)
+    # "what do i need to order?": a to-do ("remind me to order more eggs") over a line
+    # that needs something else ("i need help tracking custom orders").
     i = max(
         fits,
         key=lambda k: (
             bool(context & overlap.doc_stems[k]) and scores[k] >= _CONTEXT_SHARE * top,
+            needs
+            and scores[k] >= _CONTEXT_SHARE * top
+            and (pool[k].memory_type or classify(pool[k].text)[0]) == "todo",
             round(scores[k], 6),
             # "How much are we getting for Sheffield?": a line giving a sum, over its move.
             money and _MONEY_SAID.search(pool[k].text) is not None,
@@ -2198,6 +2216,11 @@ def _kin(a: str, b: str) -> bool:
 _MANY = re.compile(
     r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+)?[a-z][\w-]*[^s\W]s\s+"
     r"(?:do|does|did|have|has|are|were|is)\b",
+    re.I,
+)
+# "what do i need to order?", "what do we have to buy?": a to-do asked for.
+_NEED_TO = re.compile(
+    r"^\W*what\s+(?:do|does|did|should|must)\s+(?:i|we)\s+(?:still\s+)?(?:need|have|got)\s+to\b",
     re.I,
 )
 #: How well, against the best, a line of what the message asked before must answer a

@@ -2459,3 +2459,20 @@ async def test_what_one_needs_to_do_is_a_to_do_and_a_line_set_right_is_not_told_
     )
     assert "order more eggs" in replies[2] and "post-its" not in replies[2], replies[2]
     assert "coding club" in replies[5] and "doing chess club" not in replies[5], replies[5]
+
+
+async def test_a_bare_second_part_after_whats_asks_of_the_first(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what's my best seller and how much?" quoted "£3.20 each" for the first part
+    and found nothing for "how much?": "what's" did not open a question it could ask
+    of."""
+    replies = await _talk(
+        make_config,
+        [
+            "my best seller is the cardamom bun, £3.20 each",
+            "the farmers market is every second sunday, stall number 17",
+            "what's my best seller and how much?",
+        ],
+    )
+    assert "£3.20 each" in replies[2] and "Nothing" not in replies[2], replies[2]

@@ -1932,6 +1932,7 @@ async def test_a_forget_in_other_words_than_what_was_told_forgets_it(
             rt, "forget my allergy thing actually, i'll tell jonas myself", "m2", author="mei"
         )
         assert "Done: I forgot" in said and "nothing of yours" not in said, said
+        assert "Noted" not in said, said  # "i'll tell jonas myself" is why, nothing to keep
         said = await _say(
             rt, "forget that i owe jonas money, i paid him back today", "a2", author="aisha"
         )

@@ -2467,11 +2467,20 @@ def _told_after(content: str, what: str) -> str:
     # (the word that only pointed at it: "forget the oven service thing, phil …")
     tail = re.sub(r"^\s*(?:thing|stuff|bit|part|business)\b", "", tail, flags=re.I)
     tail = _AFTER_FORGET.sub("", tail, count=1).strip().rstrip(".!")
+    tail = re.sub(r"^(?:actually|anyway|tbh)\b[\s,]*", "", tail, flags=re.I)
+    if _TELL_THEM.match(tail):
+        return ""  # "…, i'll tell jonas myself": why it goes, nothing to keep
     if len(words(tail)) < 4 or _POINTS_BACK.search(tail) or is_question(tail):
         return ""
     return tail if says_something(tail) and not is_chitchat(tail) else ""
 
 
+# Telling someone oneself, instead of the bot keeping it.
+_TELL_THEM = re.compile(
+    r"^(?:i'?ll|i\s+will|i\s+can|i'?d\s+rather|i'?m\s+going\s+to)\s+(?:just\s+)?"
+    r"(?:tell|let|text|message|email|call|ask|remind)\b",
+    re.I,
+)
 # "Please delete the sandbox API token", "can you remove our door code": deleting a thing.
 _DELETE_THING = re.compile(
     r"^\W*(?:please\s+|pls\s+|(?:can|could|would)\s+you\s+(?:please\s+)?)?"
@@ -3326,7 +3335,9 @@ def _each_named(question: str) -> list[str]:
 
 _BARE_WH = re.compile(r"^(when|where|who|why|how|what time|how much|how long)\s*\??$", re.I)
 _WH_OPENS = re.compile(
-    r"^(?:when|where|who|why|how|what time|how much|how long|what|which)\b(?=\s+\w)", re.I
+    r"^(?:when|where|who|why|how|what time|how much|how long|what|which)\b(?:['\u2019]s)?"
+    r"(?=\s+\w)",
+    re.I,
 )
 
 

@@ -2476,3 +2476,21 @@ async def test_a_bare_second_part_after_whats_asks_of_the_first(
         ],
     )
     assert "£3.20 each" in replies[2] and "Nothing" not in replies[2], replies[2]
+
+
+async def test_quitting_the_place_one_works_is_told_after_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "where does ravi work?" quoted the cafe's hours with no word of Ravi's later "i'm
+    quitting the cafe" (which got "OK, Ravi.")."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Ravi", "i work at the cafe on campus saturdays and sundays 9 to 3"),
+            ("Ravi", "ellie can you forget my work hours, i'm quitting the cafe"),
+            ("Zoe", "where does ravi work?"),
+        ],
+    )
+    assert replies[1].startswith("Noted"), replies[1]
+    said = replies[2]
+    assert said.index("at the cafe on campus") < said.index("quitting the cafe"), said

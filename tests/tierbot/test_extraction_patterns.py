@@ -732,6 +732,7 @@ def test_a_tenth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
         ("also i'm closed on mondays", "fact"),
         ("i paid the electric bill, it was £84, so everyone owes me £21", "fact"),
         ("leo quit swimming, he hates it lol, he's doing chess club on tuesdays instead", "event"),
+        ("i'm quitting the cafe at the end of the month", "event"),
         # ... and what stays as it was.
         ("Sorry, I meant Thursday, not Tuesday", None),
         ("i'm not sure, not now", None),

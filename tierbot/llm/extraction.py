@@ -874,8 +874,9 @@ _WELCOME = _Folded(
 # Something that held changed: a move, a job left, a thing sold, a switch.
 CHANGED = re.compile(
     r"\b(?:moved|relocated|moving)\s+(?:from|to|into|back\s+to|out\s+of|away)\b|"
-    r"\b(?:quit|left|lost|resigned\s+from)\s+(?:my|the|his|her|our|their)\s+(?:\w+\s+)?"
-    r"(?:job|role|position|team|company|firm|band|club|course|school)\b|"
+    r"\b(?:quit|quitting|left|leaving|lost|resigned\s+from)\s+(?:my|the|his|her|our|their)\s+"
+    r"(?:\w+\s+)?(?:job|role|position|team|company|firm|band|club|course|school|cafe|café|shop|"
+    r"restaurant|bar|pub|store|office|choir)\b|"
     r"\b(?:sold|gave\s+away|got\s+rid\s+of|cancell?ed|called\s+off|postponed)\s+"
     r"(?:my|the|our|his|her|their)\s+\w+|"
     r"\b(?:switched|switching|changed|changing|migrated|upgraded|downgraded)\s+(?:\w+\s+){0,3}?"

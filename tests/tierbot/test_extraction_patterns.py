@@ -733,11 +733,15 @@ def test_a_tenth_round_of_new_users_lines_are_typed(line: str, kind: str | None)
         ("i paid the electric bill, it was £84, so everyone owes me £21", "fact"),
         ("leo quit swimming, he hates it lol, he's doing chess club on tuesdays instead", "event"),
         ("i'm quitting the cafe at the end of the month", "event"),
+        # talk of the bot itself is nothing of the speaker's to keep
+        ("hiya flat 4b, i added the bot so we stop arguing about bills lol", None),
+        ("need somewhere to keep all the details", None),
         # ... and what stays as it was.
         ("Sorry, I meant Thursday, not Tuesday", None),
         ("i'm not sure, not now", None),
         ("Jonas owns the domain name personally, not the company", "fact"),
         ("so good, really lovely evening", None),
+        ("The bot prefix is ! and the music bot is on /play.", "fact"),
     ],
 )
 def test_an_eleventh_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:

@@ -889,6 +889,15 @@ CHANGED = re.compile(
     r"\b(?:increased|decreased|raised|lowered|reduced|dropped|rose|risen)\s+(?:\w+\s+){0,2}?to\s+\S*\d",
     re.I,
 )
+# Talk of the bot itself, why it is used: "i added the bot so we stop arguing about
+# bills", "need somewhere to keep all the details" (nothing of the speaker's to keep).
+_OF_THE_BOT = _Folded(
+    r"\b(added|invited|using|trying|testing|set up|installed) (the|this|a|our) bot\b|"
+    r"^(i |we )?(need|want|wanted|am looking for|was looking for) (somewhere|a place|a way|"
+    r"something|help) to (keep|store|remember|write down|note) (all )?(the |my |our |of )?"
+    r"(details|info|information|things|stuff|everything|it all)\b|"
+    r"^(i |we )?(need|want|wanted) (somewhere|a place|a way|something|help) to keep track\b"
+)
 # "not chess club, its coding club": a correction opening with what it takes back.
 NOT_THAT = re.compile(
     r"^\W*(?:no\W+)?not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>\d[\d:.]*|[a-z][\w-]{2,}"
@@ -1239,7 +1248,7 @@ def _classify(sentence: str) -> tuple[str | None, float]:
             r"\s+so (?=if|could|can|would|will|is|are|do|any)\b",
             s,
         )[0]
-    if not s or is_question(s) or is_chitchat(s):
+    if not s or is_question(s) or is_chitchat(s) or _OF_THE_BOT.search(s):
         return None, 0.0
     if read_correction(s) is not None:
         # "No wait, it's 4412" means nothing alone: the chat saves the sentence it

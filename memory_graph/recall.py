@@ -31,6 +31,7 @@ import numpy as np
 
 from tierbot.errors import ToolError
 from tierbot.keys import workspace_of
+from tierbot.llm.text import kin
 
 from . import background
 from .answers import expected_answer
@@ -279,10 +280,9 @@ def _vector_only(
 
 
 #: A query term no memory holds is looked for by the terms of its family that some do
-#: ("electrics" by "electrician", "inspection" by "inspector"): one of this many letters
-#: or more begins the other, at most ``KIN_GAP`` letters shorter; the ``KIN_MOST`` most
-#: frequent are asked for.
-KIN_MIN, KIN_GAP, KIN_MOST = 5, 5, 3
+#: ("electrics" by "electrician", "inspection" by "inspector": see
+#: :func:`tierbot.llm.text.kin`); the ``KIN_MOST`` most frequent are asked for.
+KIN_MIN, KIN_MOST = 5, 3
 
 
 def kin_terms(df: dict[str, int], q_terms: Sequence[str]) -> list[str]:
@@ -291,16 +291,9 @@ def kin_terms(df: dict[str, int], q_terms: Sequence[str]) -> list[str]:
     for t in dict.fromkeys(q_terms):
         if len(t) < KIN_MIN or df.get(t):
             continue
-        kin = [u for u in df if u != t and df[u] and is_kin(t, u)]
-        out += sorted(kin, key=lambda u: (-df[u], u))[:KIN_MOST]
+        family = [u for u in df if df[u] and kin(t, u)]
+        out += sorted(family, key=lambda u: (-df[u], u))[:KIN_MOST]
     return out
-
-
-def is_kin(a: str, b: str) -> bool:
-    """Whether two terms are of one family: the shorter, of ``KIN_MIN`` letters or
-    more, begins the longer, at most ``KIN_GAP`` letters shorter."""
-    short, long_ = sorted((a, b), key=len)
-    return len(short) >= KIN_MIN and len(long_) - len(short) <= KIN_GAP and long_.startswith(short)
 
 
 def _affordable(df: dict[str, int], q_terms: list[str]) -> tuple[list[str], bool]:

@@ -57,12 +57,14 @@ from tierbot.llm.quoting import blocks, is_quoted, unquote
 from tierbot.llm.text import (
     CALENDAR_WORDS,
     MEN,
+    MONEY_AMOUNT,
     PHONE_NUMBER,
     SAID_ABOUT,
     STOPWORDS,
     WOMEN,
     Overlap,
     bare,
+    kin,
     names,
     sentences,
     spelled_out,
@@ -509,11 +511,7 @@ _SUM = re.compile(
 )
 # Asked for a price, and a sum of money said.
 _PRICE = re.compile(r"\b(?:price|prices|cost|costs|fee|fees|charge|charges)\b", re.I)
-_MONEY_SAID = re.compile(
-    r"[£$€¥]\s?\d|\d\s?(?:p|k|pence|quid|pounds?|dollars?|euros?|bucks|usd|gbp|eur)\b|"
-    r"\b(?:free|nothing)\b",
-    re.I,
-)
+_MONEY_SAID = re.compile(rf"{MONEY_AMOUNT.pattern}|\b(?:free|nothing)\b", re.I)
 # Asked what someone does not like or want, and a line saying so.
 _LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
 # A liking said negated: "I don't like olives", "What do I not like?".
@@ -2096,7 +2094,7 @@ def best_all(
     said_anywhere = set().union(*overlap.doc_stems) if overlap.doc_stems else set()
     for word in overlap.query_stems(question) - said_anywhere:
         for k in range(len(pool)):
-            if any(_kin(word, t) for t in overlap.doc_stems[k]):
+            if any(kin(word, t) for t in overlap.doc_stems[k]):
                 near[k] = near[k] | {word}
                 scores[k] += overlap.score(question, set(), boost=named, held={word})
     fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
@@ -2197,19 +2195,6 @@ def best_all(
         if overlap.score(question, part) >= score - 1e-9 and not _STOPPED.search(part):
             found = replace(found, text=part)
     return found, score, also
-
-
-def _kin(a: str, b: str) -> bool:
-    """Whether two stems are of one family: the shorter, of five letters or more, begins
-    the longer, at most five letters shorter ("electr" and "electrician", "inspect" and
-    "inspector")."""
-    short, long_ = sorted((a, b), key=len)
-    return (
-        len(short) >= 5
-        and short != long_
-        and len(long_) - len(short) <= 5
-        and (long_.startswith(short))
-    )
 
 
 # "What exams do I have?", "Which decisions did we make?": several of a kind asked for.

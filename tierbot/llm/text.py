@@ -271,9 +271,23 @@ _DIGIT_GAP = re.compile(r"(?<=\d)[,\s.-](?=\d)")
 
 
 _MONEY = re.compile(r"\b(?:money|cash)\b", re.I)
-_AN_AMOUNT = re.compile(
-    r"[£$€]\s?\d|\b\d[\d,.]*\s?(?:quid|pounds?|dollars?|euros?|bucks|p)\b|\b\d+k\b", re.I
+#: A sum of money said: "£15", "12 quid", "4k", "20 dollars".
+MONEY_AMOUNT = re.compile(
+    r"[£$€¥]\s?\d|\d\s?(?:p|k|pence|quid|pounds?|dollars?|euros?|bucks|usd|gbp|eur)\b", re.I
 )
+
+
+def kin(a: str, b: str) -> bool:
+    """Whether two stems are of one family: the shorter, of five letters or more,
+    begins the longer, at most five letters shorter ("electr" and "electrician",
+    "inspect" and "inspector", "allerg" and "allergi")."""
+    short, long_ = sorted((a, b), key=len)
+    return (
+        len(short) >= 5
+        and short != long_
+        and len(long_) - len(short) <= 5
+        and long_.startswith(short)
+    )
 
 
 def names(request: str, text: str) -> bool:
@@ -297,7 +311,7 @@ def names(request: str, text: str) -> bool:
         request = vague
     if len(said := sentences(text)) > 1 and any(names(request, x) for x in said):
         return True  # "My NHS number is 123. Dad's NHS number is 456." names "his"
-    if _MONEY.search(request) and not _MONEY.search(text) and _AN_AMOUNT.search(text):
+    if _MONEY.search(request) and not _MONEY.search(text) and MONEY_AMOUNT.search(text):
         # "that i owe jonas money" of "i owe jonas 12 quid": the amount is the money.
         request = " ".join(_MONEY.sub(" ", request).split())
     wanted = set(stems(_DIGIT_GAP.sub("", request)))

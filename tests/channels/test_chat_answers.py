@@ -2494,3 +2494,25 @@ async def test_quitting_the_place_one_works_is_told_after_it(
     assert replies[1].startswith("Noted"), replies[1]
     said = replies[2]
     assert said.index("at the cafe on campus") < said.index("quitting the cafe"), said
+
+
+async def test_and_their_thing_asks_of_the_same_one_and_a_payment_is_not_moved(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "and their budget?" after "what's Brightwave's deadline?" was asked as "what's
+    their budget deadline?"; "how much was the venue deposit?" was told "Later, … the
+    venue moved our date to june 21st" (a payment's date is when it was paid)."""
+    replies = await _talk(
+        make_config,
+        [
+            "new client: Brightwave Coffee, they want a logo refresh, budget £1,200",
+            "brightwave deadline is march 15",
+            "we paid a £2,500 deposit for the venue on march 3",
+            "actually the venue moved our date to june 21st bc of a double booking",
+            "what's Brightwave's deadline?",
+            "and their budget?",
+            "how much was the venue deposit?",
+        ],
+    )
+    assert "£1,200" in replies[5], replies[5]
+    assert "£2,500" in replies[6] and "june 21st" not in replies[6], replies[6]

@@ -1988,3 +1988,33 @@ async def test_what_a_forget_says_after_its_thing_is_kept_without_the_pointing_w
         )
         assert said.startswith("Noted: «phil rescheduled and i'll tell you later»."), said
         assert "Done: I forgot what you told me about the oven service" in said, said
+
+
+async def test_looking_further_back_leaves_the_answer_room_to_say_what_changed(
+    make_config: Callable[..., Config],
+) -> None:
+    """At a 2,048-token window, "what's the venue called?" looked further back and
+    said only «the venue is Holloway Barn in Kent, booked for june 14th»: ten hits of
+    each search left the answer no room for "Later, … moved our date to june 21st"."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        for i, line in enumerate(
+            [
+                "hey!! so we're finally planning the wedding lol, i'm Priya and my fiance is Tom",
+                "the venue is Holloway Barn in Kent, booked for june 14th",
+                "we paid a £2,500 deposit for the venue on march 3",
+                "caterer is Olive & Fig, our contact there is Marta",
+                "guest count so far is 120 - toms side 65 and mine 55",
+                "photographer is Jess Lowry, she charges £1,800 for the full day",
+                "actually the venue moved our date to june 21st bc of a double booking",
+                "catering deposit is £1,000, due by may 1",
+                "the cake is lemon and elderflower, three tiers, made by a lady called Gwen",
+            ]
+        ):
+            await _say(rt, line, f"w{i}")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert not live & {"w1", "w6"}, "the told lines should be compacted away"
+        said = await _say(rt, "what's the venue called?", "q1")
+        assert "Holloway Barn" in said and "june 21st" in said, said

@@ -52,6 +52,11 @@ _GREETING = re.compile(r"^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|ev
 # The notes workers.task adds to a branch's or worker's context: never the task itself.
 _NOTE = re.compile(r"^(Older context has been compacted|You have used all your tool turns)")
 _SEARCH_TOOLS = ("memory_recall", "conversation_search")
+# How many hits each search brings: the memories more, as they hold what was said too
+# (a line answering by a value alone, "Biscuit is 7 and Juno is 3" for "how old is
+# biscuit?", came ninth of them); the two together no more than ten, as a branch's
+# window must leave its answer room (ten of each cut "Later, …" off the answer).
+_SEARCH_LIMITS = {"memory_recall": 8, "conversation_search": 2}
 _HOLDING = "Let me look further back for that; I'll answer in a moment."
 _IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
 
@@ -261,11 +266,11 @@ class OfflineProvider:
         results = [m for m in messages[task_at + 1 :] if m.role == "tool"]
         search = [name for name in _SEARCH_TOOLS if name in tools]
         if search and not results:
-            # Ten, not five: a line that answers by a value alone ("Biscuit is 7 and
-            # Juno is 3" for "how old is biscuit?") shares one word with the question,
-            # as many others do, and came ninth; the best of them is chosen below.
-            args = {"query": recall_query(task), "limit": 10}
-            return "", [ToolCall(f"search-{i}", n, dict(args)) for i, n in enumerate(search)]
+            query = recall_query(task)
+            return "", [
+                ToolCall(f"search-{i}", n, {"query": query, "limit": _SEARCH_LIMITS.get(n, 5)})
+                for i, n in enumerate(search)
+            ]
         pool = candidates(messages[:task_at], results)
         found, score = best(task, pool)
         if found is None or score < 0.2:

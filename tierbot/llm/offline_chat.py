@@ -1222,6 +1222,9 @@ def _changed_since(
     if (
         _RESCHEDULED.search(e.text)
         and _DATED.search(found.text)  # a date it moves ("sign off before launch" has none)
+        # (a payment's date is when it was paid: "the venue moved our date to june 21st"
+        # does not move "we paid a £2,500 deposit for the venue on march 3")
+        and not (_PAID.search(found.text) and not _PAID.search(e.text))
         # (a number both give is no thing in common: "ends at 12:30", "moved to 5:30")
         and {
             t
@@ -1373,6 +1376,8 @@ _RESCHEDULED = re.compile(
 # The words that say a date moved: no thing two moves have in common ("the visa
 # appointment got moved to july 21" is no move of "Carmen moved my thursday lesson").
 _MOVING = frozenset(stems(" ".join(_MOVE_VERBS) + " actually"))  # (a correction's opening)
+# A payment made: its date is when it was paid, which no move of a plan changes.
+_PAID = re.compile(r"\b(?:paid|spent|deposit|bought|transferred)\b", re.I)
 # "moved to 16th may, same time": no thing in common with "3 times a day"
 _SAME = frozenset(stems("same time times"))
 # "… now": a newer value of something said before ("George's pills are at 9am now").
@@ -3453,7 +3458,8 @@ _AND_WHO = re.compile(
 )
 _NOT_WHO = frozenset(
     "you u me yours mine then so why what how when where who whom which ok okay else the "
-    "rest everyone anyone them us from with for since until till".split()
+    "rest everyone anyone them us from with for since until till their his her my your our "
+    "its a an this that these those".split()
 )
 # Whom a question asks of: "leo's" of "when is leo's trip?", "Leo", or the word after its
 # verb ("what is leo allergic to?", "where does ravi work?").

@@ -2516,3 +2516,20 @@ async def test_and_their_thing_asks_of_the_same_one_and_a_payment_is_not_moved(
     )
     assert "£1,200" in replies[5], replies[5]
     assert "£2,500" in replies[6] and "june 21st" not in replies[6], replies[6]
+
+
+async def test_what_we_need_to_do_after_another_part_asks_of_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "when is the inspection and what do we need to do?" found nothing for its
+    second part once "need to" no longer counted: "what do we need to do?" asks of
+    what it is said after ("we need to clean the oven")."""
+    replies = await _talk(
+        make_config,
+        [
+            ("ellie", "the flat inspection is 28 april, we need to clean the oven"),
+            ("zoe", "my exams are in may"),
+            ("ravi", "when is the inspection and what do we need to do?"),
+        ],
+    )
+    assert "clean the oven" in replies[2] and "Nothing" not in replies[2], replies[2]

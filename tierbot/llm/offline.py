@@ -52,11 +52,12 @@ _GREETING = re.compile(r"^(hi|hello|hey|hiya|yo|howdy|good (morning|afternoon|ev
 # The notes workers.task adds to a branch's or worker's context: never the task itself.
 _NOTE = re.compile(r"^(Older context has been compacted|You have used all your tool turns)")
 _SEARCH_TOOLS = ("memory_recall", "conversation_search")
-# How many hits each search brings: the memories more, as they hold what was said too
-# (a line answering by a value alone, "Biscuit is 7 and Juno is 3" for "how old is
-# biscuit?", came ninth of them); the two together no more than ten, as a branch's
-# window must leave its answer room (ten of each cut "Later, …" off the answer).
-_SEARCH_LIMITS = {"memory_recall": 8, "conversation_search": 2}
+# How many hits each search brings: nearly all from the memories, which hold the
+# archived messages too (a line answering by a value alone, "Biscuit is 7 and Juno is
+# 3" for "how old is biscuit?", came ninth of them); the two together no more than
+# ten, as a branch's window must leave its answer room (ten of each cut "Later, …" off
+# "what's the venue called?" at a 2,048-token window).
+_SEARCH_LIMITS = {"memory_recall": 9, "conversation_search": 1}
 _HOLDING = "Let me look further back for that; I'll answer in a moment."
 _IDENTIFIER = re.compile(r"\b(\d[\d.,:/-]*|[A-Z]{2,}[-_]?\d+|[a-z]+[-_][a-z0-9_-]+|#\d+)\b")
 

@@ -2006,7 +2006,8 @@ def best_all(
     if not pool:
         return None, 0.0, []
     question = _CALLED.sub(r"\1's name\2", question)
-    needs = _NEED_TO.search(question) is not None
+    # (not "what do we need to do?": that asks of what it is said after)
+    needs = _NEED_TO.search(question) is not None and not _TO_DO.search(question)
     if needs:
         # ("what do i need to order?" asks what to order: "i need help tracking custom
         # orders" needs something else)
@@ -2208,6 +2209,7 @@ _MANY = re.compile(
     r"(?:do|does|did|have|has|are|were|is)\b",
     re.I,
 )
+_TO_DO = re.compile(r"\bto\s+do\b", re.I)
 # "what do i need to order?", "what do we have to buy?": a to-do asked for.
 _NEED_TO = re.compile(
     r"^\W*what\s+(?:do|does|did|should|must)\s+(?:i|we)\s+(?:still\s+)?(?:need|have|got)\s+to\b",

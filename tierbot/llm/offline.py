@@ -268,8 +268,10 @@ class OfflineProvider:
         search = [name for name in _SEARCH_TOOLS if name in tools]
         if search and not results:
             query = recall_query(task)
+            # (one search alone, without memory, asks for five, as both did before)
+            limits = _SEARCH_LIMITS if len(search) > 1 else {}
             return "", [
-                ToolCall(f"search-{i}", n, {"query": query, "limit": _SEARCH_LIMITS.get(n, 5)})
+                ToolCall(f"search-{i}", n, {"query": query, "limit": limits.get(n, 5)})
                 for i, n in enumerate(search)
             ]
         pool = candidates(messages[:task_at], results)

@@ -555,10 +555,6 @@ _COMING = re.compile(
     r"turns\s+up|show\s+up|shows\s+up|happen|happens|happening)\b",
     re.I,
 )
-# A day of the week, written whole, short or as a plural ("every monday", "tues").
-_A_DAY = re.compile(
-    r"\b(?:mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)(?:day|nesday|urday|rsday)?s?\b", re.I
-)
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
 # A number gives a date only in a date's shape ("the 15th", "10:30", "2025-09-14", "at 10",
@@ -1478,8 +1474,7 @@ _A_DOSE = re.compile(
 )
 # A phone number, or the word for one (not a date written "2025-09-14").
 _A_PHONE = re.compile(
-    r"\b(?:phone|mobile|cell|tel)\b|(?<![\w£$€.,-])\+?(?!\d{4}-\d\d-\d\d)\d(?:[ ()-]?\d){7,}\b",
-    re.I,
+    rf"\b(?:phone|mobile|cell|tel)\b|(?!\d{{4}}-\d\d-\d\d){PHONE_NUMBER.pattern}", re.I
 )
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
@@ -2090,7 +2085,7 @@ def best_all(
             if (
                 held
                 and of_what & overlap.doc_stems[k]
-                and (_DATED.search(e.text) or _A_DAY.search(e.text))
+                and (_DATED.search(e.text) or overlap.doc_stems[k] & _WEEKDAYS)
             ):
                 near[k] = near[k] | held
                 scores[k] += overlap.score(question, set(), boost=named, held=held)

@@ -2533,3 +2533,26 @@ async def test_what_we_need_to_do_after_another_part_asks_of_it(
         ],
     )
     assert "clean the oven" in replies[2] and "Nothing" not in replies[2], replies[2]
+
+
+async def test_a_correction_naming_someone_by_a_pronoun_is_told_after_their_line(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually her number is 07700 900999" after "my sister's new number is 07700
+    900123": asked her number, the bot gave the old one alone.  The correction is her
+    number's "Later"; it is not the asker's own number, nor its change."""
+    replies = await _talk(
+        make_config,
+        [
+            "my sister's new number is 07700 900123",
+            "my number is 0800 111 222",
+            "actually her number is 07700 900999",
+            "what's my sister's number?",
+            "what's my number?",
+        ],
+    )
+    sister, mine = replies[3], replies[4]
+    assert "07700 900123" in sister and "Later" in sister, sister
+    assert sister.index("900999") > sister.index("900123"), sister
+    assert "0800 111 222" in mine, mine
+    assert "900999" not in mine, mine

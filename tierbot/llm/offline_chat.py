@@ -657,6 +657,7 @@ class _Asked:
     numbered: frozenset[tuple[str, str]] = frozenset()  # "level 4": {("level", "4")}
     price: bool = False  # asks a price ("What's the price of sourdough?")
     duration: bool = False  # asks how long ("How long is Kofi out?")
+    my_own: bool = False  # asks of the asker's own thing ("my number", not "my sister's")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -704,6 +705,7 @@ class _Asked:
             frozenset(_numbered(question)),
             _PRICE.search(question) is not None or _HOW_MUCH_PAID.search(question) is not None,
             _HOW_LONG.search(question) is not None,
+            re.search(r"\bmy\s+(?![\w-]+['\u2019]s\b)\w", question, re.I) is not None,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -835,6 +837,12 @@ class _Asked:
         common = self.common | _lower_stems(e.text)
         if self.mine and any(_someone_else(x, common) for x in said_of):
             return False  # "Where do I live?" is not answered by "Mum lives at …"
+        if (
+            (self.mine or self.my_own)
+            and said_of
+            and all(_OF_THEIRS.match(_LEAD.sub("", x)) for x in sentences(e.text))
+        ):
+            return False  # "What's my number?" is not "actually her number is …"
         if (
             self.my_thing
             and said_of
@@ -1036,9 +1044,13 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _changed_since(found, e, said, mine, common, question)
             or _replaces(e, found.text)
             or _corrects_word(e.text, found.text)
+            or (e.author == found.author and _corrects_theirs(e.text, found.text))
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
+    if subject is not None and re.match(r"\s*(?:my|our)\s+(?![\w-]+'s\b)", subject[1], re.I):
+        # "actually her number is …" is of someone else's number, not of "my number is …"
+        later = [e for e in later if not _OF_THEIRS.match(_LEAD.sub("", e.text))]
     if _HOW_MUCH.search(question):
         # "How much does Hannah charge?" is not told that "Hannah switched to tue and thu
         # at noon" (of her, but no amount): a change of how much gives one.
@@ -1051,6 +1063,31 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if later
         else None
     )
+
+
+# "actually her number is …": a correction of someone's thing, named by a pronoun.
+_THEIRS_CORRECTED = re.compile(
+    r"^\W*(?:actually|sorry|oops|whoops|my bad|correction|no wait|wait|no)\b[\s,:;.!-]*"
+    r"(?:it's\s+|its\s+)?(?:his|her|their)\s+([\w' -]{2,30}?)\s+(?:is|are|was|were|'s)\b",
+    re.I,
+)
+# "her number is …": a thing of someone else's, named by a pronoun.
+_OF_THEIRS = re.compile(r"^\W*(?:it's\s+|its\s+)?(?:his|her|their)\s+[a-z]", re.I)
+# "my sister's new number is …", "Tom's address is …": someone's thing, said of.
+_THEIRS_SAID = re.compile(
+    r"^\s*(?:my\s+|our\s+)?[\w-]+'s\s+([\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I
+)
+
+
+def _corrects_theirs(text: str, before: str) -> bool:
+    """Whether ``text`` corrects what ``before`` said of someone's thing, naming them by
+    a pronoun: "actually her number is 07700 900999" after "my sister's new number is
+    07700 900123" (not after "my number is …": that is the speaker's own)."""
+    fix = _THEIRS_CORRECTED.match(text)
+    said = _THEIRS_SAID.match(_LEAD.sub("", before))
+    if fix is None or said is None:
+        return False
+    return bool(set(stems(fix[1].split()[-1])) & set(stems(said[1].split()[-1])))
 
 
 def _corrects_word(text: str, before: str) -> bool:

@@ -2556,3 +2556,30 @@ async def test_a_correction_naming_someone_by_a_pronoun_is_told_after_their_line
     assert sister.index("900999") > sister.index("900123"), sister
     assert "0800 111 222" in mine, mine
     assert "900999" not in mine, mine
+
+
+async def test_someones_thing_in_view_is_answered_by_their_own_my(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "when is bens party?" with Ben's "party at mine saturday" in view: the bot said
+    it would look further back, then quoted the memory of the same line.  Ben's "my
+    party" (or his party "at mine") is Ben's party, answered at once."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        for i, (who, line) in enumerate(
+            [
+                ("ben", "party at mine saturday, 22 hill street"),
+                ("tia", "my party is on the 9th, at the boathouse"),
+                ("aisha", "cool what should i bring"),
+            ]
+        ):
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
+            await rt.drain()
+        for i, (question, said) in enumerate(
+            [("when is bens party?", "22 hill street"), ("where is tia's party?", "boathouse")]
+        ):
+            before = len(rt.outbox.sent)
+            await rt.submit(inbound(CH, question, pid=f"q{i}", author="cara"))
+            await rt.drain()
+            replies = [o.text for o in rt.outbox.sent[before:]]
+            assert len(replies) == 1 and said in replies[0], replies
+            assert HOLDING not in replies[0], replies

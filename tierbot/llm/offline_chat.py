@@ -2059,12 +2059,26 @@ def best_all(
     scores = overlap.scores(question, boost=named)
     # "What is Emma doing?" is answered by what Emma said of herself ("I'm doing the
     # flowers"): whom it names is its author.
+    # "When is ben's party?" (or "bens party") by Ben's "my party is on saturday".
+    whose = [
+        (m[1].lower(), set(stems(m[2])))
+        for m in re.finditer(r"\b([\w-]{2,}?)(?:['\u2019]s|s)\s+([\w-]+)", question)
+    ]
     for k, e in enumerate(pool):
-        if (
-            e.author
-            and (of := set(stems(e.author)) & named) - overlap.doc_stems[k]
-            and _I_SAID.search(e.text)  # of herself: not "My son is allergic to nuts"
-        ):
+        if not e.author or not (of := set(stems(e.author)) & named) - overlap.doc_stems[k]:
+            continue
+        theirs = {
+            t
+            # ("my party is…", "my new flat", "party at mine")
+            for m in re.finditer(
+                r"\bmy\s+(?:([\w-]+)\s+)?([\w-]+)|\b([\w-]+)\s+(?:at|is)\s+mine\b", e.text, re.I
+            )
+            for w in m.groups()
+            if w
+            for t in stems(w)
+        }
+        own = any(who == e.author.lower() and thing & theirs for who, thing in whose)
+        if own or _I_SAID.search(e.text):  # of herself: not "My son is allergic to nuts"
             scores[k] = overlap.score(question, overlap.doc_stems[k], boost=named, held=of)
     # "What games do we play?" is answered by what "we play", over "game night is…".
     # ("What time do I take atorvastatin?" asks of the atorvastatin, not of what I take)

@@ -2583,3 +2583,28 @@ async def test_someones_thing_in_view_is_answered_by_their_own_my(
             replies = [o.text for o in rt.outbox.sent[before:]]
             assert len(replies) == 1 and said in replies[0], replies
             assert HOLDING not in replies[0], replies
+
+
+async def test_an_order_called_off_is_told_with_what_was_wanted(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how many cupcakes does dan want?" after "dan cancelled his order" gave the 24
+    cupcakes as if still wanted: "dan wants 24 cupcakes" was his order, without the
+    word.  Mrs Patel's order stays, and the to-do "order more eggs" too."""
+    replies = await _talk(
+        make_config,
+        [
+            "dan wants 24 cupcakes for saturday, vanilla",
+            "mrs patel ordered a lemon cake for the 14th",
+            "remind me to order more eggs",
+            "dan cancelled his order",
+            "how many cupcakes does dan want?",
+            "what orders do i have?",
+            "what are my to-dos?",
+        ],
+    )
+    assert "24 cupcakes" in replies[4], replies[4]
+    assert replies[4].index("24 cupcakes") < replies[4].index("dan cancelled"), replies[4]
+    assert "lemon cake" in replies[5], replies[5]
+    assert "Not listed, since" in replies[5] and "dan cancelled" in replies[5], replies[5]
+    assert replies[6].startswith("Your to-dos: order more eggs"), replies[6]

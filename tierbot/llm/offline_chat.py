@@ -1731,6 +1731,8 @@ class _CalledOff:
         its day; not one item of a list ("Spotify and Netflix" stays but for Spotify),
         unless ``partly``: a list of which one thing was called off is of it too."""
         missing = self.what - said
+        if missing and self.what <= _ORDERS and any(_ordered_by(name, sent) for name in self.who):
+            missing = frozenset()  # "dan cancelled his order" of "dan wants 24 cupcakes"
         if missing and not (len(missing) == 1 and missing <= _PLAN_WORDS and len(self.what) > 1):
             return False
         if self.days and not self.days & said:
@@ -1748,6 +1750,23 @@ class _CalledOff:
         parts = _THINGS_GAP.split(sent)
         core = self.what - _PLAN_WORDS
         return partly or len(parts) == 1 or all(core <= set(stems(p)) for p in parts)
+
+
+_ORDERS = frozenset(stems("order booking reservation"))
+
+
+def _ordered_by(name: str, sent: str) -> bool:
+    """Whether ``sent`` tells what ``name`` ordered, without the word: "dan wants 24
+    cupcakes for saturday", "Mrs Patel booked the back room"."""
+    return (
+        re.match(
+            rf"^\W*(?:[\w.]+\s+)?{re.escape(name)}\s+(?:\w+ly\s+)?(?:wants?|ordered|booked|reserved|"
+            r"asked\s+for|needs?|would\s+like|'d\s+like)\b",
+            sent,
+            re.I,
+        )
+        is not None
+    )
 
 
 def _one_of_many(sent: str, thing: set[str]) -> bool:

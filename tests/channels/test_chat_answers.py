@@ -2608,3 +2608,54 @@ async def test_an_order_called_off_is_told_with_what_was_wanted(
     assert "lemon cake" in replies[5], replies[5]
     assert "Not listed, since" in replies[5] and "dan cancelled" in replies[5], replies[5]
     assert replies[6].startswith("Your to-dos: order more eggs"), replies[6]
+
+
+async def test_what_time_is_answered_only_by_a_line_giving_a_time(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what time is kick off again" quoted Mia's «how much is it this time» (a question
+    asked without a "?"), and "what time is kick off now?" Priya's «work has been brutal
+    this week»: a time asked is answered by a line giving one, or by none."""
+    replies = await _talk(
+        make_config,
+        [
+            ("kofi", "five a side is back, booked pitch 3 for thursday 7pm"),
+            ("mia", "nice one kofi!! how much is it this time"),
+            ("priya", "ugh work has been brutal this week, so ready to kick something"),
+            ("tom", "what time is kick off again"),
+            ("dev", "rehearsal is wednesday 8pm at the studio"),
+            ("tom", "what time is rehearsal?"),
+        ],
+    )
+    assert "how much is it this time" not in replies[3], replies[3]
+    assert "brutal" not in replies[3], replies[3]
+    assert "wednesday 8pm" in replies[5], replies[5]
+
+
+async def test_a_short_follow_up_is_asked_of_the_answer_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "and what time are we on?" after the Windmill gig's line, "and where?" after the
+    Patel wedding's, and "what days?" after the gym plan and its change: each found
+    nothing or a line sharing a word ("every 14 days"), though the line just quoted
+    tells it (the change's, when it was changed)."""
+    replies = await _talk(
+        make_config,
+        [
+            "we're booked at the windmill brixton on march 8, doors 7:30, we're on at 9",
+            "when's the windmill gig?",
+            "and what time are we on?",
+            "the patel wedding is on may 17 at hartwell manor, they paid a £400 deposit",
+            "whens the patel wedding?",
+            "and where?",
+            "i want to start the gym, planning mon wed fri at 6pm",
+            "my libre sensor needs changing every 14 days, last changed on jan 3",
+            "the gym plan is changing, tuesdays and thursdays instead at 7am",
+            "when am i going to the gym?",
+            "what days?",
+        ],
+    )
+    assert "we're on at 9" in replies[2], replies[2]
+    assert "hartwell manor" in replies[5], replies[5]
+    assert "tuesdays and thursdays" in replies[10], replies[10]
+    assert "libre" not in replies[10], replies[10]

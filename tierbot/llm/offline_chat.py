@@ -547,7 +547,9 @@ _PLACE = re.compile(
     r"\b(?:lives?|based|located)\b|"
     # written small: "at miss claire's studio on high street", "still at mine"
     r"(?i:\b(?:at|in)\s+(?:\w+\s+)?[a-z]+['\u2019]s\b|\b(?:at|in)\s+(?:mine|ours|theirs|yours)\b|"
-    r"\b(?:street|road|lane|avenue|square|studio|centre|center)\b)"
+    r"\b(?:street|road|lane|avenue|square|studio|centre|center|manor|hall|barn|hotel|church|"
+    r"chapel|park|pub|inn|arms|clinic|surgery|hospital|gym|library|station|venue|cafe|"
+    r"restaurant|farm|consulate|embassy|allotments?)\b)"
 )
 # What a thing does that asks only when: it comes, arrives, turns up.
 _COMING = re.compile(
@@ -557,6 +559,15 @@ _COMING = re.compile(
 )
 # Asked for a date or time, and a statement that gives one.
 _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
+# Asks a time or a day, which only a line giving one answers.
+_WHAT_TIME = re.compile(r"\b(?:what|which)\s+(time|days?|dates?)\b", re.I)
+# A time of day: "7pm", "19:30", "at 8", "noon", "every morning".
+_CLOCK = re.compile(
+    r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)\b|\b\d{1,2}[:.h]\d\d\b|\b(?:at|by|until|till|from)\s+\d|"
+    r"\b(?:noon|midday|midnight|morning|mornings|evening|evenings|afternoon|night|o'?clock|"
+    r"breakfast|lunch|dinner|bedtime)\b",
+    re.I,
+)
 # A number gives a date only in a date's shape ("the 15th", "10:30", "2025-09-14", "at 10",
 # "from 12 to 19 August"): "Ellie, who is 8" gives an age, not when anyone comes.
 _DATED = re.compile(
@@ -658,6 +669,7 @@ class _Asked:
     price: bool = False  # asks a price ("What's the price of sourdough?")
     duration: bool = False  # asks how long ("How long is Kofi out?")
     my_own: bool = False  # asks of the asker's own thing ("my number", not "my sister's")
+    clock: str = ""  # asks what "time" or what "day" ("what time is kick off?")
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -706,6 +718,10 @@ class _Asked:
             _PRICE.search(question) is not None or _HOW_MUCH_PAID.search(question) is not None,
             _HOW_LONG.search(question) is not None,
             re.search(r"\bmy\s+(?![\w-]+['\u2019]s\b)\w", question, re.I) is not None,
+            (m[1].lower() if (m := _WHAT_TIME.search(question)) else "")
+            .replace("days", "day")
+            .replace("dates", "day")
+            .replace("date", "day"),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -731,6 +747,8 @@ class _Asked:
             return False  # "What's my dog's name?" is not "My dog's vet is Dr Fox"
         if self.age and not _AN_AGE.search(e.text):
             return False
+        if self.clock and not (_CLOCK if self.clock == "time" else _DATED).search(e.text):
+            return False  # "What time is kick off?" is not "how much is it this time"
         if self.number and not _A_NUMBER.search(_SUM.sub(" ", e.text)):
             return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
         if self.amount and not _AN_AMOUNT.search(e.text):
@@ -1931,8 +1949,8 @@ def _told_part(e: Evidence) -> Evidence | None:
     new phone number is 555-1234." tells the number); None when it only asks."""
     if _ASKS_THE_BOT.match(e.text):
         return None  # "I would like you to help me keep track of my medicines": no fact
-    if not is_question(e.text):
-        return e
+    if not is_question(e.text) and not any(is_question(s) for s in sentences(e.text)[1:]):
+        return e  # ("nice one kofi!! how much is it this time" asks, without a "?")
     told = [t for s in sentences(e.text) if (t := _told_in(s))]
     return replace(e, text=" ".join(told)) if told else None
 
@@ -3179,9 +3197,9 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         plain = split_greeting(plain)[1] or plain
         found, score, also = best_all(plain, theirs, strict, _context_of(key, each[at], plain))
         if (
-            strict
+            (strict or _FOLLOWS_ON.match(plain) or _BARE_ASK.match(plain))
             and not quoted
-            and score < 0.34
+            and (score < 0.34 or _BARE_ASK.match(plain))
             and (just := _in_kind(plain, messages[:at], pool))
         ):
             # "Who is coming on Friday?" quoted Zoe's line; "And where from?" asks it of
@@ -3328,18 +3346,35 @@ def _answers_since_asked(before: Sequence[ChatMessage]) -> tuple[list[str], str]
     return replies, ""
 
 
+# "what days?", "which pitch?": asked of what the answer before told, whatever else
+# shares its word ("every 14 days").
+_BARE_ASK = re.compile(r"^\W*(?:what|which)\s+(?!else\b)[\w']+\W*$", re.I)
+# "and what time are we on?": asked of it too, when nothing answers it better.
+_FOLLOWS_ON = re.compile(r"^\W*(?:and|so|but|ok|okay)\b|^\W*(?:when|where|who)\W*$", re.I)
+
+
 def _in_kind(
     question: str, before: Sequence[ChatMessage], pool: Sequence[Evidence]
 ) -> Evidence | None:
     """The line the answer before ``question`` quoted, when it gives what ``question``
     asks ("where" a place, "when" a date, "who" a name), or None."""
     quoted = _quoted(_last_reply(before))
-    kind = _PLACE if _WHERE.match(question) else _DATED if _WHEN.search(question) else None
-    for e in pool:
-        if any(x in bare(e.text) for x in quoted) and (kind is None or kind.search(e.text)):
-            if kind is None and _WHO.match(question) and not _proper(e.text):
-                continue
-            return e
+    kind = (
+        _PLACE
+        if _WHERE.match(question)
+        else _CLOCK
+        if (m := _WHAT_TIME.search(question)) and m[1].lower() == "time"
+        else _DATED
+        if _WHEN.search(question) or m
+        else None
+    )
+    # (of an answer told with its change, the change first: "Later, …" holds now)
+    for x in reversed(quoted):
+        for e in pool:
+            if x in bare(e.text) and (kind is None or kind.search(e.text)):
+                if kind is None and _WHO.match(question) and not _proper(e.text):
+                    continue
+                return e
     return None
 
 

@@ -10,7 +10,7 @@ from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
 from tierbot.llm.offline import OfflineProvider
-from tierbot.llm.offline_chat import HOLDING, SAME_AS_QUOTED
+from tierbot.llm.offline_chat import HOLDING, SAME_AS_QUOTED, SUMS_REPLY
 
 CH = "chat:1"
 MEMORY = {"memory": {"enabled": True}}
@@ -2659,3 +2659,56 @@ async def test_a_short_follow_up_is_asked_of_the_answer_before(
     assert "hartwell manor" in replies[5], replies[5]
     assert "tuesdays and thursdays" in replies[10], replies[10]
     assert "libre" not in replies[10], replies[10]
+
+
+async def test_a_sum_or_what_the_world_knows_is_said_to_be_out_of_reach(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats 2200 minus 500?" quoted «harris deposit was £500», and "how many carbs in
+    a banana?" a diabetic's carb ratio: a sum gets an honest "I can't work out sums",
+    and what the world knows "I can't look that up", unless a line here tells it."""
+    replies = await _talk(
+        make_config,
+        [
+            "harris deposit was £500, paid in full",
+            "my carb ratio is 1 unit per 10g carbs",
+            "whats 2200 minus 500?",
+            "how many kg is 400g plus 650g?",
+            "how many carbs in a banana?",
+            "a banana has about 27g carbs",
+            "how many carbs in a banana?",
+            "what's my carb ratio?",
+            "my flight is on 3/4 at 10am",
+            "whats on 3/4?",
+        ],
+    )
+    assert replies[2] == SUMS_REPLY and replies[3] == SUMS_REPLY, replies[2:4]
+    assert replies[4].startswith("I can't look that up"), replies[4]
+    assert "27g" in replies[6], replies[6]
+    assert "1 unit per 10g" in replies[7], replies[7]
+    assert "my flight" in replies[9], replies[9]
+
+
+async def test_annoyance_nerves_and_a_sad_face_get_sympathy(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "ugh the train was late again today, so annoying", "feeling kinda overwhelmed
+    with everything", "work has been brutal this week" and a line ending "ugh" or ":("
+    were answered "OK." or saved with their "ugh"; "ugh fine, I'll bring chips" and
+    "this cake is brutally good" are no venting."""
+    replies = await _talk(
+        make_config,
+        [
+            "ugh the train was late again today, so annoying",
+            "feeling kinda overwhelmed with everything tbh",
+            "ugh work has been brutal this week, so ready to kick something",
+            "my amp is making a weird buzzing noise ugh",
+            "no football for me this week :(",
+            "ugh fine, I'll bring chips",
+            "this cake is brutally good",
+        ],
+    )
+    for reply in replies[:5]:
+        assert reply.startswith("I'm sorry to hear that."), replies
+    assert replies[3].endswith("Noted: your amp is making a weird buzzing noise."), replies[3]
+    assert not any("sorry" in r for r in replies[5:]), replies[5:]

@@ -1500,7 +1500,8 @@ async def test_a_hurried_student_is_kept_and_answered(make_config: Callable[...,
         assert wedding.count("married in june in utrecht") == 1, wedding
         assert "«" not in wedding.split("«my sister")[0], wedding  # no part named
         sad = await _say(rt, "Mo is moving to Canada in March :(", "q3")
-        assert sad == "Noted: Mo is moving to Canada in March :(", sad
+        # (a sad face is met with sympathy; the news itself is kept as said)
+        assert sad == "I'm sorry to hear that. Noted: Mo is moving to Canada in March :(", sad
         await _say(rt, "I like flat whites", "q4")
         gone = await _say(rt, "Forget that I like flat whites.", "q5")
         assert gone == "Done: I forgot that you like flat whites.", gone

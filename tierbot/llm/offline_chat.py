@@ -97,6 +97,23 @@ _OUTSIDE = re.compile(
     r"stock\s+price|exchange\s+rate|(?:is\s+it|will\s+it)\s+(?:going\s+to\s+)?(?:rain|snow))\b",
     re.I,
 )
+#: The reply to a sum asked ("whats 2200 minus 500?").
+SUMS_REPLY = (
+    "I can't work out sums: I only quote what people here have told me. Ask me for the "
+    "numbers you gave me, and add them up yourself."
+)
+# "whats 2200 minus 500?", "how many kg is 400g plus 650g?", "what's 15% of 80?"
+_SUM_ASKED = re.compile(
+    r"\d[\d,.]*\s*(?:[a-z£$€]{0,3})\s*(?:\+|\*|plus|minus|times|multiplied\s+by|divided\s+by)"
+    r"\s*[£$€]?\d|\d[\d,.]*\s+[-/x]\s+[£$€]?\d|\d\s*%\s+of\s+[£$€]?\d|\badd\s+(?:up|together)\b",
+    re.I,
+)
+# "how many carbs in a banana?": what the world knows, not the chat (unless it says so).
+_GENERAL = re.compile(
+    r"\bhow\s+(?:many|much)\s+[\w-]+\s+(?:are\s+|is\s+)?(?:there\s+)?in\s+(?:a|an|one|1)\s+"
+    r"(?P<thing>[\w-]+)",
+    re.I,
+)
 #: A late answer that found only what was quoted already for another part of its question.
 SAME_AS_QUOTED = "The line I quoted just above answers that too."
 #: How a reply cut to the room the window leaves ends (see the offline provider).
@@ -213,7 +230,7 @@ _LEAD = re.compile(
     re.I,
 )
 # What trails a line without telling anything: "I weigh 72kg btw", "I'm vegetarian fyi".
-_TAIL = re.compile(r"[\s,]+(?:btw|fyi|tbh|lol|haha+|lmao|smh|imo|x+)\W*$", re.I)
+_TAIL = re.compile(r"[\s,]+(?:btw|fyi|tbh|lol|haha+|lmao|smh|imo|x+|ugh+|urgh+|argh+)\W*$", re.I)
 _TODO_LEAD = re.compile(
     r"^\s*(?:please\s+)?(?:remind (?:me|you) to|(?:don'?t|do not) forget to|remember to|"
     r"note to self:?)\s+",
@@ -2851,12 +2868,15 @@ _RELATIVE = (
 _HARD_TIME = re.compile(
     r"\b(?:in\s+(?:the\s+)?hospital|worried\s+(?:about|sick)|"
     r"(?:really|so|very|super)\s+(?:worried|stressed|anxious)|"
-    r"(?:i'?m|i\s+am|feel(?:ing)?)\s+(?:so\s+|really\s+|very\s+|totally\s+)?"
-    r"(?:exhausted|stressed|anxious|struggling|depressed|lonely|miserable|upset|"
+    r"(?:i'?m|i\s+am|feel(?:ing)?)\s+(?:so\s+|really\s+|very\s+|totally\s+|kinda\s+|"
+    r"kind\s+of\s+|a\s+bit\s+|pretty\s+|super\s+|quite\s+)?"
+    r"(?:exhausted|stressed|anxious|struggling|depressed|lonely|miserable|upset|nervous|"
+    r"frustrated|"
     r"burn(?:ed|t)\s+out|overwhelmed|heartbroken|gutted|terrified|scared|petrified|"
     r"homesick)|"
     # "ugh wedding planning is sooo exhausting", "my mum is ill"
-    r"(?:so+|really|very|super|such)\s+(?:exhausting|stressful|overwhelming|draining)|"
+    r"(?:so+|really|very|super|such|kinda)\s+(?:exhausting|stressful|overwhelming|draining|"
+    r"annoying|frustrating|irritating)|(?:been|was|is)\s+(?:absolutely\s+|so\s+)?brutal|"
     rf"\b{_RELATIVE}\s+(?:is|'s)\s+(?:really\s+|very\s+|quite\s+|so\s+)?"
     r"(?:ill|sick|unwell)\b|"
     r"feel(?:ing)?\s+like\s+(?:an?\s+)?(?:imposter|impostor|failure|fraud)|"
@@ -2868,7 +2888,9 @@ _HARD_TIME = re.compile(
     r"^\W*(?:ugh+|urgh+|argh+|ffs|sigh)\W*$|fml|killing\s+me|doing\s+my\s+head\s+in|"
     r"playing\s+up|fed\s+up|sick\s+of|can'?t\s+cope|"
     r"wonder\s+if\s+it'?s\s+(?:even\s+)?worth\s+it|barely\s+break(?:ing)?\s+even|"
-    rf"{_RELATIVE}\s+had\s+a\s+fall|{_RELATIVE}\s+fell(?!\s+(?:asleep|in\s+love|for)\b))\b",
+    rf"{_RELATIVE}\s+had\s+a\s+fall|{_RELATIVE}\s+fell(?!\s+(?:asleep|in\s+love|for)\b))\b|"
+    # a trailing groan or a sad face: "my amp is making a weird buzzing noise ugh"
+    r"[\s,.]ugh+\W*$|:-?\(|:'\(",
     re.I,
 )
 _LOSS = re.compile(
@@ -3195,7 +3217,18 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
         plain = split_greeting(plain)[1] or plain
+        if _SUM_ASKED.search(plain):
+            # "whats 2200 minus 500?" quoted «harris deposit was £500»: no line answers a sum.
+            answers.append((task, SUMS_REPLY))
+            continue
         found, score, also = best_all(plain, theirs, strict, _context_of(key, each[at], plain))
+        if (general := _GENERAL.search(plain)) and not (
+            found is not None and set(stems(general["thing"])) & set(stems(found.text))
+        ):
+            # "how many carbs in a banana?" is not answered by «ratio is 1 unit per 10g
+            # carbs»: only a line about bananas would.
+            answers.append((task, OUTSIDE_REPLY))
+            continue
         if (
             (strict or _FOLLOWS_ON.match(plain) or _BARE_ASK.match(plain))
             and not quoted

@@ -2712,3 +2712,29 @@ async def test_annoyance_nerves_and_a_sad_face_get_sympathy(
         assert reply.startswith("I'm sorry to hear that."), replies
     assert replies[3].endswith("Noted: your amp is making a weird buzzing noise."), replies[3]
     assert not any("sorry" in r for r in replies[5:]), replies[5:]
+
+
+async def test_a_gig_cancelled_on_us_and_a_thing_said_to_be_off_are_called_off(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "shacklewell arms cancelled on us" got "OK, Lou." and "is the shacklewell gig
+    still on?" the booking alone; "the harris drone thing is off" was not told when
+    asked "is the harris drone add-on happening?" ("add-on" against "add on")."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lou", "second gig! the shacklewell arms on march 22, we're headlining"),
+            ("lou", "gig news! we're booked at the windmill brixton on march 8"),
+            ("lou", "bad news, shacklewell arms cancelled on us, venue has a flooding problem"),
+            ("ana", "is the shacklewell gig still on?"),
+            ("dana", "the harris couple want a drone add on, i quoted £250"),
+            ("dana", "actually scratch that, the harris drone thing is off, venue doesnt allow"),
+            ("dana", "is the harris drone add-on happening?"),
+            ("dana", "the heating is off, it's freezing"),
+        ],
+    )
+    assert replies[2].startswith("Noted:"), replies[2]
+    gig = replies[3]
+    assert gig.index("march 22") < gig.index("cancelled on us"), gig
+    drone = replies[6]
+    assert drone.index("£250") < drone.index("thing is off"), drone

@@ -1086,14 +1086,15 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"swears by|told (me|us) about) (a|an|the|this|that|[a-z]+ing|[a-z][\w'-]+ [a-z])"
         ),
     ),
-    # "Tom changed his order", "we moved the booking": a plan someone changed.
+    # "Tom changed his order", "we moved the booking": a plan someone changed; "the
+    # venue cancelled on us".
     (
         "event",
         0.6,
         _Folded(
             r"\b(changed|updated|moved|rebooked|cancell?ed|swapped) (my|his|her|their|our|the) "
             r"([a-z]+ )?(order|booking|reservation|appointment|flight|plans?|date|time|shift|"
-            r"meeting|delivery|session)\b"
+            r"meeting|delivery|session)\b|\b(cancell?ed|pulled out|bailed) on (us|me|them)\b"
         ),
     ),
     # "I'll bring snacks next time": a thing promised to the others, a to-do of one's own.

@@ -1718,6 +1718,19 @@ _IS_CALLED_OFF = re.compile(
     rf"(?:now\s+|just\s+|been\s+)?(?:{_CALLS_OFF})\b",
     re.I,
 )
+# "shacklewell arms cancelled on us": the thing (or who was to hold it) called it off.
+_CANCELLED_ON = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:so|and|but)\s+)(?:(?:the|my|our|his|her|their|this|that)\s+)?"
+    r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:cancell?ed|pulled\s+out|bailed)\s+on\s+(?:us|me|them)\b",
+    re.I,
+)
+# "the harris drone thing is off": a plan said to be off (not "the heating is off").
+_IS_OFF = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:so|and|but|that)\s+)(?:(?:the|my|our|his|her|their|this|that)\s+)?"
+    r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:is|are|'s)\s+(?:now\s+|definitely\s+|officially\s+)?off\b"
+    r"(?!\s+(?:to|for|work|sick|school|the|on|at|in|with)\b)",
+    re.I,
+)
 _CALLED_OFF_END = re.compile(r"\s+(?:because|since|so|and|but|as|after|due)\b.*$", re.I)
 _CANCEL_VERB = re.compile(rf"\b(?:{_CALLS_OFF}|cancell?(?:ing|s)?)\b", re.I)
 # Where a sentence tells of more than one thing: "I have yoga on Mondays and piano
@@ -1747,6 +1760,9 @@ _PLAN_WORDS = frozenset(
         "order booking reservation appointment plan plans project session class lesson "
         "meeting trip visit subscription membership event thing"
     )
+)
+_OFF_PLANS = _PLAN_WORDS | frozenset(
+    stems("gig party trip wedding match game deal show dinner drinks add-on holiday")
 )
 
 
@@ -1870,6 +1886,17 @@ def _cancelled(sent: str, once: bool = False) -> list[_CalledOff]:
     ):
         # "Saturday's match is cancelled": the thing is said before.
         found.append((passive["what"].strip(), set(), sent))
+    if (on := _CANCELLED_ON.search(sent)) is not None and not _NOT_CALLED_OFF.search(
+        sent[: on.end()]
+    ):
+        found.append((on["what"].strip(), set(), sent))
+    if (
+        (off := _IS_OFF.search(sent)) is not None
+        and off["what"].split()
+        and set(stems(off["what"].split()[-1])) & _OFF_PLANS
+        and not _NOT_CALLED_OFF.search(sent[: off.end()])
+    ):
+        found.append((off["what"].strip(), set(), sent))
     out = []
     for thing, who, _ in found:
         words = set(stems(thing))

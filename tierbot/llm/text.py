@@ -917,6 +917,11 @@ class Overlap:
                 q = q | near
             elif len(near) == 1:  # a typo of one word, not a guess among several
                 q = (q - {t}) | near
+        for joined in re.findall(r"[A-Za-z]+(?:-[A-Za-z]+)+", query):
+            # "add-on" asks of "a drone add on", written apart
+            t, apart = _stem(joined.replace("-", "").lower()), self.stems(joined.replace("-", " "))
+            if t in q and t not in self.idf and apart and apart <= self.idf.keys():
+                q = (q - {t}) | apart
         for t, said_as in _SAID_AS.items():
             held = self.stems(said_as) & self.idf.keys()
             if t in q and t not in self.idf and held:

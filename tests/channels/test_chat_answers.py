@@ -2738,3 +2738,23 @@ async def test_a_gig_cancelled_on_us_and_a_thing_said_to_be_off_are_called_off(
     assert gig.index("march 22") < gig.index("cancelled on us"), gig
     drone = replies[6]
     assert drone.index("£250") < drone.index("thing is off"), drone
+
+
+async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually the tomatoes were sown march 1 not feb 28, just checked my diary": "when
+    did i sow the tomatoes?" gave feb 28 alone.  A "Y not X" ending a clause, X a date
+    of two words, corrects the line saying X; "what variety?" asks the line that says."""
+    replies = await _talk(
+        make_config,
+        [
+            "sowed tomatoes indoors on the windowsill feb 28, variety is gardeners delight",
+            "actually the tomatoes were sown march 1 not feb 28, just checked my diary",
+            "when did i sow the tomatoes?",
+            "what variety?",
+        ],
+    )
+    sown = replies[2]
+    assert sown.index("feb 28") < sown.index("march 1 not feb 28"), sown
+    assert "gardeners delight" in replies[3], replies[3]

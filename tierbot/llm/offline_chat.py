@@ -1125,6 +1125,16 @@ def _corrects_theirs(text: str, before: str) -> bool:
     return bool(set(stems(fix[1].split()[-1])) & set(stems(said[1].split()[-1])))
 
 
+# "the tomatoes were sown march 1 not feb 28, just checked my diary": "Y not X" ending
+# a clause, X a date of two words as well as one word.
+_NOT_THAT_CLAUSE = re.compile(
+    THIS_NOT_THAT.pattern.split(r"\s*,?\s+not")[0]
+    + r"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>[a-z]{3,9}\s+\d{1,2}(?:st|nd|rd|th)?\b|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+[a-z]{3,9}\b|\d[\d:.]*|[a-z][\w-]{2,})\s*[,;]\s*\S",
+    re.I,
+)
+
+
 def _corrects_word(text: str, before: str) -> bool:
     """Whether ``text`` corrects a word ``before`` says, naming it: "correction, the key
     is silver, not brass" of Sam's "a mysterious brass key" (anyone in the chat may set
@@ -1142,7 +1152,7 @@ def _corrects_word(text: str, before: str) -> bool:
     # between 8 and 12"; "she wants raspberry not lemon" of "mrs patel wants a 3 tier
     # lemon cake": the value taken back is named, and so is something else of the line
     # (not every line saying "lemon" is Mrs Patel's order).
-    m = NOT_THAT.search(text) or THIS_NOT_THAT.search(text)
+    m = NOT_THAT.search(text) or THIS_NOT_THAT.search(text) or _NOT_THAT_CLAUSE.search(text)
     if m is None or re.search(rf"\b{re.escape(m['old'])}\b", before, re.I) is None:
         return False
     if not m["old"][0].isdigit() and not stems(m["old"]):
@@ -3428,11 +3438,15 @@ def _in_kind(
         if _WHEN.search(question) or m
         else None
     )
+    # ("which pitch?", "what variety?": a line saying it)
+    words_ = set(stems(question)) if kind is None else set()
     # (of an answer told with its change, the change first: "Later, …" holds now)
     for x in reversed(quoted):
         for e in pool:
             if x in bare(e.text) and (kind is None or kind.search(e.text)):
                 if kind is None and _WHO.match(question) and not _proper(e.text):
+                    continue
+                if words_ and not words_ & set(stems(e.text)):
                     continue
                 return e
     return None

@@ -2758,3 +2758,24 @@ async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     sown = replies[2]
     assert sown.index("feb 28") < sown.index("march 1 not feb 28"), sown
     assert "gardeners delight" in replies[3], replies[3]
+
+
+async def test_a_debt_paid_by_whoever_owed_it_is_told_after_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "does tom still owe me?" gave Kofi's «tom you still owe me £15» alone, one line
+    after Tom's "paid kofi the £15 now, we're square".  A payment by the one who owed,
+    to the one owed, is the debt's "Later"; someone else's payment is not."""
+    replies = await _talk(
+        make_config,
+        [
+            ("kofi", "ps tom you still owe me £15 from last week"),
+            ("priya", "i paid kofi my £15 already btw"),
+            ("kofi", "does tom still owe me?"),
+            ("tom", "paid kofi the £15 now, we're square"),
+            ("kofi", "does tom still owe me?"),
+        ],
+    )
+    assert "Later" not in replies[2], replies[2]
+    paid = replies[4]
+    assert paid.index("still owe me") < paid.index("we're square"), paid

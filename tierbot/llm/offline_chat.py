@@ -1068,7 +1068,12 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     later = [
         e
         for e in pool
-        if (e.author == found.author or _moves_shared(e.text) or _corrects_word(e.text, found.text))
+        if (
+            e.author == found.author
+            or _moves_shared(e.text)
+            or _corrects_word(e.text, found.text)
+            or _settles(e, found)
+        )
         and e.when is not None
         and e.when > found.when
         and not _part_of(e.text, found.text)
@@ -1080,6 +1085,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _replaces(e, found.text)
             or _corrects_word(e.text, found.text)
             or (e.author == found.author and _corrects_theirs(e.text, found.text))
+            or _settles(e, found)
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
@@ -1133,6 +1139,23 @@ _NOT_THAT_CLAUSE = re.compile(
     r"\d{1,2}(?:st|nd|rd|th)?\s+[a-z]{3,9}\b|\d[\d:.]*|[a-z][\w-]{2,})\s*[,;]\s*\S",
     re.I,
 )
+
+
+_OWES = re.compile(r"\bowes?\b", re.I)
+_PAID_BACK = re.compile(r"\b(?:paid|sent|transferred|settled|squared)\b", re.I)
+
+
+def _settles(e: Evidence, found: Evidence) -> bool:
+    """Whether ``e`` says the debt ``found`` tells of was paid, by the one who owed it:
+    Tom's "paid kofi the £15 now, we're square" after Kofi's "tom you still owe me £15"
+    (who owed is named in the debt's line; whom it was paid, the one it was owed)."""
+    if not (e.author and found.author) or e.author == found.author:
+        return False
+    if not _OWES.search(found.text) or not _PAID_BACK.search(e.text):
+        return False
+    debtor = re.search(rf"\b{re.escape(e.author)}\b", found.text, re.I)
+    creditor = re.search(rf"\b(?:{re.escape(found.author)}|you)\b", e.text, re.I)
+    return debtor is not None and creditor is not None and not is_question(e.text)
 
 
 def _corrects_word(text: str, before: str) -> bool:

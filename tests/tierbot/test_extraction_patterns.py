@@ -772,3 +772,38 @@ def test_a_statement_said_against_what_does_not_hold_is_kept() -> None:
     """ "the cert expired on the load balancer, not the gateway" says what holds."""
     assert classify("actually the cert expired on the load balancer, not the gateway")[0] == "fact"
     assert classify("not the gateway")[0] is None
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("£60 for the hour so £15 each if its just the 4 of us", "fact"),
+        ("3 hours, £54 total so £18 each", "fact"),
+        ("sandra's actually her first name, everyone calls her sandy", "fact"),
+        ("my physio said no football for 2 weeks so im out thursday", "fact"),
+        ("jess cant do the okafor one, so dan is second shooting that instead", "decision"),
+        ("viewing 1 went great but rua da rosa is too noisy at night, crossing it off", "decision"),
+        ("the broad beans got hit by blackfly, sprayed with soapy water", "event"),
+        ("yeah fine ill grab them wednesday", "todo"),
+        ("bad news, shacklewell arms cancelled on us, venue has a flooding problem", "event"),
+    ],
+)
+def test_what_a_group_chat_says_in_passing_is_kept(line: str, kind: str) -> None:
+    """A twelfth round of new users saw these answered "OK, Kofi." and lost: a price
+    split, a name everyone uses, a physio's advice, who does it instead, a flat ruled
+    out, a pest, a job taken on ("ill"), a gig cancelled on the band."""
+    assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I'll take a look",
+        "my mum said hi",
+        "the heating is off",
+        "i'll be there in 5",
+        "cheers all",
+    ],
+)
+def test_what_looks_like_those_but_says_nothing_durable_is_not_kept(line: str) -> None:
+    assert classify(line)[0] is None

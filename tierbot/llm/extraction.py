@@ -1102,13 +1102,56 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         "todo",
         0.7,
         _Folded(
-            r"^(i'?ll|i will) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
-            r"pay for|make|cook|bake|print|order|drive|collect|arrange|sort) \w|"
+            r"^(i'?ll|i will|ill) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
+            r"pay for|make|cook|bake|print|order|drive|collect|arrange|sort|grab) \w|"
             r"^(i'?ll|i will) (also )?(do|handle|take care of|sort out) (the|our|[a-z]+s\b)|"
             # "I'm doing flowers and the cake": a share of the work taken on (not "a PhD").
             r"^(i'?m|i am) (also )?(doing|handling|taking care of|sorting( out)?|"
             r"organi[sz]ing|in charge of|looking after) (the|our|[a-z]+s\b|[a-z]+ and )"
         ),
+    ),
+    # A sum split or priced: "£60 for the hour so £15 each", "3 hours, £54 total".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"[£$€] ?\d[\d,.]*( ?k)? (each|a head|per (person|head|hour|night|month|week)|total)\b|"
+            r"\b\d+ (quid|pounds|euros|dollars|bucks) (each|a head)\b"
+        ),
+    ),
+    # What someone is called by all: "everyone calls her sandy", "he goes by Bash".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"\b(everyone|everybody|people|we all) calls? (him|her|them) [a-z]|"
+            r"\b(he|she|they) goes? by [a-z]"
+        ),
+    ),
+    # What a carer of one's health said: "my physio said no football for 2 weeks".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"\bmy (physio|physiotherapist|doctor|gp|nurse|dentist|vet|consultant|surgeon|"
+            r"midwife|therapist|optician) (said|says|told me|reckons|wants me to)\b"
+        ),
+    ),
+    # A change of who does what: "jess cant do it, so dan is second shooting instead";
+    # a choice ruled out: "too noisy at night, crossing it off".
+    (
+        "decision",
+        0.6,
+        _Folded(
+            r"\bso [a-z]+ (is|are|will|'s|'ll)\b[^.!?]*\binstead\b|"
+            r"\b(crossing|crossed|ruling|ruled) (it|that|them|this) (off|out)\b"
+        ),
+    ),
+    # What befell a crop, a car, a house: "the broad beans got hit by blackfly".
+    (
+        "event",
+        0.55,
+        _Folded(r"\bgot (hit|eaten|attacked|damaged|destroyed|flooded|stolen|broken into) (by|\w)"),
     ),
     # What a team or a trade takes on: "I can bring the PA speakers in my van", "my mate
     # Ollie can fill in on bass", "Priya does thursday to saturday mornings", "the eggs

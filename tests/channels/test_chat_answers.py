@@ -2779,3 +2779,25 @@ async def test_a_debt_paid_by_whoever_owed_it_is_told_after_it(
     assert "Later" not in replies[2], replies[2]
     paid = replies[4]
     assert paid.index("still owe me") < paid.index("we're square"), paid
+
+
+async def test_im_ive_and_ill_typed_without_apostrophes_are_said_back_as_yours(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Noted: your neighbour … she waters for you when im away" and "Noted as a to-do:
+    ill grab them wednesday" mixed the listener's and the speaker's words; "mum is ill"
+    stays ill."""
+    replies = await _talk(
+        make_config,
+        [
+            "my neighbour on plot 15 is called maureen, she waters for me when im away",
+            "yeah fine ill grab them wednesday",
+            "ive booked pitch 3 at goals southside for thursday 7pm",
+            "my mum is ill so i'm looking after her dog, rex",
+        ],
+    )
+    assert replies[0].endswith("she waters for you when you're away."), replies[0]
+    assert "you'll grab them wednesday" in replies[1], replies[1]
+    assert "you've booked pitch 3" in replies[2], replies[2]
+    assert "your mum is ill" in replies[3], replies[3]
+

@@ -1745,6 +1745,15 @@ _SECOND_PERSON = (
     (r"\bI am\b", "you are"),
     (r"\bI'm\b", "you're"),
     (r"^im\b", "you're"),  # "im jonas, 2nd year…", typed without the apostrophe
+    # "she waters for me when im away", "ive booked pitch 3", "so ill grab them"
+    (r"\b(?-i:im)\b(?=\s+[a-z])", "you're"),
+    (r"\b(?-i:ive)\b(?=\s+[a-z])", "you've"),
+    (
+        r"(?:^|(?<=[,;] )|(?<=\bso )|(?<=\band )|(?<=\bthen )|(?<=\bfine )|(?<=\bok ))ill\b"
+        r"(?=\s+(?:bring|send|book|buy|pick|grab|get|do|call|tell|pay|sort|make|check|ask|text|"
+        r"email|drop|come|have|cover|host|order)\b)",
+        "you'll",
+    ),
     (r"^([A-Z][\w'-]+) here\b", r"you're \1"),  # "Sam here, Leo's dad"
     (r"\bI was\b", "you were"),
     (r"\bI've\b", "you've"),

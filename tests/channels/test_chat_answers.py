@@ -2801,3 +2801,49 @@ async def test_im_ive_and_ill_typed_without_apostrophes_are_said_back_as_yours(
     assert "you've booked pitch 3" in replies[2], replies[2]
     assert "your mum is ill" in replies[3], replies[3]
 
+
+async def test_where_one_works_is_the_job_told_not_a_work_bag(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "where do i work again?" quoted «my hypo kit lives in the blue pouch in my work
+    bag»: the job was told as "started at brightwave logistics …, im a data analyst
+    there", without the word "work"."""
+    replies = await _talk(
+        make_config,
+        [
+            "started at brightwave logistics on monday, im a data analyst there",
+            "my hypo kit lives in the blue pouch in my work bag",
+            "where do i work again?",
+            "where's my hypo kit?",
+        ],
+    )
+    assert "brightwave logistics" in replies[2], replies[2]
+    assert "blue pouch" in replies[3], replies[3]
+
+
+async def test_a_group_question_put_to_one_of_them_or_to_all_is_theirs(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "legend, whats jay's number mia?" (put to Mia, named last) was looked up and
+    answered with a line without a number; "can we drop paper moon, …" (put to the
+    band) was looked further back for.  "what's wrong with priya?" is asked of Priya,
+    and answered by her own "my ankle …", not by Kofi's "cheers priya, got it"."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        said: list[list[str]] = []
+        for i, (who, line) in enumerate(
+            [
+                ("mia", "my brother jay can sub in if priya's ankle is bad"),
+                ("kofi", "legend, whats jay's number mia?"),
+                ("ana", "can we drop paper moon, i keep messing up the bridge"),
+                ("priya", "my ankle is still a bit dodgy from the sprain"),
+                ("kofi", "cheers priya, got it"),
+                ("mia", "what's wrong with priya?"),
+            ]
+        ):
+            before = len(rt.outbox.sent)
+            await rt.submit(inbound(CH, line, pid=f"p{i}", author=who))
+            await rt.drain()
+            said.append([o.text for o in rt.outbox.sent[before:]])
+    assert said[1] == ["OK, kofi."], said[1]
+    assert said[2] == ["OK, ana."], said[2]
+    assert said[5] == [said[5][0]] and "my ankle is still" in said[5][0], said[5]

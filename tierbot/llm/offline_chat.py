@@ -1581,6 +1581,13 @@ _A_DOSE = re.compile(
 _A_PHONE = re.compile(
     rf"\b(?:phone|mobile|cell|tel)\b|(?!\d{{4}}-\d\d-\d\d){PHONE_NUMBER.pattern}", re.I
 )
+# A job told: "started at brightwave logistics", "im a data analyst there", "works for
+# the council".
+_A_JOB = re.compile(
+    r"\b(?:started|starting|start|working|works|work)\s+(?:at|for|with)\s+(?!home\b)[a-z]|"
+    r"\bjob\s+(?:at|with|as)\b|\b(?:i'?m|im|i\s+am)\s+an?\s+[a-z]+(?:\s+[a-z]+)?\s+(?:at|there|for)\b",
+    re.I,
+)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),
@@ -1589,6 +1596,9 @@ _SAID_THEIR_WAY = (
     (frozenset(stems("number")), _A_PHONE, False, 1.0),
     # "what meds does dad take?" of "he takes madopar 3 times a day", "amlodipine 5mg"
     (_MEDS, _A_DOSE, False, 1.0),
+    # "where do i work?" of "started at brightwave logistics on monday, im a data analyst
+    # there", over "my hypo kit lives in my work bag" (a bag, not a job)
+    (frozenset(stems("work job")), _A_JOB, False, 1.25),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
@@ -2024,7 +2034,7 @@ def _last_reply(messages: Sequence[ChatMessage]) -> str:
 def _told_part(e: Evidence) -> Evidence | None:
     """What ``e`` tells, without the questions it asks ("What is my locker code? Also, my
     new phone number is 555-1234." tells the number); None when it only asks."""
-    if _ASKS_THE_BOT.match(e.text):
+    if _ASKS_THE_BOT.match(e.text) or _JUST_THANKS.match(e.text):
         return None  # "I would like you to help me keep track of my medicines": no fact
     if not is_question(e.text) and not any(is_question(s) for s in sentences(e.text)[1:]):
         return e  # ("nice one kofi!! how much is it this time" asks, without a "?")
@@ -2032,6 +2042,10 @@ def _told_part(e: Evidence) -> Evidence | None:
     return replace(e, text=" ".join(told)) if told else None
 
 
+# "cheers priya, got it": thanks, which tell nothing ("what's wrong with priya?").
+_JUST_THANKS = re.compile(
+    r"^\W*(?:thanks|thank you|thx|cheers|ty|ta|nice one|legend)\b[\w\s,!.']{0,25}$", re.I
+)
 # What someone asks the bot to do for them, which tells nothing of them.
 _ASKS_THE_BOT = re.compile(
     r"^\W*(?:(?:hi|hello|ok|okay|so)\W+)?(?:i(?:'d|\s+would)\s+like\s+you\s+to|i\s+want\s+you\s+"
@@ -2192,7 +2206,8 @@ def best_all(
             for t in stems(w)
         }
         own = any(who == e.author.lower() and thing & theirs for who, thing in whose)
-        if own or _I_SAID.search(e.text):  # of herself: not "My son is allergic to nuts"
+        # of herself (her ankle too): not "My son is allergic to nuts"
+        if own or _I_SAID.search(e.text) or _MY_BODY.search(e.text):
             scores[k] = overlap.score(question, overlap.doc_stems[k], boost=named, held=of)
     # "What games do we play?" is answered by what "we play", over "game night is…".
     # ("What time do I take atorvastatin?" asks of the atorvastatin, not of what I take)
@@ -3956,6 +3971,18 @@ _PUT_TO_KNOWN = re.compile(
     r"or|if|what's|where's|when's|how's)\b)([A-Z][\w'-]+)\s+(?:can|could|would|will|do|are)\s+"
     r"(?:you|u)\b"
 )
+# "my ankle is still a bit dodgy": of the speaker herself, as "I" is.
+_MY_BODY = re.compile(
+    r"\bmy\s+(?:\w+\s+)?(?:ankle|knee|back|leg|arm|wrist|shoulder|hip|foot|hand|head|neck|eye|"
+    r"ear|tooth|teeth|stomach|chest|hamstring|calf|toe|finger|elbow|health)s?\b",
+    re.I,
+)
+_PUT_TO_LAST = re.compile(
+    r"(?:,\s*|(?<!\bwith)(?<!\babout)(?<!\bfor)(?<!\bto)(?<!\bof)(?<!\bfrom)(?<!\bat)(?<!\bby)"
+    r"(?<!\band)(?<!\bor)(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bsee)(?<!\bask)(?<!\btell)(?<!\bcall)"
+    r"(?<!\btext)(?<!\bpay)(?<!\bowe)(?<!\bmeet)(?<!\binvite)(?<!\bgive)(?<!\bthan)(?<!\blike)"
+    r"(?<!\bbeat)(?<!\bplay)(?<!\bvs)\s+)@?([A-Za-z][\w'-]+)\s*\?+\W*$"
+)
 # Where a statement ends and a question put to someone starts in one sentence.
 _ASKING_NEXT = re.compile(r",\s*(?=@?[A-Z][\w'-]+\s+(?:can|could|would|will)\s+(?:you|u)\b)")
 
@@ -3968,6 +3995,8 @@ _ALOUD = re.compile(r"(?:\.\.\.|…)\s*$")
 _TO_THE_GROUP = re.compile(
     r"^\W*(?:lol|lmao|rofl|haha\w*|hehe\w*|omg)\b|"
     r"\b(?:everyone|everybody|you guys|y'?all|you all)\b|"
+    # "can we drop paper moon, i keep messing up the bridge": put to the band
+    r"^\W*(?:(?:so|ok|okay|hey|guys)\W+)?(?:can|could|should|shall)\s+we\b|"
     r"^\W*(?:(?:did|has|have|is|are|was|were|will|would|can|could)\s+)?"
     r"(?:anyone|anybody|someone|somebody)\b(?!\s+(?:say|said|mention|mentioned|tell|told|"
     r"know|remember|ask|asked)\b)",
@@ -4014,6 +4043,11 @@ def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
         # someone of the chat without a comma after their name.
         # ("Pls can you…", "Morning can you…": to the bot; the name must be someone's.)
         put = _PUT_TO_KNOWN.search(asks[0])
+        if put is not None and put[1].lower() not in people:
+            put = None
+    if put is None and asks:
+        # "legend, whats jay's number mia?": put to someone of the chat, named last.
+        put = _PUT_TO_LAST.search(asks[-1])
         if put is not None and put[1].lower() not in people:
             put = None
     if put is None or put[1].lower() in _NOT_ADDRESSED:

@@ -2847,3 +2847,20 @@ async def test_a_group_question_put_to_one_of_them_or_to_all_is_theirs(
     assert said[1] == ["OK, kofi."], said[1]
     assert said[2] == ["OK, ana."], said[2]
     assert said[5] == [said[5][0]] and "my ankle is still" in said[5][0], said[5]
+
+
+async def test_a_new_value_said_now_after_what_it_is_of_is_told_as_a_change(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "seven seas updated their quote, its £1790 now": "what quotes do i have for
+    shipping?" gave the £1850 alone, because only the clause saying "now" was read for
+    what changed, and it gives nothing but the value."""
+    replies = await _talk(
+        make_config,
+        [
+            "shipping quotes so far: movebox £2100, seven seas £1850",
+            "seven seas updated their quote, its £1790 now",
+            "what quotes do i have for shipping?",
+        ],
+    )
+    assert replies[2].index("£1850") < replies[2].index("its £1790 now"), replies[2]

@@ -1345,6 +1345,10 @@ def _changed_since(
     changing = e.text
     if not (CHANGED.search(e.text) or _no_longer(e.text)):
         changing = next((c for c in re.split(r"[,;]\s+", e.text) if _NOW.search(c)), e.text)
+        if not {t for t in stems(changing) if not t.isdigit()} - _NOT_SAID - _CHANGE_TALK:
+            # "seven seas updated their quote, its £1790 now": the clause saying "now"
+            # gives only the value; what it is of is said before it.
+            changing = e.text
     named, naming = _proper(found.text) - set(common), _proper(changing) - set(common)
     # "the Bloom deadline has moved to 19 March" changes no "Bloom paid INV-041" (what it
     # is said of, not who did it: "the doctor changed his amlodipine to 10mg").

@@ -2837,6 +2837,7 @@ async def test_a_group_question_put_to_one_of_them_or_to_all_is_theirs(
                 ("ana", "can we drop paper moon, i keep messing up the bridge"),
                 ("priya", "my ankle is still a bit dodgy from the sprain"),
                 ("kofi", "cheers priya, got it"),
+                ("priya", "i paid kofi my £15 already btw"),
                 ("mia", "what's wrong with priya?"),
             ]
         ):
@@ -2846,7 +2847,7 @@ async def test_a_group_question_put_to_one_of_them_or_to_all_is_theirs(
             said.append([o.text for o in rt.outbox.sent[before:]])
     assert said[1] == ["OK, kofi."], said[1]
     assert said[2] == ["OK, ana."], said[2]
-    assert said[5] == [said[5][0]] and "my ankle is still" in said[5][0], said[5]
+    assert said[6] == [said[6][0]] and "my ankle is still" in said[6][0], said[6]
 
 
 async def test_a_new_value_said_now_after_what_it_is_of_is_told_as_a_change(

@@ -1592,6 +1592,12 @@ _A_JOB = re.compile(
     r"\bjob\s+(?:at|with|as)\b|\b(?:i'?m|im|i\s+am)\s+an?\s+[a-z]+(?:\s+[a-z]+)?\s+(?:at|there|for)\b",
     re.I,
 )
+# Something wrong with one's health: an ache, an injury, an illness.
+_AILING = re.compile(
+    r"\b(?:sprain\w*|injur\w*|hurt\w*|pain\w*|sore|ill|sick|poorly|flu|covid|broke|broken|"
+    r"fractur\w*|physio\w*|dodgy|swollen|ache\w*|migraine\w*)\b",
+    re.I,
+)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),
@@ -1603,6 +1609,8 @@ _SAID_THEIR_WAY = (
     # "where do i work?" of "started at brightwave logistics on monday, im a data analyst
     # there", over "my hypo kit lives in my work bag" (a bag, not a job)
     (frozenset(stems("work job")), _A_JOB, False, 1.25),
+    # "what's wrong with priya?" of "my ankle is still a bit dodgy from the sprain"
+    (frozenset(stems("wrong")), _AILING, False, 1.0),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))

@@ -2865,3 +2865,22 @@ async def test_a_new_value_said_now_after_what_it_is_of_is_told_as_a_change(
         ],
     )
     assert replies[2].index("£1850") < replies[2].index("its £1790 now"), replies[2]
+
+
+async def test_a_line_announced_or_going_on_is_kept_whole(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "the patel couple moved their date! its now may 24 not may 17" was noted without
+    its new date, and "first harvest! 400g of radishes on may 12" answered "what did i
+    harvest?" with «first harvest!» alone."""
+    replies = await _talk(
+        make_config,
+        [
+            "the patel couple moved their date! its now may 24 not may 17",
+            "first harvest! 400g of radishes on may 12",
+            "what did i harvest?",
+        ],
+    )
+    assert replies[0] == "Noted: the patel couple moved their date! its now may 24 not may 17."
+    assert replies[1] == "Noted: first harvest! 400g of radishes on may 12.", replies[1]
+    assert "400g of radishes" in replies[2], replies[2]

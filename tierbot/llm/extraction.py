@@ -1842,6 +1842,33 @@ _BOT_DECISION = _Folded(r"\b(decided|agreed)\b")
 _QUOTED_SPAN = re.compile(r"«[^»]*»?|\"[^\"]*\"|\{.*\}", re.S)
 
 
+# "… moved their date! its now may 24 not may 17": a sentence going on with the last.
+_GOES_ON = re.compile(
+    r"^\W*(?:it'?s|its|it\s+is|they'?re|that'?s|which\s+is)\s+(?:now|actually)\b", re.I
+)
+
+
+def joined(pieces: Sequence[str]) -> list[str]:
+    """Sentences that say one thing together, as one: an exclamation of two or three
+    words (no greeting) with what it announces ("first harvest! 400g of radishes on may 12"), a
+    change with the value it goes on to give ("the patel couple moved their date! its
+    now may 24 not may 17")."""
+    out: list[str] = []
+    for p in pieces:
+        if out and (
+            (
+                2 <= len(words(out[-1])) <= 3
+                and out[-1].rstrip().endswith("!")
+                and not split_greeting(out[-1])[0]
+            )
+            or _GOES_ON.match(p)
+        ):
+            out[-1] = f"{out[-1]} {p}"
+        else:
+            out.append(p)
+    return out
+
+
 def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> list[ExtractedMemory]:
     """Typed memories found by rules in ``entries``, most important first.
 
@@ -1858,7 +1885,9 @@ def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> lis
         request = None if bot else read_request(text)
         if request is not None and request.kind in ("forget", "skip"):
             continue
-        pieces = [request.what] if request is not None else sentences(split_greeting(text)[1])
+        pieces = (
+            [request.what] if request is not None else joined(sentences(split_greeting(text)[1]))
+        )
         for sent in pieces:
             if bot:
                 kind, importance = _classify_bot(sent)

@@ -42,6 +42,7 @@ from tierbot.llm.extraction import (
     corrected,
     is_chitchat,
     is_question,
+    joined,
     lower_case_name,
     read_correction,
     read_request,
@@ -2377,7 +2378,7 @@ def best_all(
     # "My PIN is 1234. My door code is 9876.": asked for the door code, quote the
     # sentence that answers, when it holds every word of the question the message does.
     parts = (
-        [p.strip() for s in sentences(found.text) for p in s.split(";") if p.strip()]
+        [p.strip() for s in joined(sentences(found.text)) for p in s.split(";") if p.strip()]
         if found.kind != "branch"
         else []
     )
@@ -2600,7 +2601,7 @@ def _plan_saves(
         return [ToolCall(f"skip-{at}", "memory_forget", {"query": topic})]
     # "I'm doing flowers and the cake, Rosa can you handle the photographer?": what is
     # told before a question put to someone is told all the same.
-    told = [t for s in sentences(split_greeting(m.content)[1]) if (t := _told_in(s))]
+    told = [t for s in joined(sentences(split_greeting(m.content)[1])) if (t := _told_in(s))]
     if "memory_save" not in tools or (is_question(m.content) and not told):
         return []
     if request is not None:

@@ -2884,3 +2884,23 @@ async def test_a_line_announced_or_going_on_is_kept_whole(
     assert replies[0] == "Noted: the patel couple moved their date! its now may 24 not may 17."
     assert replies[1] == "Noted: first harvest! 400g of radishes on may 12.", replies[1]
     assert "400g of radishes" in replies[2], replies[2]
+
+
+async def test_who_someone_is_is_the_line_saying_who_they_are(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "who is rachel?" quoted the to-do «send rachel the shot list», and "who is
+    tiago?" «…, tiago negotiated»: the lines saying who they are were there."""
+    replies = await _talk(
+        make_config,
+        [
+            "the boathouse coordinator is called rachel, her email is rachel@boathouse.co.uk",
+            "remind me to send rachel the shot list",
+            "flat agent is tiago, whatsapp +351 912 345 678",
+            "the almirante reis one is now €1050, tiago negotiated",
+            "who is rachel?",
+            "who is tiago?",
+        ],
+    )
+    assert "coordinator is called rachel" in replies[4], replies[4]
+    assert "flat agent is tiago" in replies[5], replies[5]

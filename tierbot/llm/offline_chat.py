@@ -2333,6 +2333,7 @@ def best_all(
     # the second part nearly as well as the care agency's "office number is …" does,
     # and it is the one asked about.
     top = max((scores[k] for k in fits), default=0.0)
+    who_is = _WHO_IS.match(question)
     # "what do i need to order?": a to-do ("remind me to order more eggs") over a line
     # that needs something else ("i need help tracking custom orders").
     i = max(
@@ -2342,6 +2343,9 @@ def best_all(
             needs
             and scores[k] >= _CONTEXT_SHARE * top
             and (pool[k].memory_type or classify(pool[k].text)[0]) == "todo",
+            # "who is rachel?": the line saying who she is ("the coordinator is called
+            # rachel"), over one only naming her ("send rachel the shot list").
+            who_is is not None and scores[k] >= top / 2 and _says_who(who_is[1], pool[k].text),
             round(scores[k], 6),
             # "How much are we getting for Sheffield?": a line giving a sum, over its move.
             money and _MONEY_SAID.search(pool[k].text) is not None,
@@ -2389,6 +2393,25 @@ def best_all(
         if overlap.score(question, part) >= score - 1e-9 and not _STOPPED.search(part):
             found = replace(found, text=part)
     return found, score, also
+
+
+# "who is rachel?", "who's tiago": whom a name is.
+_WHO_IS = re.compile(r"^\W*who(?:'s|\s+is|\s+was)\s+([A-Za-z][\w'-]+)\W*$", re.I)
+
+
+def _says_who(name: str, text: str) -> bool:
+    """Whether ``text`` says who ``name`` is: "the coordinator is called rachel", "flat
+    agent is tiago", "rachel is our planner", "tiago, the agent"."""
+    n = re.escape(name)
+    return (
+        re.search(
+            rf"\b(?:called|named|is|'s)\s+{n}\b(?!\s+(?:is|was|has|had|will|and)\b)|"
+            rf"\b{n}\s*(?:is|,)\s+(?:the|my|our|his|her|their|a|an)\s+\w",
+            text,
+            re.I,
+        )
+        is not None
+    )
 
 
 # "What exams do I have?", "Which decisions did we make?": several of a kind asked for.

@@ -2904,3 +2904,14 @@ async def test_who_someone_is_is_the_line_saying_who_they_are(
     )
     assert "coordinator is called rachel" in replies[4], replies[4]
     assert "flat agent is tiago" in replies[5], replies[5]
+
+
+def test_a_venue_word_is_a_place_only_after_at_or_in() -> None:
+    """ "where?" after an answer giving only «consulate emailed, appointment moved to feb
+    27» (its first line had left the view) was answered with that line, which names no
+    place; "at hartwell manor", written small, is one."""
+    from tierbot.llm.offline_chat import _PLACE
+
+    assert _PLACE.search("consulate emailed, appointment moved to feb 27, same time") is None
+    assert _PLACE.search("the patel wedding is on may 17 at hartwell manor") is not None
+    assert _PLACE.search("appointment at the portuguese consulate in london") is not None

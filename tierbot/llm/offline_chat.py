@@ -565,9 +565,11 @@ _PLACE = re.compile(
     r"\b(?:lives?|based|located)\b|"
     # written small: "at miss claire's studio on high street", "still at mine"
     r"(?i:\b(?:at|in)\s+(?:\w+\s+)?[a-z]+['\u2019]s\b|\b(?:at|in)\s+(?:mine|ours|theirs|yours)\b|"
-    r"\b(?:street|road|lane|avenue|square|studio|centre|center|manor|hall|barn|hotel|church|"
-    r"chapel|park|pub|inn|arms|clinic|surgery|hospital|gym|library|station|venue|cafe|"
-    r"restaurant|farm|consulate|embassy|allotments?)\b)"
+    r"\b(?:street|road|lane|avenue|square|studio|centre|center)\b|"
+    # a venue's word after "at" or "in": "at hartwell manor" (not "consulate emailed")
+    r"\b(?:at|in)\s+(?:[\w'-]+\s+){0,3}(?:manor|hall|barn|hotel|church|chapel|park|pub|inn|"
+    r"arms|clinic|surgery|hospital|gym|library|station|venue|cafe|restaurant|farm|consulate|"
+    r"embassy|allotments?)\b)"
 )
 # What a thing does that asks only when: it comes, arrives, turns up.
 _COMING = re.compile(

@@ -2906,6 +2906,24 @@ async def test_who_someone_is_is_the_line_saying_who_they_are(
     assert "flat agent is tiago" in replies[5], replies[5]
 
 
+async def test_a_lead_in_is_not_said_back_in_the_note(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Noted: first one: the patel wedding …", "Noted: fair, sam and you can split it":
+    a lead-in that numbers the line or agrees is no part of what was told."""
+    replies = await _talk(
+        make_config,
+        [
+            "first one: the patel wedding is on may 17 at hartwell manor",
+            "fair, sam and me can split it then, £27 each",
+            ("dev", "yo band, rehearsal this week is wednesday 8pm"),
+        ],
+    )
+    assert replies[0] == "Noted: the patel wedding is on may 17 at hartwell manor.", replies[0]
+    assert replies[1] == "Noted: sam and you can split it then, £27 each.", replies[1]
+    assert replies[2].endswith("Noted: rehearsal this week is wednesday 8pm."), replies[2]
+
+
 def test_a_venue_word_is_a_place_only_after_at_or_in() -> None:
     """ "where?" after an answer giving only «consulate emailed, appointment moved to feb
     27» (its first line had left the view) was answered with that line, which names no

@@ -227,7 +227,7 @@ _LEAD = re.compile(
     rf"{RESTATING}|did (?:you|u) know(?: that)?|honestly|tbh|lol|haha+)\b[,:;!.-]*\s+|"
     # (a word of its own only with its comma: "quick one, we got…", not "team lunch is…")
     r"(?:quick one|no worries|guys|team|morning team|morning all|sweet|cool|nice|great|"
-    r"ack)[,:;!.-]+\s+)+",
+    r"ack|fair|band|folks|everyone|lads|(?:first|second|third|next|another)\s+one)[,:;!.-]+\s+)+",
     re.I,
 )
 # What trails a line without telling anything: "I weigh 72kg btw", "I'm vegetarian fyi".

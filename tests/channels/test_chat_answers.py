@@ -2924,6 +2924,24 @@ async def test_a_lead_in_is_not_said_back_in_the_note(
     assert replies[2].endswith("Noted: rehearsal this week is wednesday 8pm."), replies[2]
 
 
+async def test_can_someone_forget_in_a_group_is_a_forget_for_the_bot(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "can someone forget my ankle stuff, dont want it hanging around lol" got "OK,
+    Priya." and the ankle line was quoted again: in a group only the bot forgets."""
+    replies = await _talk(
+        make_config,
+        [
+            ("priya", "fyi my ankle is still a bit dodgy from the sprain, might only do half"),
+            ("kofi", "five a side is thursday at 7pm"),
+            ("priya", "can someone forget my ankle stuff, dont want it hanging around lol"),
+            ("mia", "what's wrong with priya?"),
+        ],
+    )
+    assert replies[2].startswith("Done: I forgot"), replies[2]
+    assert "ankle" not in replies[3], replies[3]
+
+
 def test_a_venue_word_is_a_place_only_after_at_or_in() -> None:
     """ "where?" after an answer giving only «consulate emailed, appointment moved to feb
     27» (its first line had left the view) was answered with that line, which names no

@@ -169,7 +169,10 @@ FORGET_ALL = re.compile(
 _POLITE = re.compile(
     r"^\s*(?:(?:can|could|would|will)\s+you\s+(?:please\s+|pls\s+|kindly\s+|also\s+)?|"
     r"(?:please|pls|kindly)\s+)(?=(?:remember|note|save|make a note|take a note|keep in mind|"
-    r"memori[sz]e|forget|delete|erase|remove)\b)",
+    r"memori[sz]e|forget|delete|erase|remove)\b)|"
+    # "can someone forget my ankle stuff": in a group, only the bot forgets
+    r"^\s*(?:can|could|would|will)\s+(?:someone|somebody|anyone|anybody)\s+(?:please\s+|pls\s+)?"
+    r"(?=(?:forget|delete|erase)\b)",
     re.I,
 )
 # "/remember …" typed as if it were a command.

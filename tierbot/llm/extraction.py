@@ -1614,6 +1614,8 @@ _MONTH_NAME = (
     r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 )
 # What a correction's new value can stand for in the sentence it corrects, by shape.
+#: A time of day written with digits: "7pm", "10:30", "9.15 a.m.".
+CLOCK_TIME = r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b"
 _SHAPES = (
     ("day", re.compile(rf"\b{_WEEKDAY}\b", re.I)),
     # "Oct 14", "March 15th", "5 May", "the 3rd of June": one value, not a month and a
@@ -1627,10 +1629,7 @@ _SHAPES = (
         ),
     ),
     ("month", re.compile(rf"\b{_MONTH_NAME}\b", re.I)),
-    (
-        "time",
-        re.compile(r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b", re.I),
-    ),
+    ("time", re.compile(CLOCK_TIME, re.I)),
     # "the 15th": a day of the month.
     ("ordinal", re.compile(r"\b(?:the\s+)?\d{1,2}(?:st|nd|rd|th)\b", re.I)),
     ("number", re.compile(r"(?<![\w.])[#]?\d[\d.,:/-]*[A-Za-z]{0,3}\b|\b[A-Za-z]+\d[\w-]*\b")),

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from tierbot.llm.base import ChatMessage, ToolCall
 from tierbot.llm.extraction import (
     CHANGED,
+    CLOCK_TIME,
     FORGET_ALL,
     NO_LONGER,
     NOT_THAT,
@@ -583,7 +584,7 @@ _WHEN = re.compile(r"^\W*when\b|\bwhat (?:time|day|date)\b|\bwhich day\b", re.I)
 _WHAT_TIME = re.compile(r"\b(?:what|which)\s+(time|days?|dates?)\b", re.I)
 # A time of day: "7pm", "19:30", "at 8", "noon", "every morning".
 _CLOCK = re.compile(
-    r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm)\b|\b\d{1,2}[:.h]\d\d\b|\b(?:at|by|until|till|from)\s+\d|"
+    rf"{CLOCK_TIME}|\b\d{{1,2}}[.h]\d\d\b|\b(?:at|by|until|till|from)\s+\d|"
     r"\b(?:noon|midday|midnight|morning|mornings|evening|evenings|afternoon|night|o'?clock|"
     r"breakfast|lunch|dinner|bedtime)\b",
     re.I,

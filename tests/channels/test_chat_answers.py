@@ -2951,3 +2951,26 @@ def test_a_venue_word_is_a_place_only_after_at_or_in() -> None:
     assert _PLACE.search("consulate emailed, appointment moved to feb 27, same time") is None
     assert _PLACE.search("the patel wedding is on may 17 at hartwell manor") is not None
     assert _PLACE.search("appointment at the portuguese consulate in london") is not None
+
+
+async def test_asking_for_help_and_a_moved_date_are_no_to_dos(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "need help keeping track of everything" was noted as a to-do and headed every
+    to-do list, and "move date pushed back, now may 2" was listed as a to-do: one asks
+    the bot for help, the other tells of a plan moved."""
+    replies = await _talk(
+        make_config,
+        [
+            "ok so its official, im moving to lisbon!! need help keeping track of everything",
+            "remind me to book pixel's rabies jab",
+            "move date pushed back, now may 2",
+            "what do i need to do?",
+            "when am i moving?",
+        ],
+    )
+    assert "to-do" not in replies[0], replies[0]
+    assert replies[2].startswith("Noted:") and "to-do" not in replies[2], replies[2]
+    assert replies[3].startswith("Your to-dos: book pixel's rabies jab"), replies[3]
+    assert "keeping track" not in replies[3] and "pushed back" not in replies[3], replies[3]
+    assert "may 2" in replies[4], replies[4]

@@ -957,13 +957,30 @@ def _cased(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
+# "need help keeping track of everything": what the bot is asked to be for.
+_HELP_WANTED = re.compile(
+    r"^\W*(?:(?:ok|so|and)\W+)*(?:i\s+)?(?:need|want|would\s+like)\s+(?:some\s+)?help\s+"
+    r"(?:with\s+)?(?:keeping\s+track|tracking|organi[sz]ing|remembering|keeping\s+on\s+top)",
+    re.I,
+)
+# A date put off or brought forward, and what still makes it a job.
+_PUT_OFF = re.compile(
+    r"\b(?:pushed\s+back|put\s+back|postponed|brought\s+forward|rescheduled)\b", re.I
+)
+_STILL_TO_DO = re.compile(r"\b(?:remind|need\s+to|have\s+to|must|don'?t\s+forget)\b", re.I)
+
+
 def classify(sentence: str) -> tuple[str | None, float]:
     """The memory type and default importance of one sentence; (None, 0) for nothing.
     A sentence that says nothing durable as a whole may in its consequence ("sofia
     switched groups so my lab partner is now tariq"): then it is kept as that says; or
     in its first clause, a remark after it ("My budget is now 3,500 euros, I spent too
     much in Tokyo")."""
+    if _HELP_WANTED.match(sentence):
+        return None, 0.0  # "need help keeping track of everything": asks the bot, tells nothing
     found = _classify(sentence)
+    if found[0] == "todo" and _PUT_OFF.search(sentence) and not _STILL_TO_DO.search(sentence):
+        return "event", 0.5  # "move date pushed back, now may 2": a plan moved, not a to-do
     if found[0] is None:
         for clause in _SO.split(sentence)[1:]:
             if (found := _classify(clause))[0] is not None:

@@ -1110,14 +1110,16 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     )
 
 
+# "her number", "it's his car": a thing of someone else's, named by a pronoun.
+_PRONOUN_OWNER = r"(?:it's\s+|its\s+)?(?:his|her|their)\s+"
 # "actually her number is …": a correction of someone's thing, named by a pronoun.
 _THEIRS_CORRECTED = re.compile(
     r"^\W*(?:actually|sorry|oops|whoops|my bad|correction|no wait|wait|no)\b[\s,:;.!-]*"
-    r"(?:it's\s+|its\s+)?(?:his|her|their)\s+([\w' -]{2,30}?)\s+(?:is|are|was|were|'s)\b",
+    rf"{_PRONOUN_OWNER}([\w' -]{{2,30}}?)\s+(?:is|are|was|were|'s)\b",
     re.I,
 )
-# "her number is …": a thing of someone else's, named by a pronoun.
-_OF_THEIRS = re.compile(r"^\W*(?:it's\s+|its\s+)?(?:his|her|their)\s+[a-z]", re.I)
+# "her number is …": a line said of such a thing.
+_OF_THEIRS = re.compile(rf"^\W*{_PRONOUN_OWNER}[a-z]", re.I)
 # "my sister's new number is …", "Tom's address is …": someone's thing, said of.
 _THEIRS_SAID = re.compile(
     r"^\s*(?:my\s+|our\s+)?[\w-]+'s\s+([\w' -]{2,40}?)\s+(?:is|are|was|were)\b", re.I

@@ -2019,3 +2019,31 @@ async def test_looking_further_back_leaves_the_answer_room_to_say_what_changed(
         assert not live & {"w1", "w6"}, "the told lines should be compacted away"
         said = await _say(rt, "what's the venue called?", "q1")
         assert "Holloway Barn" in said and "june 21st" in said, said
+
+
+async def test_can_someone_forget_whose_store_fails_says_so_and_keeps_the_message(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "can someone forget my ankle stuff" in a group, the store failing on the forget:
+    the reply says the store failed (never "OK", never "Done"), the request is stored,
+    and asking again once the store is back forgets the line."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "remember that my ankle is sprained, no football for 2 weeks", "p1", "priya")
+        await _say(rt, "five a side is thursday at 7pm", "k1", author="kofi")
+        await rt.memory.indexer.flush()
+        real_forget = graph.forget
+
+        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
+            raise OSError("disk I/O error")
+
+        graph.forget = failing_forget  # type: ignore[method-assign]
+        said = await _say(rt, "can someone forget my ankle stuff", "p2", author="priya")
+        assert "the memory store failed (OSError)" in said, said
+        assert "Done" not in said and not said.startswith("OK"), said
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["p1", "k1", "p2"]
+        graph.forget = real_forget  # type: ignore[method-assign]
+        said = await _say(rt, "can someone forget my ankle stuff", "p3", author="priya")
+        assert said.startswith("Done: I forgot"), said

@@ -2047,3 +2047,26 @@ async def test_can_someone_forget_whose_store_fails_says_so_and_keeps_the_messag
         graph.forget = real_forget  # type: ignore[method-assign]
         said = await _say(rt, "can someone forget my ankle stuff", "p3", author="priya")
         assert said.startswith("Done: I forgot"), said
+
+
+async def test_whats_his_number_after_who_is_someone_is_theirs_further_back(
+    make_config: Callable[..., Config],
+) -> None:
+    """At a 2,048-token window, "who is tiago?" found the line saying who he is, and
+    "whats his number?" right after it found nothing: a name written small was not
+    taken as the one "his" stands for, so the look further back asked for anyone's
+    number."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        await _say(
+            rt, "the agent for both flats is called tiago, his whatsapp is +351 912 345 678", "d1"
+        )
+        await _say(rt, "shipping quotes so far: movebox £2100, seven seas £1850", "d2")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert "d1" not in live, "the told line should be compacted away"
+        who = await _say(rt, "who is tiago?", "q1")
+        assert "called tiago" in who, who
+        said = await _say(rt, "whats his number?", "q2")
+        assert "+351 912 345 678" in said, said

@@ -3762,9 +3762,29 @@ def _asked_before(at: int, q: ChatMessage, messages: Sequence[ChatMessage], back
         if (m.name or "") != (q.name or "") or not is_question(m.content):
             return ""
         if people_named(m.content) or not refers(m.content) or back <= 1:
-            return person_named(m.content)
+            return person_named(m.content) or _whom_asked(m.content)
         return _asked_before(i, m, messages, back - 1)
     return ""
+
+
+def _whom_asked(question: str) -> str:
+    """The name "who is tiago?" asks about, written as chat is, in lower case: "whats
+    his number?" after it is tiago's number.  Not a word that names no one ("who is
+    coming?", "who's in?")."""
+    m = _WHO_IS.match(question)
+    if m is None:
+        return ""
+    word = m[1].removesuffix("'s").lower()
+    if word in _NOT_WHOM or word.endswith(("ing", "ed")) or refers(word):
+        return ""
+    return m[1]
+
+
+# Words after "who is" that are no one's name: "who's in?", "who is free?".
+_NOT_WHOM = frozenset(
+    "in out up on off free here there around about next it this that the a an we you i "
+    "me us left late first last driving available able".split()
+)
 
 
 def _failure(results: Sequence[ChatMessage], call_id: str) -> str | None:

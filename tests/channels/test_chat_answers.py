@@ -2974,3 +2974,23 @@ async def test_asking_for_help_and_a_moved_date_are_no_to_dos(
     assert replies[3].startswith("Your to-dos: book pixel's rabies jab"), replies[3]
     assert "keeping track" not in replies[3] and "pushed back" not in replies[3], replies[3]
     assert "may 2" in replies[4], replies[4]
+
+
+async def test_a_value_given_as_the_answer_to_a_question_is_kept_with_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "legend, whats jay's number mia?" answered by Mia's "its 07700 900462" was noted
+    as "its 07700 900462", and "whats jay's number again?" found nothing: the value
+    alone is kept with what it answers."""
+    replies = await _talk(
+        make_config,
+        [
+            ("mia", "my brother jay can sub in if priya's ankle is bad"),
+            ("kofi", "legend, whats jay's number mia?"),
+            ("mia", "its 07700 900462"),
+            ("priya", "ugh work has been brutal this week"),
+            ("kofi", "whats jay's number again?"),
+        ],
+    )
+    assert replies[2] == "Noted: jay's number is 07700 900462.", replies[2]
+    assert "07700 900462" in replies[4], replies[4]

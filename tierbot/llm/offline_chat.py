@@ -2630,6 +2630,8 @@ def _plan_saves(
     # "I'm doing flowers and the cake, Rosa can you handle the photographer?": what is
     # told before a question put to someone is told all the same.
     told = [t for s in joined(sentences(split_greeting(m.content)[1])) if (t := _told_in(s))]
+    if len(told) == 1 and (answer := _answer_to(m, before)):
+        told = [answer]
     if "memory_save" not in tools or (is_question(m.content) and not told):
         return []
     if request is not None:
@@ -2657,6 +2659,39 @@ def _plan_saves(
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
     return calls
+
+
+# "whats jay's number mia?", "legend, what's the door code again?": what is asked for.
+_ASKED_FOR = re.compile(
+    r"^(?:[^?]*?[,!-]\s*)?what(?:'s|s|\s+is|\s+was)\s+(?P<what>[\w' -]+?)(?:\s+again)?\W*$",
+    re.I,
+)
+# "its 07700 900462", "it's 4411": an answer that says only the value.
+_ONLY_VALUE = re.compile(r"^\W*(?:it'?s|it\s+is|that'?s)\s+(?P<value>[^,;!?]+?)[\s.!]*$", re.I)
+
+
+def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
+    """What ``m`` tells when it answers the question said right before it by someone
+    else with the value alone: "its 07700 900462" after "whats jay's number mia?" is
+    "jay's number is 07700 900462" (kept as "its 07700 900462", it answers nothing
+    later); "" when it is no such answer."""
+    said = _ONLY_VALUE.match(m.content.replace("\u2019", "'"))
+    if said is None or not re.search(r"\d", said["value"]) or len(words(said["value"])) > 5:
+        return ""
+    last = next((b for b in reversed(before) if b.role == "user" and not is_quoted(b.content)), None)
+    if last is None or (last.name or "") == (m.name or ""):
+        return ""
+    asked = _ASKED_FOR.match(last.content.replace("\u2019", "'").strip())
+    if asked is None:
+        return ""
+    what = asked["what"].split()
+    if what and m.name and what[-1].lower() == m.name.lower():
+        what = what[:-1]  # "… mia?": whom it was asked of
+    if not what or what[0].lower() in ("it", "that", "this", "up", "my", "happening"):
+        return ""
+    if what[0].lower() == "your" and m.name:
+        what[0] = f"{m.name}'s"
+    return f"{' '.join(what)} is {said['value'].strip()}"
 
 
 # A clause that only speaks of what was forgotten, or of someone not named in it.

@@ -2994,3 +2994,22 @@ async def test_a_value_given_as_the_answer_to_a_question_is_kept_with_it(
     )
     assert replies[2] == "Noted: jay's number is 07700 900462.", replies[2]
     assert "07700 900462" in replies[4], replies[4]
+
+
+async def test_digits_set_right_change_the_number_they_end(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually my number's wrong, last digits are 872 not 871" did not change "my
+    number is 07700 900871": "871" was looked for as a word of its own, and "whats
+    ana's number?" gave the old number alone."""
+    replies = await _talk(
+        make_config,
+        [
+            ("ana", "hey im back!! new phone btw, my number is 07700 900871"),
+            ("dev", "cool"),
+            ("ana", "actually my number's wrong, last digits are 872 not 871"),
+            ("dev", "whats ana's number?"),
+        ],
+    )
+    assert "07700 900871" in replies[3], replies[3]
+    assert "Later, ana said" in replies[3] and "872 not 871" in replies[3], replies[3]

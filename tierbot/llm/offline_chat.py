@@ -434,7 +434,8 @@ _ASKED_OF_ME = re.compile(
     r"\b(?:do|did|does|am|was|have|had|can|could|should|will|would)\s+i\b|^\s*i\b", re.I
 )
 # ("i", as chat writes it, too; not the "i" of "i.e.")
-_I_SAID = re.compile(r"\b[Ii](?:['\u2019](?:m|ve|d|ll))?\b(?!\.\w)")
+# ("im out thursday", "ive booked": as chat writes it)
+_I_SAID = re.compile(r"\b(?:[Ii](?:['\u2019](?:m|ve|d|ll))?|im|ive)\b(?!\.\w)")
 # A name inside a sentence ("Sofia"), or what a possessive names ("landlord's").
 _NAMED = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+|\b[\w-]+(?='s\b)")
 
@@ -1182,7 +1183,9 @@ def _corrects_word(text: str, before: str) -> bool:
     # lemon cake": the value taken back is named, and so is something else of the line
     # (not every line saying "lemon" is Mrs Patel's order).
     m = NOT_THAT.search(text) or THIS_NOT_THAT.search(text) or _NOT_THAT_CLAUSE.search(text)
-    if m is None or re.search(rf"\b{re.escape(m['old'])}\b", before, re.I) is None:
+    # (digits may end a longer number: "last digits are 872 not 871" of "07700 900871")
+    start = r"(?:\b|(?<=\d))" if m is not None and m["old"].isdigit() else r"\b"
+    if m is None or re.search(rf"{start}{re.escape(m['old'])}\b", before, re.I) is None:
         return False
     if not m["old"][0].isdigit() and not stems(m["old"]):
         return False  # "not now, I'm busy"

@@ -2996,6 +2996,34 @@ async def test_a_value_given_as_the_answer_to_a_question_is_kept_with_it(
     assert "07700 900462" in replies[4], replies[4]
 
 
+async def test_someone_in_or_out_answers_whether_they_are_playing(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "my physio said no football for 2 weeks so im out thursday :(" did not answer
+    "is priya playing thursday?" (Nothing I could find), and "so jay's in then" and "ok
+    paper moon's out" got "OK, Mia." and were lost: being in or out is how a group says
+    who plays, and what."""
+    replies = await _talk(
+        make_config,
+        [
+            ("kofi", "ive booked pitch 3 at goals southside for thursday 7pm"),
+            ("priya", "my physio said no football for 2 weeks so im out thursday :("),
+            ("mia", "so jay's in then, ill tell him"),
+            ("dev", "ok paper moon's out"),
+            ("tom", "is priya playing thursday?"),
+            ("tom", "is jay playing?"),
+            ("ana", "are we playing paper moon?"),
+            ("ana", "where are we playing?"),
+        ],
+    )
+    assert replies[2].startswith("Noted: jay's in then"), replies[2]
+    assert replies[3] == "Noted: paper moon's out.", replies[3]
+    assert "im out thursday" in replies[4], replies[4]
+    assert "jay's in then" in replies[5], replies[5]
+    assert "paper moon's out" in replies[6], replies[6]
+    assert "jay's in" not in replies[7], replies[7]  # being in says nothing of where
+
+
 async def test_digits_set_right_change_the_number_they_end(
     make_config: Callable[..., Config],
 ) -> None:

@@ -1130,6 +1130,20 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"organi[sz]ing|in charge of|looking after) (the|our|[a-z]+s\b|[a-z]+ and )"
         ),
     ),
+    # Someone or something in or out of what the group does: "so jay's in then", "ok
+    # paper moon's out", "count me in", "im out for saturday" (not "we're out again": of
+    # milk).
+    (
+        "decision",
+        0.6,
+        _Folded(
+            r"^((so|ok|okay|right|yeah|then|fine) )?(the )?([a-z]+ )?([a-z]+'s|[a-z]+ is|"
+            r"i'?m|i am) (definitely |def |deffo |still |now )?(in|out)"
+            r"( then| now| too| for (it|this|that|the [a-z]+|[a-z]+day)| this (time|week|"
+            r"weekend))?( then)?(\W*$|,)|"
+            r"^((so|ok|okay|yeah) )?count (me|him|her|us|them) (in|out)\b"
+        ),
+    ),
     # A sum split or priced: "£60 for the hour so £15 each", "3 hours, £54 total".
     (
         "fact",

@@ -1607,6 +1607,15 @@ _AILING = re.compile(
     r"fractur\w*|physio\w*|dodgy|swollen|ache\w*|migraine\w*)\b",
     re.I,
 )
+# Being in or out of what a group does: "im out thursday", "so jay's in then", "cant make
+# it", "count me in", "sitting this one out".
+_IN_OR_OUT = re.compile(
+    r"\b(?:i['\u2019]?m|i\s+am|(?:s?he|it)['\u2019]?s|they['\u2019]?re|[a-z]+['\u2019]s)\s+"
+    r"(?:(?:definitely|deffo|def|still|now)\s+)?(?:out|in)\b(?!\s+(?:the|a|an|my|our|his|her)\b)|"
+    r"\bcan['\u2019]?t\s+(?:make|come|play|join)\b|\bcount\s+(?:me|him|her|us)\s+(?:in|out)\b|"
+    r"\bsit(?:ting)?\s+(?:this\s+one\s+|it\s+)?out\b|\bno\s+(?:football|playing)\b",
+    re.I,
+)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),
@@ -1620,6 +1629,8 @@ _SAID_THEIR_WAY = (
     (frozenset(stems("work job")), _A_JOB, False, 1.25),
     # "what's wrong with priya?" of "my ankle is still a bit dodgy from the sprain"
     (frozenset(stems("wrong")), _AILING, False, 1.0),
+    # "is priya playing thursday?" of her "im out thursday"; "is jay coming?" of "jay's in"
+    (frozenset(stems("playing coming joining")), _IN_OR_OUT, False, 1.0),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
@@ -2257,8 +2268,8 @@ def best_all(
     # Birch Lane, apartment 3B"; "What's the rule for nut products?" of "anything with
     # nuts must go on the blue trays" (of what else the question names, for half weight).
     for words_, says, of_the_rest, weight in _SAID_THEIR_WAY:
-        if not (asked_word := asked.words & words_):
-            continue
+        if not (asked_word := asked.words & words_) or (says is _IN_OR_OUT and not asked.confirm):
+            continue  # ("where are we playing?" is not "so jay's in then")
         word = next(iter(asked_word))
         rest = asked.words - words_ - _ASKED_OF_IT
         for k, e in enumerate(pool):
@@ -2681,7 +2692,9 @@ def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
     said = _ONLY_VALUE.match(m.content.replace("\u2019", "'"))
     if said is None or not re.search(r"\d", said["value"]) or len(words(said["value"])) > 5:
         return ""
-    last = next((b for b in reversed(before) if b.role == "user" and not is_quoted(b.content)), None)
+    last = next(
+        (b for b in reversed(before) if b.role == "user" and not is_quoted(b.content)), None
+    )
     if last is None or (last.name or "") == (m.name or ""):
         return ""
     asked = _ASKED_FOR.match(last.content.replace("\u2019", "'").strip())

@@ -3041,3 +3041,20 @@ async def test_digits_set_right_change_the_number_they_end(
     )
     assert "07700 900871" in replies[3], replies[3]
     assert "Later, ana said" in replies[3] and "872 not 871" in replies[3], replies[3]
+
+
+async def test_nerves_before_something_ahead_are_wished_well_not_pitied(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "i'm so nervous for march" (a move ahead) got "I'm sorry to hear that.": nerves
+    before something to come are wished luck; a hard time told with them still gets
+    the kind word."""
+    replies = await _talk(
+        make_config,
+        [
+            "i'm so nervous for march",
+            "my mum's in hospital and im so nervous about the results",
+        ],
+    )
+    assert replies[0] == "Fingers crossed for you.", replies[0]
+    assert replies[1].startswith("I'm sorry to hear that."), replies[1]

@@ -3060,6 +3060,14 @@ _HARD_TIME = re.compile(
     r"[\s,.]ugh+\W*$|:-?\(|:'\(",
     re.I,
 )
+# Nerves before something ahead: "i'm so nervous for march", "bit anxious about the
+# interview tomorrow": wished well, not pitied.
+_NERVES_AHEAD = re.compile(
+    r"\b(?:nervous|anxious|scared|terrified|petrified|jittery|bricking\s+it)\s+"
+    r"(?:for|about|before)\s+(?!(?:my|his|her|their|our)\s+(?:\w+\s+)?(?:health|life)\b)\w",
+    re.I,
+)
+LUCK_REPLY = "Fingers crossed for you."
 _LOSS = re.compile(
     rf"^(?=.*\b{_RELATIVE}\b).*\b(?:passed\s+(?:away|on)|died|funeral)\b|"
     rf"\blost\s+(?:your|our|my|his|her)\s+{_RELATIVE}\b",
@@ -4209,6 +4217,13 @@ def _statement_reply(
         )
     if _LOSS.search(rest) and not any(p.startswith("I'm sorry") for p in parts):
         parts.insert(1 if greeting else 0, "I'm sorry for your loss.")
+    elif (
+        _NERVES_AHEAD.search(rest)
+        # (not when it tells a hard time besides: "mum's in hospital, so nervous about…")
+        and not _HARD_TIME.search(_NERVES_AHEAD.sub(" ", rest))
+        and not any(p.startswith("I'm sorry") for p in parts)
+    ):
+        parts.insert(1 if greeting else 0, LUCK_REPLY)
     elif _HARD_TIME.search(rest) and not any(p.startswith("I'm sorry") for p in parts):
         parts.insert(1 if greeting else 0, "I'm sorry to hear that.")
     if not parts:

@@ -1137,7 +1137,10 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         "decision",
         0.6,
         _Folded(
-            r"^((so|ok|okay|right|yeah|then|fine) )?(the )?([a-z]+ )?([a-z]+'s|[a-z]+ is|"
+            r"^((so|ok|okay|right|yeah|then|fine) )?(the )?"
+            # (not "vote's in", "word's out": news, not someone in or out)
+            r"(?!(vote|votes|results?|verdict|news|word|jury|it|that|what|who|this|there|"
+            r"here|today|everything|nothing)('s| is)\b)([a-z]+ )?([a-z]+'s|[a-z]+ is|"
             r"i'?m|i am) (definitely |def |deffo |still |now )?(in|out)"
             r"( then| now| too| for (it|this|that|the [a-z]+|[a-z]+day)| this (time|week|"
             r"weekend))?( then)?(\W*$|,)|"

@@ -3058,3 +3058,27 @@ async def test_nerves_before_something_ahead_are_wished_well_not_pitied(
     )
     assert replies[0] == "Fingers crossed for you.", replies[0]
     assert replies[1].startswith("I'm sorry to hear that."), replies[1]
+
+
+async def test_what_the_bot_is_for_is_no_part_of_what_was_told(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "so im a wedding photographer and i need somewhere to dump all my booking stuff
+    lol" was noted whole, and headed every "what do you know about me?" with "you need
+    somewhere to dump all your booking stuff"; so was "…, want to keep notes here"."""
+    replies = await _talk(
+        make_config,
+        [
+            "hey! so im a wedding photographer and i need somewhere to dump all my booking stuff lol",
+            "got an allotment plot this year, plot 14b at greenway allotments, want to keep notes here",
+            "im saving up and i want to put £200 away each month",
+            "what do you know about me?",
+        ],
+    )
+    assert replies[0].endswith("! Noted: you're a wedding photographer."), replies[0]
+    assert replies[1] == (
+        "Noted: got an allotment plot this year, plot 14b at greenway allotments."
+    ), replies[1]
+    assert "£200 away each month" in replies[2], replies[2]
+    assert "dump" not in replies[3] and "notes here" not in replies[3], replies[3]
+    assert "wedding photographer" in replies[3] and "plot 14b" in replies[3], replies[3]

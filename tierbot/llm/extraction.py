@@ -1902,7 +1902,20 @@ def joined(pieces: Sequence[str]) -> list[str]:
             out[-1] = f"{out[-1]} {p}"
         else:
             out.append(p)
-    return out
+    # "…, want to keep notes here": what the bot is for is no part of what was told.
+    return [kept if len(words(kept := _FOR_THE_BOT.sub("", p))) >= 3 else p for p in out]
+
+
+# A closing clause saying what the bot will be used for: "… and i need somewhere to dump
+# all my booking stuff lol", "…, want to keep notes here", "… so i can keep track".
+_FOR_THE_BOT = re.compile(
+    r"(?:\s*[,;-]\s*|\s+(?:and|so)\s+)(?:i\s+|i'?m\s+|im\s+)?(?:just\s+|really\s+)?"
+    r"(?:need|want|wanna|would\s+like|thought\s+i'?d|can)\s+(?:to\s+)?"
+    r"(?:somewhere|a\s+place|keep\s+track\b|(?:keep|jot|dump|store|log|put)\s+"
+    r"(?:notes|stuff|things|it\s+all|everything|all\s+(?:my|the|this)\b)|use\s+(?:this|you)\b|"
+    r"[^.!?,]*\bhere\W*$)[^.!?]*?(?:\s+(?:lol|haha|tbh))?\W*$",
+    re.I,
+)
 
 
 def extract_memories(entries: Sequence[TranscriptEntry], limit: int = 40) -> list[ExtractedMemory]:

@@ -2566,7 +2566,8 @@ def _about(
             continue
         if bare(e.text) in told_in_place:
             continue
-        for sent in sentences(e.text):
+        # (read as the saves read it: "…, want to keep notes here" is no part of it)
+        for sent in joined(sentences(e.text)):
             sent = _TAIL.sub("", _LEAD.sub("", sent))
             was = e.memory_type or classify(sent)[0]
             if id(e) in moved:

@@ -3082,3 +3082,26 @@ async def test_what_the_bot_is_for_is_no_part_of_what_was_told(
     assert "£200 away each month" in replies[2], replies[2]
     assert "dump" not in replies[3] and "notes here" not in replies[3], replies[3]
     assert "wedding photographer" in replies[3] and "plot 14b" in replies[3], replies[3]
+
+
+async def test_a_job_taken_back_leaves_the_to_dos(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually i cant bring the bibs, car's in the garage" got "OK, Tom." and "ill
+    bring the bibs" stayed his to-do: a job taken back by whoever took it on is no
+    longer theirs, and what they said of it now is kept."""
+    replies = await _talk(
+        make_config,
+        [
+            ("tom", "ill bring the bibs, theyre in my boot anyway"),
+            ("priya", "how's everyone's week going"),
+            ("tom", "actually i cant bring the bibs, car's in the garage. mia can you grab them"),
+            ("tom", "what do i need to do?"),
+            ("priya", "who's bringing the bibs now?"),
+            ("mia", "i cant make it tonight sadly"),
+        ],
+    )
+    assert replies[2] == "Corrected: you cant bring the bibs, car's in the garage.", replies[2]
+    assert "bibs" not in replies[3], replies[3]
+    assert "cant bring the bibs" in replies[4], replies[4]
+    assert not replies[5].startswith("Corrected"), replies[5]  # nothing of hers taken back

@@ -2654,6 +2654,15 @@ def _plan_saves(
             ToolCall(f"save-{at}-{k}", "memory_save", args)
             for k, args in enumerate(_requested(request, speaker)[:_SAVES_PER_MESSAGE])
         ]
+    if (taken := _takes_back(m, before)) is not None and "memory_forget" in tools:
+        # "actually i cant bring the bibs" after "ill bring the bibs": the job is no
+        # longer theirs; what they said of it now is kept in its place.
+        old, now = taken
+        save = {"content": f"{speaker}: {now}", "memory_type": "event", "importance": 0.7}
+        return [
+            ToolCall(f"fixold-{at}", "memory_forget", {"query": old}),
+            ToolCall(f"fix-{at}", "memory_save", save),
+        ]
     if (fix := read_correction(m.content)) is not None:
         target = _corrects(fix, speaker, before)
         if target is None or "memory_forget" not in tools:
@@ -2674,6 +2683,43 @@ def _plan_saves(
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
     return calls
+
+
+# A job taken back: "actually i cant bring the bibs", "sorry, won't be able to do the
+# cake after all".
+_CANT_DO = re.compile(
+    r"^\W*(?:(?:actually|sorry|ah|oh|ugh|argh|bad news|update|guys|lads)\W+)*(?:i\s+)?"
+    r"(?:can'?t|cannot|won'?t\s+be\s+able\s+to|can\s+no\s+longer|am\s+not\s+able\s+to)\s+"
+    r"(?:do\s+|make\s+)?(?P<what>[^,.;!?]+)",
+    re.I,
+)
+# The job as it was taken on: "ill bring the bibs", "i'm doing the cake".
+_TOOK_ON = re.compile(r"\b(?:i'?ll|ill|i\s+will|i'?m\s+doing|i\s+can)\s+(?P<what>[^,.;!?]+)", re.I)
+
+
+def _takes_back(m: ChatMessage, before: Sequence[ChatMessage]) -> tuple[str, str] | None:
+    """(the job, what ``m`` says of it now) when ``m`` takes back a job its speaker took
+    on in one of their last few messages ("actually i cant bring the bibs, car's in the
+    garage" of "ill bring the bibs, theyre in my boot anyway"), or None."""
+    first = sentences(m.content)[0] if m.content.strip() else ""
+    said = _CANT_DO.match(first)
+    if said is None:
+        return None
+    what = set(stems(said["what"])) - STOPWORDS
+    if not what:
+        return None
+    seen = 0
+    for b in reversed(before):
+        if b.role != "user" or (b.name or "") != (m.name or "") or is_quoted(b.content):
+            continue
+        seen += 1
+        if seen > _CORRECTS_BACK:
+            return None
+        for sent in sentences(b.content):
+            took = _TOOK_ON.search(sent)
+            if took is not None and what <= set(stems(took["what"])) and not is_question(sent):
+                return sent, _LEAD.sub("", first).strip()
+    return None
 
 
 # "whats jay's number mia?", "legend, what's the door code again?": what is asked for.

@@ -2070,3 +2070,33 @@ async def test_whats_his_number_after_who_is_someone_is_theirs_further_back(
         assert "called tiago" in who, who
         said = await _say(rt, "whats his number?", "q2")
         assert "+351 912 345 678" in said, said
+
+
+async def test_a_job_taken_back_whose_store_fails_says_so_and_keeps_the_message(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually i cant bring the bibs", the store failing on the forget of the job:
+    the reply says the store failed (never "Corrected", never "OK"), the message is
+    stored, and once the store is back, saying it again takes the job off the to-dos."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "ill bring the bibs, theyre in my boot anyway", "t1", "tom")
+        await _say(rt, "how's everyone's week going", "p1", author="priya")
+        await rt.memory.indexer.flush()
+        real_forget = graph.forget
+
+        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
+            raise OSError("disk I/O error")
+
+        graph.forget = failing_forget  # type: ignore[method-assign]
+        said = await _say(rt, "actually i cant bring the bibs, car's in the garage", "t2", "tom")
+        assert "the memory store failed (OSError)" in said, said
+        assert not said.startswith(("Corrected", "OK")), said
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["t1", "p1", "t2"]
+        graph.forget = real_forget  # type: ignore[method-assign]
+        said = await _say(rt, "actually i cant bring the bibs, car's in the garage", "t3", "tom")
+        assert said.startswith("Corrected: you cant bring the bibs"), said
+        said = await _say(rt, "what do i need to do?", "t4", "tom")
+        assert "bibs" not in said, said

@@ -3105,3 +3105,26 @@ async def test_a_job_taken_back_leaves_the_to_dos(
     assert "bibs" not in replies[3], replies[3]
     assert "cant bring the bibs" in replies[4], replies[4]
     assert not replies[5].startswith("Corrected"), replies[5]  # nothing of hers taken back
+
+
+async def test_a_call_to_the_group_is_not_said_back_in_the_note(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "Noted: right lads, you've booked pitch 3 …": "right lads (n lasses)," calls the
+    group to listen and is no part of what was told."""
+    replies = await _talk(
+        make_config,
+        [
+            (
+                "kofi",
+                "right lads n lasses, five a side is back, ive booked pitch 3 for thursday 7pm",
+            ),
+            ("kofi", "right lads, ive booked pitch 3 for friday"),
+            ("mia", "alright gang, subs are £5"),
+        ],
+    )
+    assert replies[0] == ("Noted: five a side is back, you've booked pitch 3 for thursday 7pm."), (
+        replies[0]
+    )
+    assert replies[1] == "Noted: you've booked pitch 3 for friday.", replies[1]
+    assert replies[2] == "Noted: subs are £5.", replies[2]

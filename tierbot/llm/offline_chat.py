@@ -228,7 +228,10 @@ _LEAD = re.compile(
     rf"{RESTATING}|did (?:you|u) know(?: that)?|honestly|tbh|lol|haha+)\b[,:;!.-]*\s+|"
     # (a word of its own only with its comma: "quick one, we got…", not "team lunch is…")
     r"(?:quick one|no worries|guys|team|morning team|morning all|sweet|cool|nice|great|"
-    r"ack|fair|band|folks|everyone|lads|(?:first|second|third|next|another)\s+one)[,:;!.-]+\s+)+",
+    r"ack|fair|band|folks|everyone|lads|gang|(?:first|second|third|next|another)\s+one|"
+    # "right lads n lasses, five a side is back"
+    r"(?:right|alright|listen up)(?:\s+(?:lads|guys|all|team|folks|everyone|gang|people)"
+    r"(?:\s+(?:n|and|&)\s+lasses)?)?|lads\s+(?:n|and|&)\s+lasses)[,:;!.-]+\s+)+",
     re.I,
 )
 # What trails a line without telling anything: "I weigh 72kg btw", "I'm vegetarian fyi".

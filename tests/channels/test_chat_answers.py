@@ -3069,8 +3069,10 @@ async def test_what_the_bot_is_for_is_no_part_of_what_was_told(
     replies = await _talk(
         make_config,
         [
-            "hey! so im a wedding photographer and i need somewhere to dump all my booking stuff lol",
-            "got an allotment plot this year, plot 14b at greenway allotments, want to keep notes here",
+            "hey! so im a wedding photographer and i need somewhere to dump all my booking "
+            "stuff lol",
+            "got an allotment plot this year, plot 14b at greenway allotments, want to keep "
+            "notes here",
             "im saving up and i want to put £200 away each month",
             "what do you know about me?",
         ],

@@ -3130,3 +3130,24 @@ async def test_a_call_to_the_group_is_not_said_back_in_the_note(
     )
     assert replies[1] == "Noted: you've booked pitch 3 for friday.", replies[1]
     assert replies[2] == "Noted: subs are £5.", replies[2]
+
+
+async def test_kick_off_is_asked_of_the_time_it_starts(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what time is kick off now?" after "goals moved us to 8pm" found nothing (no line
+    says "kick off"): a start is said by its time.  "when does the match kick off?",
+    no match told, is not yoga's 7pm."""
+    replies = await _talk(
+        make_config,
+        [
+            ("kofi", "ive booked pitch 3 at goals southside for thursday 7pm"),
+            ("priya", "ugh work has been brutal this week, so ready to kick something"),
+            ("kofi", "change of plan guys, goals moved us to 8pm, same pitch"),
+            ("tom", "what time is kick off now?"),
+            ("ann", "yoga at 7pm on fridays"),
+            ("ann", "when does the match kick off?"),
+        ],
+    )
+    assert "moved us to 8pm" in replies[3] and "kick something" not in replies[3], replies[3]
+    assert "yoga" not in replies[5], replies[5]

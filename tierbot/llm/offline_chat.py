@@ -1610,6 +1610,10 @@ _AILING = re.compile(
     r"fractur\w*|physio\w*|dodgy|swollen|ache\w*|migraine\w*)\b",
     re.I,
 )
+# Words asking whether a value still holds, of nothing in particular.
+_NOW_ASKED = frozenset(stems("now again today tonight off"))
+# A time of day given as one ("7pm", "19:30"), not "at 3" (a place, an age, a count).
+_CLOCK_SAID = re.compile(CLOCK_TIME, re.I)
 # Being in or out of what a group does: "im out thursday", "so jay's in then", "cant make
 # it", "count me in", "sitting this one out".
 _IN_OR_OUT = re.compile(
@@ -1632,6 +1636,8 @@ _SAID_THEIR_WAY = (
     (frozenset(stems("work job")), _A_JOB, False, 1.25),
     # "what's wrong with priya?" of "my ankle is still a bit dodgy from the sprain"
     (frozenset(stems("wrong")), _AILING, False, 1.0),
+    # "what time is kick off now?" of "goals moved us to 8pm": a start is said by its time
+    (frozenset(stems("kick start starts begin begins")), _CLOCK_SAID, False, 1.0),
     # "is priya playing thursday?" of her "im out thursday"; "is jay coming?" of "jay's in"
     (frozenset(stems("playing coming joining")), _IN_OR_OUT, False, 1.0),
 )
@@ -2275,6 +2281,10 @@ def best_all(
             continue  # ("where are we playing?" is not "so jay's in then")
         word = next(iter(asked_word))
         rest = asked.words - words_ - _ASKED_OF_IT
+        if says is _CLOCK_SAID and rest - _STILL - _NOW_ASKED:
+            # "when does the match kick off?" is the match's start, not yoga's 7pm; "what
+            # time is kick off now?" in a chat where one thing kicks off is that one.
+            continue
         for k, e in enumerate(pool):
             if (
                 says.search(e.text)

@@ -2100,3 +2100,21 @@ async def test_a_job_taken_back_whose_store_fails_says_so_and_keeps_the_message(
         assert said.startswith("Corrected: you cant bring the bibs"), said
         said = await _say(rt, "what do i need to do?", "t4", "tom")
         assert "bibs" not in said, said
+
+
+async def test_a_forget_with_its_reason_written_small_forgets_the_thing(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "forget the boat cost, its paid by the project" answered "I had nothing of yours
+    about that to forget (the boat cost, its paid by the project)": the reason after the
+    comma, its "its" written without the apostrophe, was looked for as part of the
+    thing."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "guest list so far is about 30", "t1")
+        await _say(rt, "boat is with scilly marine charters, 01720 422 900, costs 340 a day", "t2")
+        said = await _say(rt, "forget the guest list number, its changing every day", "t3")
+        assert said == "Done: I forgot what you told me about the guest list number.", said
+        said = await _say(rt, "forget the boat cost, its paid by the project", "t4")
+        assert said.startswith("Done: I forgot what you told me about the boat cost;"), said
+        said = await _say(rt, "how much does the boat cost?", "t5")
+        assert "340" not in said, said

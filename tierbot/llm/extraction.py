@@ -1482,6 +1482,8 @@ _WHY = re.compile(r"\s*(?:,|;|\s[-\u2013\u2014]\s|\s(?:because|since|as)\s)\s*")
 # A reason after a comma that opens a clause of its own: "my wife, it makes me sad".
 _CLAUSE_OPENS = re.compile(
     r"^(?:it|it's|i|i'm|i've|he|he's|she|she's|they|they're|we|we're|that|that's|this|"
+    # (as chat writes them: "…, its paid by the project")
+    r"its|im|ive|hes|shes|theyre|thats|"
     r"there|so|but|because|since|cos|cuz)\s+\w",
     re.I,
 )

@@ -3151,3 +3151,51 @@ async def test_kick_off_is_asked_of_the_time_it_starts(
     )
     assert "moved us to 8pm" in replies[3] and "kick something" not in replies[3], replies[3]
     assert "yoga" not in replies[5], replies[5]
+
+
+async def test_a_short_correction_of_a_date_a_range_or_a_day_changes_its_line(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually its the 12th of june not the 14th", "actually the market is 13-14
+    december not 6-7" and "actually he cant do thurs, its friday 9am now" were noted,
+    and the next question gave the old value alone: "14th", "6-7" and "thurs" were not
+    read as values the lines before gave ("14 june", "6-7 december", "thursday")."""
+    replies = await _talk(
+        make_config,
+        [
+            "booked dave for thursday at 10am to look at the boiler",
+            "actually he cant do thurs, its friday 9am now",
+            "when is dave coming?",
+            "gas safety cert for harbour st runs out on 14 june",
+            "actually its the 12th of june not the 14th",
+            "when does the gas cert run out?",
+            "christmas market stall at the corn exchange, 6-7 december, pitch is 95",
+            "actually the market is 13-14 december not 6-7",
+            "when is the christmas market?",
+        ],
+    )
+    assert "Later, ann said" in replies[2] and "friday 9am now" in replies[2], replies[2]
+    assert "Later, ann said" in replies[5] and "12th of june" in replies[5], replies[5]
+    assert "Later, ann said" in replies[8] and "13-14 december" in replies[8], replies[8]
+
+
+async def test_a_move_of_it_right_after_a_date_moves_that_date(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "next physio appt is friday 4pm", then "actually anna moved it to friday 5:15":
+    "when is my next physio?" gave 4pm alone ("it" shares no word with the line).  Said
+    after another line of theirs, "it" is not taken to be the appointment."""
+    replies = await _talk(
+        make_config,
+        [
+            "next physio appt is friday 4pm",
+            "actually anna moved it to friday 5:15",
+            "when is my next physio?",
+            ("bo", "dentist for bo is on the 3rd at 9am"),
+            ("bo", "my sister's birthday is on the 5th"),
+            ("bo", "actually they moved it to the 6th"),
+            ("bo", "when is my dentist?"),
+        ],
+    )
+    assert "Later, ann said" in replies[2] and "friday 5:15" in replies[2], replies[2]
+    assert "moved it to the 6th" not in replies[6], replies[6]

@@ -907,12 +907,14 @@ NOT_THAT = re.compile(
     r"(?:\s+[a-z][\w-]{2,})?)\s*[,;-]\s*\S",
     re.I,
 )
+# A value a correction takes back: "14th", "2pm", "6-7", "4:30".
+_VALUE = r"\d[\d:.]*(?:st|nd|rd|th|am|pm)?(?:\s*[-\u2013]\s*\d+(?:st|nd|rd|th)?)?"
 # "she wants raspberry not lemon", "dan wants 36 cupcakes not 24": one that ends with it
 # (not "I'm not sure", "it is not": no verb before "not").
 THIS_NOT_THAT = re.compile(
-    r"(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bam)(?<!'m)(?<!\bdo)(?<!\bdid)(?<!\bwill)(?<!\bcan)"
+    rf"(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bam)(?<!'m)(?<!\bdo)(?<!\bdid)(?<!\bwill)(?<!\bcan)"
     r"(?<!\bcould)(?<!\bwould)(?<!\bshould)(?<!\bhave)(?<!\bhas)(?<!\bdoes)(?<!\bwere)"
-    r"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>\d[\d:.]*|[a-z][\w-]{2,})\s*[.!]?$",
+    rf"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>{_VALUE}|[a-z][\w-]{{2,}})\s*[.!]?$",
     re.I,
 )
 # "… no longer …", "… not … anymore": something that held and stopped (the chat reads it

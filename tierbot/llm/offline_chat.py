@@ -1094,6 +1094,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _corrects_word(e.text, found.text)
             or (e.author == found.author and _corrects_theirs(e.text, found.text))
             or _settles(e, found)
+            or (e.author == found.author and _moves_it(found, e, pool))
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
@@ -1168,6 +1169,53 @@ def _settles(e: Evidence, found: Evidence) -> bool:
     return debtor is not None and creditor is not None and not is_question(e.text)
 
 
+# "anna moved it to friday 5:15", "it's been pushed to the 9th": a move of what was just
+# said, naming it only as "it".
+_MOVED_IT = re.compile(
+    r"\b(?:moved|pushed|changed|switched|rescheduled|bumped|shifted|put)\s+(?:it|that)\b|"
+    r"\b(?:it|that)(?:['\u2019]s|s|\s+is|\s+was|\s+got|\s+has\s+been)\s+(?:now\s+|been\s+)?"
+    r"(?:moved|pushed|changed|rescheduled|bumped|shifted)\b",
+    re.I,
+)
+
+
+def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
+    """Whether ``e`` moves the date ``found`` gives, naming it "it": said by the same
+    person as their next line ("next physio appt is friday 4pm", then "actually anna
+    moved it to friday 5:15")."""
+    if found.when is None or e.when is None or e.when <= found.when:
+        return False
+    if not (_MOVED_IT.search(e.text) and _RESCHEDULED.search(e.text) and _DATED.search(found.text)):
+        return False
+    return not any(
+        x.author == found.author
+        and x.when is not None
+        and found.when < x.when < e.when
+        and not _part_of(x.text, found.text)
+        and not _part_of(x.text, e.text)
+        for x in pool
+    )
+
+
+# "he cant do thurs": a day taken back, as chat shortens it.
+_CANT_DO_DAY = re.compile(
+    r"\bcan['\u2019]?t\s+(?:do|make)\s+(?:it\s+)?(?:on\s+)?(?:the\s+)?"
+    r"(?P<day>mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun|(?:mon|tues|wednes|thurs|fri|satur|"
+    r"sun)day)\b",
+    re.I,
+)
+
+
+def _says_value(old: str, before: str) -> bool:
+    """Whether ``before`` says the value ``old`` a correction takes back: as a word of its
+    own, a day or a date by its number ("the 14th" of "14 june"), or digits ending a
+    longer number ("871" of "07700 900871")."""
+    if re.fullmatch(r"\d+(?:st|nd|rd|th)", old, re.I):
+        return re.search(rf"\b{old[:-2]}(?:st|nd|rd|th)?\b(?![:.]\d)", before, re.I) is not None
+    start = r"(?:\b|(?<=\d))" if old.isdigit() else r"\b"
+    return re.search(rf"{start}{re.escape(old)}\b", before, re.I) is not None
+
+
 def _corrects_word(text: str, before: str) -> bool:
     """Whether ``text`` corrects a word ``before`` says, naming it: "correction, the key
     is silver, not brass" of Sam's "a mysterious brass key" (anyone in the chat may set
@@ -1186,9 +1234,11 @@ def _corrects_word(text: str, before: str) -> bool:
     # lemon cake": the value taken back is named, and so is something else of the line
     # (not every line saying "lemon" is Mrs Patel's order).
     m = NOT_THAT.search(text) or THIS_NOT_THAT.search(text) or _NOT_THAT_CLAUSE.search(text)
-    # (digits may end a longer number: "last digits are 872 not 871" of "07700 900871")
-    start = r"(?:\b|(?<=\d))" if m is not None and m["old"].isdigit() else r"\b"
-    if m is None or re.search(rf"{start}{re.escape(m['old'])}\b", before, re.I) is None:
+    if m is None and (cant := _CANT_DO_DAY.search(text)) is not None:
+        # "actually he cant do thurs, its friday 9am now" of "booked dave for thursday"
+        day = re.escape(cant["day"])
+        return re.search(rf"\b{day}\w*", before, re.I) is not None and not is_question(text)
+    if m is None or not _says_value(m["old"], before):
         return False
     if not m["old"][0].isdigit() and not stems(m["old"]):
         return False  # "not now, I'm busy"

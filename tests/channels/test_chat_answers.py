@@ -3199,3 +3199,27 @@ async def test_a_move_of_it_right_after_a_date_moves_that_date(
     )
     assert "Later, ann said" in replies[2] and "friday 5:15" in replies[2], replies[2]
     assert "moved it to the 6th" not in replies[6], replies[6]
+
+
+async def test_scratch_and_someone_cancelled_call_a_plan_off(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "scratch that the okafors cancelled" and "scratch the ISRS abstract, decided not
+    to go" got "OK.": the viewing with the okafors was then given as booked, and the
+    abstract stayed a to-do."""
+    replies = await _talk(
+        make_config,
+        [
+            "viewing at kings rd saturday 11am with a couple called the okafors",
+            "scratch that the okafors cancelled",
+            "any viewings booked?",
+            "remind me to write the conference abstract for ISRS, deadline is 30 april",
+            "remind me to renew the grant form by 15 june",
+            "scratch the ISRS abstract, decided not to go",
+            "what do i need to do?",
+        ],
+    )
+    assert replies[1] == "Noted: the okafors cancelled.", replies[1]
+    assert "Later, ann said" in replies[2] and "okafors cancelled" in replies[2], replies[2]
+    assert replies[5].startswith("Noted:"), replies[5]
+    assert "grant form" in replies[6] and "ISRS" not in replies[6], replies[6]

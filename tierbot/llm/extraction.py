@@ -1116,7 +1116,10 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         _Folded(
             r"\b(changed|updated|moved|rebooked|cancell?ed|swapped) (my|his|her|their|our|the) "
             r"([a-z]+ )?(order|booking|reservation|appointment|flight|plans?|date|time|shift|"
-            r"meeting|delivery|session)\b|\b(cancell?ed|pulled out|bailed) on (us|me|them)\b"
+            r"meeting|delivery|session)\b|\b(cancell?ed|pulled out|bailed) on (us|me|them)\b|"
+            # "the okafors cancelled", "scratch the isrs abstract, decided not to go"
+            r"^(the )?[a-z]+s? (cancell?ed|pulled out|bailed)\W*$|"
+            r"^(scratch|scrap) (that about |the |my |our )[a-z]"
         ),
     ),
     # "I'll bring snacks next time": a thing promised to the others, a to-do of one's own.

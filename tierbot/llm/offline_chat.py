@@ -1842,7 +1842,10 @@ _CALLED_OFF = re.compile(
     rf"(?:\b(?:{_CALLS_OFF}|cancels)|"
     # "actually scrap the prosecco, …": one's own plan called off as it is changed
     r"^\W*(?:(?:actually|ok|okay|so|oh|wait|change\s+of\s+plans?)\W+)+"
-    r"(?:scrap|cancel|drop|ditch|skip))\s+"
+    r"(?:scrap|cancel|drop|ditch|skip)|"
+    # "scratch the ISRS abstract, decided not to go", "scratch that about uncle ray"
+    r"^\W*(?:(?:actually|ok|okay|so|oh|wait)\W+)*(?:scratch|scrap)(?:\s+that\s+about)?"
+    r"(?=\s+(?!that\b|it\b|this\b)))\s+"
     r"(?:(?:my|the|our|his|her|their|this|that)\s+)?(?P<what>[^,.;:!?]{2,60})",
     re.I,
 )
@@ -1855,7 +1858,9 @@ _IS_CALLED_OFF = re.compile(
 # "shacklewell arms cancelled on us": the thing (or who was to hold it) called it off.
 _CANCELLED_ON = re.compile(
     r"(?:^|[,;:]\s*|\b(?:so|and|but)\s+)(?:(?:the|my|our|his|her|their|this|that)\s+)?"
-    r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:cancell?ed|pulled\s+out|bailed)\s+on\s+(?:us|me|them)\b",
+    r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:cancell?ed|pulled\s+out|bailed)"
+    # ("scratch that the okafors cancelled": on whom is not said)
+    r"(?:\s+on\s+(?:us|me|them)\b|\s*(?:[,.;!]|$))",
     re.I,
 )
 # "the harris drone thing is off": a plan said to be off (not "the heating is off").
@@ -2020,8 +2025,10 @@ def _cancelled(sent: str, once: bool = False) -> list[_CalledOff]:
     ):
         # "Saturday's match is cancelled": the thing is said before.
         found.append((passive["what"].strip(), set(), sent))
-    if (on := _CANCELLED_ON.search(sent)) is not None and not _NOT_CALLED_OFF.search(
-        sent[: on.end()]
+    # (after what opens it: "scratch that the okafors cancelled")
+    opened = _LEAD.sub("", sent)
+    if (on := _CANCELLED_ON.search(opened)) is not None and not _NOT_CALLED_OFF.search(
+        opened[: on.end()]
     ):
         found.append((on["what"].strip(), set(), sent))
     if (

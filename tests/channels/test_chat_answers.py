@@ -3223,3 +3223,20 @@ async def test_scratch_and_someone_cancelled_call_a_plan_off(
     assert "Later, ann said" in replies[2] and "okafors cancelled" in replies[2], replies[2]
     assert replies[5].startswith("Noted:"), replies[5]
     assert "grant form" in replies[6] and "ISRS" not in replies[6], replies[6]
+
+
+async def test_an_address_written_small_is_an_address(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "bot whats the address again?" after "meeting is thursday 10 april, 7pm at mine,
+    14 ash grove" found nothing: a street was one only with a capital letter.  "3 hours
+    down the road" is still no address."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday 10 april, 7pm at mine, 14 ash grove"),
+            ("omar", "i drove 3 hours down the road to get the book"),
+            ("omar", "bot whats the address again?"),
+        ],
+    )
+    assert "14 ash grove" in replies[2] and "3 hours" not in replies[2], replies[2]

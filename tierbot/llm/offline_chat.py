@@ -610,7 +610,10 @@ _BACK = frozenset(stems("back return returns returning home"))
 # A street address: "14 Birch Lane", "221B Baker Street".
 _ADDRESS = "address"
 _STREET = re.compile(
-    r"\b\d+[A-Za-z]?,?\s+(?:[A-Z][\w'-]*\s+){1,3}(?i:road|rd|street|st|lane|ln|avenue|ave|"
+    # (its name may be written small, "14 ash grove", but is no count: "3 hours down the road")
+    r"\b\d+[A-Za-z]?,?\s+(?:(?!(?i:the|a|an|of|to|down|up|on|in|at|by|more|less|other|"
+    r"hours?|days?|weeks?|miles?|minutes?|mins?|km|times?|people|of)\b)[A-Za-z][\w'-]*\s+){1,3}"
+    r"(?i:road|rd|street|st|lane|ln|avenue|ave|"
     r"close|drive|dr|way|court|ct|place|pl|crescent|terrace|gardens|grove|square|sq|"
     r"boulevard|blvd|hill|row|walk|mews|park)\b"
 )

@@ -3240,3 +3240,19 @@ async def test_an_address_written_small_is_an_address(
         ],
     )
     assert "14 ash grove" in replies[2] and "3 hours" not in replies[2], replies[2]
+
+
+async def test_the_worst_day_gets_a_kind_word(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "ugh i've had the worst day, my train was cancelled twice" got "OK, Priti."."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday at 7pm at mine"),
+            ("priti", "ugh i've had the worst day, my train was cancelled twice"),
+            ("omar", "having a nightmare week tbh"),
+        ],
+    )
+    assert replies[1].startswith("I'm sorry to hear that."), replies[1]
+    assert replies[2].startswith("I'm sorry to hear that."), replies[2]

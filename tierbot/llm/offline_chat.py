@@ -3169,6 +3169,9 @@ _HARD_TIME = re.compile(
     r"feel(?:ing)?\s+like\s+(?:an?\s+)?(?:imposter|impostor|failure|fraud)|"
     r"rough\s+(?:week|day|time|month|year)|(?:been|has\s+been)\s+(?:really\s+|so\s+)?hard|"
     r"(?:keep|been|were|are)\s+arguing|broke\s+up|lost\s+my\s+job|laid\s+off|"
+    # "ugh i've had the worst day"
+    r"(?:had|having)\s+(?:the|a|such\s+a)\s+(?:worst|awful|terrible|horrible|horrendous|"
+    r"shit|crap|rubbish|nightmare)\s+(?:day|week|morning|night|time)|"
     r"made\s+redundant|poorly|"
     # venting: "ugh the card machine has been playing up", "fml", "some days i wonder if
     # it's worth it", "my exams are killing me"; a fall ("dad fell on tuesday")

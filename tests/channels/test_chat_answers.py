@@ -3242,6 +3242,32 @@ async def test_an_address_written_small_is_an_address(
     assert "14 ash grove" in replies[2] and "3 hours" not in replies[2], replies[2]
 
 
+async def test_a_question_put_to_someone_named_small_is_theirs_and_so_is_the_answer(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a book club, "lena whats your number in case i get lost" (no "?") was noted as
+    a fact, her "07700 900 155" was noted as it was, and "ill bring wine, omar can you
+    bring snacks?" was looked up as a question to the bot: a name written small is
+    whom it is put to, and the number she gives is hers."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday at 7pm at mine"),
+            ("omar", "cant wait"),
+            ("dan", "lena whats your number in case i get lost"),
+            ("lena", "07700 900 155"),
+            ("priti", "ill bring wine, omar can you bring snacks?"),
+            ("dan", "whats lenas number?"),
+            ("lena", "what is priti bringing?"),
+        ],
+    )
+    assert replies[2] == "OK, dan.", replies[2]
+    assert replies[3] == "Noted: lena's number is 07700 900 155.", replies[3]
+    assert replies[4] == "Noted as a to-do: you'll bring wine.", replies[4]
+    assert "07700 900 155" in replies[5], replies[5]
+    assert "bring wine" in replies[6], replies[6]
+
+
 async def test_the_worst_day_gets_a_kind_word(
     make_config: Callable[..., Config],
 ) -> None:

@@ -797,7 +797,19 @@ def is_question(text: str) -> bool:
     led = _LEAD_IN.sub("", t)
     if _DID_YOU_KNOW.match(led) or (_EXCLAIMS.match(led) and not t.endswith("?")):
         return False
-    return t.endswith("?") or bool(_QUESTION_START.match(led) or _ASKING.match(led))
+    return (
+        t.endswith("?")
+        or bool(_QUESTION_START.match(led) or _ASKING.match(led))
+        or _NAMED_ASK.search(led)
+    )
+
+
+# A question put to someone by name, its "?" left off: "lena whats your number in case i
+# get lost" ("ellie can you forget my work hours, …" asks, and tells, as it is).
+_NAMED_ASK = _Folded(
+    r"^@?[a-z][\w'-]+,? (whats|what's|what is|wheres|where's|where is|whens|when's|when is|"
+    r"whos|who's|hows|how's|how much|how many|do you|did you|are you|have you) "
+)
 
 
 def _polite_question(text: str, plain: str) -> bool:

@@ -438,7 +438,10 @@ _ASKED_OF_ME = re.compile(
 )
 # ("i", as chat writes it, too; not the "i" of "i.e.")
 # ("im out thursday", "ive booked": as chat writes it)
-_I_SAID = re.compile(r"\b(?:[Ii](?:['\u2019](?:m|ve|d|ll))?|im|ive)\b(?!\.\w)")
+_I_SAID = re.compile(
+    # ("ill bring wine": "ill" opening a clause is "I'll")
+    r"\b(?:[Ii](?:['\u2019](?:m|ve|d|ll))?|im|ive)\b(?!\.\w)|(?:^|(?<=[,.;!?] ))ill\b"
+)
 # A name inside a sentence ("Sofia"), or what a possessive names ("landlord's").
 _NAMED = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+|\b[\w-]+(?='s\b)")
 
@@ -1062,6 +1065,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if e.author == found.author
         and e.when is not None
         and e.when > found.when
+        and not _part_of(e.text, found.text)  # (the memory saved from the line itself)
         # (a thing of a list called off is news of the list: "scrap the prosecco")
         and _calls_off(e, found.text, question, partly=True)
     ]
@@ -2797,11 +2801,18 @@ def _takes_back(m: ChatMessage, before: Sequence[ChatMessage]) -> tuple[str, str
 
 # "whats jay's number mia?", "legend, what's the door code again?": what is asked for.
 _ASKED_FOR = re.compile(
-    r"^(?:[^?]*?[,!-]\s*)?what(?:'s|s|\s+is|\s+was)\s+(?P<what>[\w' -]+?)(?:\s+again)?\W*$",
+    r"^(?:[^?]*?[,!-]\s*|@?[a-z][\w'-]*\s+)?what(?:'s|s|\s+is|\s+was)\s+(?P<what>[\w' -]+?)"
+    # ("… in case i get lost": why it is asked)
+    r"(?:\s+again|\s+(?:in\s+case|for\s+when|so|cause|cos|because|just\s+in\s+case)\b[^?]*)?\W*$",
     re.I,
 )
 # "its 07700 900462", "it's 4411": an answer that says only the value.
-_ONLY_VALUE = re.compile(r"^\W*(?:it'?s|it\s+is|that'?s)\s+(?P<value>[^,;!?]+?)[\s.!]*$", re.I)
+_ONLY_VALUE = re.compile(
+    r"^\W*(?:(?:it'?s|it\s+is|that'?s)\s+(?P<value>[^,;!?]+?)|"
+    # or the number alone: "07700 900 155"
+    r"(?P<number>\+?\d[\d ()+.-]{4,}\d))[\s.!]*$",
+    re.I,
+)
 
 
 def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
@@ -2810,7 +2821,8 @@ def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
     "jay's number is 07700 900462" (kept as "its 07700 900462", it answers nothing
     later); "" when it is no such answer."""
     said = _ONLY_VALUE.match(m.content.replace("\u2019", "'"))
-    if said is None or not re.search(r"\d", said["value"]) or len(words(said["value"])) > 5:
+    value = said and (said["value"] or said["number"])
+    if not value or not re.search(r"\d", value) or len(words(value)) > 5:
         return ""
     last = next(
         (b for b in reversed(before) if b.role == "user" and not is_quoted(b.content)), None
@@ -2827,7 +2839,7 @@ def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
         return ""
     if what[0].lower() == "your" and m.name:
         what[0] = f"{m.name}'s"
-    return f"{' '.join(what)} is {said['value'].strip()}"
+    return f"{' '.join(what)} is {value.strip()}"
 
 
 # A clause that only speaks of what was forgotten, or of someone not named in it.
@@ -4214,6 +4226,14 @@ _PUT_TO_KNOWN = re.compile(
     r"or|if|what's|where's|when's|how's)\b)([A-Z][\w'-]+)\s+(?:can|could|would|will|do|are)\s+"
     r"(?:you|u)\b"
 )
+# A question opening with whom it is put to, written small: "lena whats your number".
+_PUT_TO_FIRST = re.compile(
+    r"^\W*@?([a-z][\w'-]+),?\s+(?:what|whats|what's|where|wheres|where's|when|whens|when's|"
+    r"who|whos|who's|how|hows|how's|which|why|did|do|are|have|will|can|could)\b",
+    re.I,
+)
+# The same, the name written small ("ben can you take them?"): it must be someone's.
+_PUT_TO_KNOWN_SMALL = re.compile(_PUT_TO_KNOWN.pattern, re.I)
 # "my ankle is still a bit dodgy": of the speaker herself, as "I" is.
 _MY_BODY = re.compile(
     r"\bmy\s+(?:\w+\s+)?(?:ankle|knee|back|leg|arm|wrist|shoulder|hip|foot|hand|head|neck|eye|"
@@ -4227,7 +4247,11 @@ _PUT_TO_LAST = re.compile(
     r"(?<!\bbeat)(?<!\bplay)(?<!\bvs)\s+)@?([A-Za-z][\w'-]+)\s*\?+\W*$"
 )
 # Where a statement ends and a question put to someone starts in one sentence.
-_ASKING_NEXT = re.compile(r",\s*(?=@?[A-Z][\w'-]+\s+(?:can|could|would|will)\s+(?:you|u)\b)")
+# (a name written small too: "ill bring wine, omar can you bring snacks?")
+_ASKING_NEXT = re.compile(
+    r",\s*(?=@?(?!(?i:what|where|when|who|how|which|why|so|and|but|then|or|if)\b)[A-Za-z][\w'-]+"
+    r"\s+(?:can|could|would|will)\s+(?:you|u)\b)"
+)
 
 
 # "hmm what else... the oven service is booked for the 20th": thinking aloud.
@@ -4285,12 +4309,17 @@ def _asks_someone_else(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
         # "Ben can you take them?", "…, Rosa can you handle the photographer?": put to
         # someone of the chat without a comma after their name.
         # ("Pls can you…", "Morning can you…": to the bot; the name must be someone's.)
-        put = _PUT_TO_KNOWN.search(asks[0])
+        put = _PUT_TO_KNOWN.search(asks[0]) or _PUT_TO_KNOWN_SMALL.search(asks[0])
         if put is not None and put[1].lower() not in people:
             put = None
     if put is None and asks:
         # "legend, whats jay's number mia?": put to someone of the chat, named last.
         put = _PUT_TO_LAST.search(asks[-1])
+        if put is not None and put[1].lower() not in people:
+            put = None
+    if put is None and asks:
+        # "lena whats your number in case i get lost": put to her, named first.
+        put = _PUT_TO_FIRST.match(asks[0])
         if put is not None and put[1].lower() not in people:
             put = None
     if put is None or put[1].lower() in _NOT_ADDRESSED:

@@ -3259,13 +3259,15 @@ async def test_a_question_put_to_someone_named_small_is_theirs_and_so_is_the_ans
             ("priti", "ill bring wine, omar can you bring snacks?"),
             ("dan", "whats lenas number?"),
             ("lena", "what is priti bringing?"),
+            ("lena", "forget my number, dan has it now"),
         ],
     )
     assert replies[2] == "OK, dan.", replies[2]
-    assert replies[3] == "Noted: lena's number is 07700 900 155.", replies[3]
+    assert replies[3] == "Noted: your number is 07700 900 155.", replies[3]
     assert replies[4] == "Noted as a to-do: you'll bring wine.", replies[4]
     assert "07700 900 155" in replies[5], replies[5]
     assert "bring wine" in replies[6], replies[6]
+    assert replies[7] == "Done: I forgot what you told me about your number.", replies[7]
 
 
 async def test_the_worst_day_gets_a_kind_word(

@@ -2837,8 +2837,8 @@ def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
         what = what[:-1]  # "… mia?": whom it was asked of
     if not what or what[0].lower() in ("it", "that", "this", "up", "my", "happening"):
         return ""
-    if what[0].lower() == "your" and m.name:
-        what[0] = f"{m.name}'s"
+    if what[0].lower() == "your":
+        what[0] = "my"  # (hers, as she would say it: "forget my number" finds it)
     return f"{' '.join(what)} is {value.strip()}"
 
 

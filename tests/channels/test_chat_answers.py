@@ -3284,3 +3284,20 @@ async def test_the_worst_day_gets_a_kind_word(
     )
     assert replies[1].startswith("I'm sorry to hear that."), replies[1]
     assert replies[2].startswith("I'm sorry to hear that."), replies[2]
+
+
+async def test_an_email_is_said_by_its_address(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats her email?" after "who is my wax supplier?" found nothing: no line says
+    "email", though one gives an address with an "@"."""
+    replies = await _talk(
+        make_config,
+        [
+            "main wax supplier is kerala wax co, contact is ruth, ruth@keralawax.co.uk",
+            "wax is 48 quid per 10kg box, i order 3 boxes a month",
+            "who is my wax supplier?",
+            "whats her email?",
+        ],
+    )
+    assert "ruth@keralawax.co.uk" in replies[3], replies[3]

@@ -1667,6 +1667,8 @@ _AILING = re.compile(
     r"fractur\w*|physio\w*|dodgy|swollen|ache\w*|migraine\w*)\b",
     re.I,
 )
+# An email address: "ruth@keralawax.co.uk".
+_AN_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 # Words asking whether a value still holds, of nothing in particular.
 _NOW_ASKED = frozenset(stems("now again today tonight off"))
 # A time of day given as one ("7pm", "19:30"), not "at 3" (a place, an age, a count).
@@ -1686,6 +1688,8 @@ _SAID_THEIR_WAY = (
     (_WORD, _MEANS, True, 1.0),
     # "what's the number?" of "his gp is dr fitzgerald …, phone 0161 496 0032"
     (frozenset(stems("number")), _A_PHONE, False, 1.0),
+    # "whats her email?" of "contact is ruth, ruth@keralawax.co.uk"
+    (frozenset(stems("email mail")), _AN_EMAIL, False, 1.0),
     # "what meds does dad take?" of "he takes madopar 3 times a day", "amlodipine 5mg"
     (_MEDS, _A_DOSE, False, 1.0),
     # "where do i work?" of "started at brightwave logistics on monday, im a data analyst

@@ -3301,3 +3301,21 @@ async def test_an_email_is_said_by_its_address(
         ],
     )
     assert "ruth@keralawax.co.uk" in replies[3], replies[3]
+
+
+async def test_and_someone_asks_what_two_people_pay_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "and priya?" after "how much do tom and jess pay?" quoted Tom and Jess's 920
+    again: "priya" stood only for Tom, and "rent 850 a month" said no "pay"."""
+    replies = await _talk(
+        make_config,
+        [
+            "flat 1 is on harbour st, tenant is priya, rent 850 a month due on the 1st",
+            "flat 2 is the one on mill lane, tenants are tom and jess, they pay 920",
+            "how much do tom and jess pay?",
+            "and priya?",
+        ],
+    )
+    assert "they pay 920" in replies[2], replies[2]
+    assert "rent 850 a month" in replies[3] and "920" not in replies[3], replies[3]

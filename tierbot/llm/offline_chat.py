@@ -537,7 +537,12 @@ _SUM = re.compile(
 )
 # Asked for a price, and a sum of money said.
 _PRICE = re.compile(r"\b(?:price|prices|cost|costs|fee|fees|charge|charges)\b", re.I)
-_MONEY_SAID = re.compile(rf"{MONEY_AMOUNT.pattern}|\b(?:free|nothing)\b", re.I)
+_MONEY_SAID = re.compile(
+    # (a sum without its currency, said to be one: "rent 850 a month", "they pay 920")
+    rf"{MONEY_AMOUNT.pattern}|\b(?:free|nothing)\b|"
+    r"\b(?:rent|pay|pays|paid|costs?|charges?)\s+(?:is\s+|of\s+)?\d",
+    re.I,
+)
 # Asked what someone does not like or want, and a line saying so.
 _LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys|prefer|prefers|favou?rite)\b", re.I)
 # A liking said negated: "I don't like olives", "What do I not like?".
@@ -1667,6 +1672,10 @@ _AILING = re.compile(
     r"fractur\w*|physio\w*|dodgy|swollen|ache\w*|migraine\w*)\b",
     re.I,
 )
+# A sum paid by the month or week: "rent 850 a month", "£120/week".
+_A_RATE = re.compile(
+    r"\brent\b|\d\s*(?:a|an|per|/|each)\s*(?:month|week|mo|wk|year|yr|hour|hr)\b", re.I
+)
 # An email address: "ruth@keralawax.co.uk".
 _AN_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 # Words asking whether a value still holds, of nothing in particular.
@@ -1688,6 +1697,8 @@ _SAID_THEIR_WAY = (
     (_WORD, _MEANS, True, 1.0),
     # "what's the number?" of "his gp is dr fitzgerald …, phone 0161 496 0032"
     (frozenset(stems("number")), _A_PHONE, False, 1.0),
+    # "how much does priya pay?" of "tenant is priya, rent 850 a month"
+    (frozenset(stems("pay pays paying")), _A_RATE, True, 1.0),
     # "whats her email?" of "contact is ruth, ruth@keralawax.co.uk"
     (frozenset(stems("email mail")), _AN_EMAIL, False, 1.0),
     # "what meds does dad take?" of "he takes madopar 3 times a day", "amlodipine 5mg"
@@ -3920,7 +3931,9 @@ _ASKED_WHO = re.compile(
     r"\b(?!(?:what|who|where|when|how|why|that|it|there|here|he|she|let)['\u2019]s)"
     r"(?P<own>[a-z][\w-]*)['\u2019]s\b|(?<=\S )(?P<name>(?!I\b)(?-i:[A-Z])[\w-]+)|"
     r"^\W*(?:what|where|when|who|how\s+\w+|which\s+\w+)\s+(?:is|are|was|does|did|do|has)\s+"
-    r"(?P<after>(?!(?:the|my|your|our|a|an|it|this|that|there|he|she|they|we|i|you)\b)[a-z][\w-]*)",
+    r"(?P<after>(?!(?:the|my|your|our|a|an|it|this|that|there|he|she|they|we|i|you)\b)[a-z][\w-]*"
+    # ("how much do tom and jess pay?": both are whom it asks of)
+    r"(?:\s+and\s+(?!(?:the|my|your|our|a|an|it|this|that|i|you)\b)[a-z][\w-]*(?=\s+[a-z]))?)",
     re.I,
 )
 

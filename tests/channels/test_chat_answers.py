@@ -3319,3 +3319,23 @@ async def test_and_someone_asks_what_two_people_pay_of_them(
     )
     assert "they pay 920" in replies[2], replies[2]
     assert "rent 850 a month" in replies[3] and "920" not in replies[3], replies[3]
+
+
+async def test_capitals_and_authors_no_one_here_gave_are_out_of_reach(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats the capital of portugal btw" looked further back and found nothing, as if
+    the answer could be in the chat: what the world knows is said to be out of reach,
+    unless a line here gives it ("who wrote klara and the sun?")."""
+    replies = await _talk(
+        make_config,
+        [
+            "the book for march is klara and the sun by ishiguro",
+            "whats the capital of portugal btw",
+            "who wrote klara and the sun?",
+            "who wrote hamlet?",
+        ],
+    )
+    assert replies[1].startswith("I can't look that up"), replies[1]
+    assert "ishiguro" in replies[2], replies[2]
+    assert replies[3].startswith("I can't look that up"), replies[3]

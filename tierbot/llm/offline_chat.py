@@ -112,7 +112,10 @@ _SUM_ASKED = re.compile(
 )
 # "how many carbs in a banana?": what the world knows, not the chat (unless it says so).
 _GENERAL = re.compile(
-    r"\bhow\s+(?:many|much)\s+[\w-]+\s+(?:are\s+|is\s+)?(?:there\s+)?in\s+(?:a|an|one|1)\s+"
+    r"(?:\bhow\s+(?:many|much)\s+[\w-]+\s+(?:are\s+|is\s+)?(?:there\s+)?in\s+(?:a|an|one|1)\s+|"
+    # "whats the capital of portugal btw", "who wrote klara and the sun?"
+    r"\b(?:capital\s+(?:city\s+)?|population\s+)of\s+|"
+    r"^\W*who\s+(?:wrote|directed|painted|invented|composed|discovered)\s+(?:the\s+)?)"
     r"(?P<thing>[\w-]+)",
     re.I,
 )

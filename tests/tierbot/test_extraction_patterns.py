@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from tierbot.llm import extraction
-from tierbot.llm.extraction import classify, corrected, read_correction, split_greeting
+from tierbot.llm.extraction import (
+    classify,
+    corrected,
+    is_question,
+    read_correction,
+    split_greeting,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
@@ -807,3 +813,35 @@ def test_what_a_group_chat_says_in_passing_is_kept(line: str, kind: str) -> None
 )
 def test_what_looks_like_those_but_says_nothing_durable_is_not_kept(line: str) -> None:
     assert classify(line)[0] is None
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # Someone's view or word with a number or a plan in it, or a partner named small.
+        ("marcus thinks 780 is too low, suggested 825", "fact"),
+        ("tom from mill lane said they want to renew the lease for another year", "fact"),
+        ("my partner sam thinks i work too much lol", "fact"),
+        # A title with no article before what it names.
+        ("second supervisor is prof adeyemi, i only see him once a month", "fact"),
+        # Someone in or out of what the group does; not news being in.
+        ("so jay's in then, ill tell him", "decision"),
+        ("ok paper moon's out", "decision"),
+        ("count me in", "decision"),
+        ("Vote's in, what a night!", None),
+        ("We're out again", None),
+        # A plan called off.
+        ("the okafors cancelled", "event"),
+        ("scratch the ISRS abstract, decided not to go", "event"),
+    ],
+)
+def test_a_thirteenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind
+
+
+def test_a_told_line_opening_with_can_and_a_verb_is_no_question() -> None:
+    """ "can cross train on the bike though, max 45 min" was looked up as a question
+    (Nothing I could find) and not kept: "I" is left off before "can"."""
+    assert not is_question("can cross train on the bike though, max 45 min")
+    assert is_question("can you do friday")
+    assert is_question("can i bring my dog")

@@ -80,7 +80,10 @@ _QUESTION_START = _Folded(
     r"whats|wheres|whos|hows|whens|whys|wats|wat|wut|wen|whn|"
     # "anything else", typed without its "?", asks for the rest.
     r"anything else|"
-    r"can(?!'?t\b|not\b)|could(?!n'?t\b)|"
+    # ("can cross train on the bike though": told, its "I" left off)
+    r"can(?!'?t\b|not\b)(?! (cross|bring|do|make|take|go|come|get|pick|drive|run|train|swim|"
+    r"walk|ride|cycle|help|cover|host|only|still|also|now|definitely|probably|just)\b)|"
+    r"could(?!n'?t\b)|"
     r"will|should|(have|has|had)(?! (to|a|an|the|my|our|some|no|two|three|\d+)\b)|tell me|"
     r"recall|any ?one|anybody|"
     # "Do the exercises daily" tells; "Would love to…" wishes: neither asks.
@@ -1082,7 +1085,7 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         _Folded(
             r"\b(he|she|they|[a-z]+)('s| is| are) (severely |very |mildly |badly )?"
             r"(allergic|intolerant) to \w|"
-            r"^([a-z]+'s |(my|our|his|her|their|the) )[\w -]{2,30} (is|are) "
+            r"^([a-z]+'s |(my|our|his|her|their|the) )?[\w -]{2,30} (is|are) "
             r"(mrs|mr|ms|miss|dr|prof)\.? [a-z]+|"
             r"\b(i'?m|i am|we'?re|we are) (closed|open|shut) (on|every|at|from|until|till) \w"
         ),
@@ -1109,6 +1112,22 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         _Folded(
             r"^((my|our|the) [a-z]+|[a-z]+( [a-z]+)?) (says|said|thinks|reckons|suggests|suggested|"
             r"told (me|us)) (that )?(i|we) (should|must|need to|have to|ought to)\b"
+        ),
+    ),
+    # Someone's view or word, with a number or a plan in it: "marcus thinks 780 is too low,
+    # suggested 825", "tom from mill lane said they want to renew the lease", "my partner
+    # sam thinks i work too much".
+    (
+        "fact",
+        0.55,
+        _Folded(
+            r"^[a-z]+ (thinks|reckons|says|said|suggested|suggests|recommended|recommends)\b"
+            r"[^.?!]*\d|"
+            r"^[a-z]+( from [\w ]{2,20})? (said|says|told (me|us)) (that )?(they|he|she)"
+            r"( are| is|'re|'s)? (want|wants|will|'ll|going to|can|cant|can't|need|needs)\b|"
+            r"^my (partner|wife|husband|boyfriend|girlfriend|fiancee?|mum|mom|dad|sister|"
+            r"brother|son|daughter|flatmate|housemate|boss|manager) [a-z]+ (thinks|says|reckons|"
+            r"is|has|wants|works|lives)\b"
         ),
     ),
     # "Jess recommended a ramen place called Ichiran": what someone pointed to.

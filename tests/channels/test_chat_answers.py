@@ -3339,3 +3339,20 @@ async def test_capitals_and_authors_no_one_here_gave_are_out_of_reach(
     assert replies[1].startswith("I can't look that up"), replies[1]
     assert "ishiguro" in replies[2], replies[2]
     assert replies[3].startswith("I can't look that up"), replies[3]
+
+
+async def test_actually_can_we_is_put_to_the_group(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually can we move it to the 17th? my sister is visiting on the 10th" was
+    looked up as a question to the bot and answered "The line I quoted just above
+    answers that too.": it asks the others."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday 10 april, 7pm at mine, 14 ash grove"),
+            ("omar", "cool"),
+            ("lena", "actually can we move it to the 17th? my sister is visiting on the 10th"),
+        ],
+    )
+    assert replies[2] == "Noted: your sister is visiting on the 10th.", replies[2]

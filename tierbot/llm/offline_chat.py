@@ -4283,7 +4283,7 @@ _TO_THE_GROUP = re.compile(
     r"^\W*(?:lol|lmao|rofl|haha\w*|hehe\w*|omg)\b|"
     r"\b(?:everyone|everybody|you guys|y'?all|you all)\b|"
     # "can we drop paper moon, i keep messing up the bridge": put to the band
-    r"^\W*(?:(?:so|ok|okay|hey|guys)\W+)?(?:can|could|should|shall)\s+we\b|"
+    r"^\W*(?:(?:so|ok|okay|hey|guys|actually|hmm|um|also|wait)\W+)*(?:can|could|should|shall)\s+we\b|"
     r"^\W*(?:(?:did|has|have|is|are|was|were|will|would|can|could)\s+)?"
     r"(?:anyone|anybody|someone|somebody)\b(?!\s+(?:say|said|mention|mentioned|tell|told|"
     r"know|remember|ask|asked)\b)",

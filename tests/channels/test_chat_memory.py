@@ -2118,3 +2118,23 @@ async def test_a_forget_with_its_reason_written_small_forgets_the_thing(
         assert said.startswith("Done: I forgot what you told me about the boat cost;"), said
         said = await _say(rt, "how much does the boat cost?", "t5")
         assert "340" not in said, said
+
+
+async def test_no_to_do_kept_but_a_need_told_in_passing_is_shown(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what do i need to do?" answered "You haven't asked me to remember a to-do" after
+    "gels: …, need to order more" and "new trainers: …, need to break them in" at a
+    2,048-token window: what was said to be needed in passing is shown, said to be no
+    to-do."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        await _say(rt, "gels: i use sis beta fuel, need to order more, they are 2.50 each", "d1")
+        await _say(rt, "new trainers: asics novablast 4, cost 130, need to break them in", "d2")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert not live & {"d1", "d2"}, "the told lines should be compacted away"
+        said = await _say(rt, "what do i need to do?", "q1")
+        assert said.startswith("You haven't asked me to remember a to-do, but you said:"), said
+        assert "need to order more" in said and "need to break them in" in said, said

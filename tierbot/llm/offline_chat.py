@@ -2081,6 +2081,31 @@ _LEADING = re.compile(
     re.I,
 )
 
+#: How lines saying what someone needs to do open, when no to-do was kept.
+NO_TODOS_BUT = "You haven't asked me to remember a to-do, but you said:"
+# A thing one needs to do, said in passing: "…, need to order more", "i have to ring them".
+_NEED_DONE = re.compile(
+    r"\b(?:i\s+|we\s+)?(?:still\s+)?(?:need|needs|have|got|gotta)\s+to\s+(?!be\b|say\b)\w|"
+    r"\b(?:i|we)\s+(?:must|should)\s+(?!be\b)\w",
+    re.I,
+)
+
+
+def _needs_told(speaker: str, pool: Sequence[Evidence], limit: int = 5) -> list[Evidence]:
+    """The asker's lines saying what they need to do (newest last), none of them a
+    question, a to-do or called off since."""
+    out: list[Evidence] = []
+    for e in pool:
+        if e.author != speaker or e.kind in ("branch", "summary") or is_question(e.text):
+            continue
+        if not _NEED_DONE.search(e.text) or said_later(e, "what do i need to do?", pool):
+            continue
+        if any(_part_of(e.text, x.text) for x in out):
+            continue
+        out.append(e)
+    return out[-limit:]
+
+
 #: A list whose every line was said to hold no more (what says so follows).
 NONE_CURRENT = "Nothing that still holds, as far as I know."
 #: How the list of what someone told opens.
@@ -3495,6 +3520,20 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 query = f"{task} remind need have to do"
                 args = {"query": query, "limit": 20, "from_asker": True, "types": ["todo"]}
                 calls.append(ToolCall(f"recall-{key}", "memory_recall", args))
+            elif (
+                not failed
+                and "memory_recall" in tools
+                and f"recall-{key}{_NEEDS}" not in asked
+                and not _needs_told(speaker, pool)
+            ):
+                # No to-do kept: what they said in passing they need to do, looked for.
+                args = {"query": "need to have to", "limit": 5, "from_asker": True}
+                args["types"] = ["fact", "event"]
+                calls.append(ToolCall(f"recall-{key}{_NEEDS}", "memory_recall", args))
+            elif not failed and (needs := _needs_told(speaker, pool)):
+                # "gels: i use sis beta fuel, need to order more": no to-do was asked
+                # for, but what they said they need to do is theirs to see.
+                answers.append((task, " ".join([NO_TODOS_BUT, *(e.quoted() for e in needs)])))
             else:
                 answers.append(
                     (
@@ -4130,6 +4169,7 @@ def _changes_of(
 
 
 _CHANGES = ".changes"
+_NEEDS = ".needs"
 # The words a change of plan is said with, to ask the memories for one.
 _CHANGE_WORDS = "actually moved changed postponed"
 

@@ -2138,3 +2138,32 @@ async def test_no_to_do_kept_but_a_need_told_in_passing_is_shown(
         said = await _say(rt, "what do i need to do?", "q1")
         assert said.startswith("You haven't asked me to remember a to-do, but you said:"), said
         assert "need to order more" in said and "need to break them in" in said, said
+
+
+async def test_a_need_told_in_passing_whose_lookup_fails_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """No to-do kept, and the store failing on the look for needs told in passing: the
+    answer says no to-do was asked for and that the rest could not be looked for,
+    never that there is nothing."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "gels: i use sis beta fuel, need to order more, they are 2.50 each", "d1")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        access = rt.memory.access()
+        real = access.recall_from_tool
+
+        async def failing(arguments: dict[str, object], **kwargs: object) -> str:
+            if arguments.get("query") == "need to have to":
+                raise OSError("disk I/O error")
+            return await real(arguments, **kwargs)  # type: ignore[arg-type]
+
+        access.recall_from_tool = failing  # type: ignore[method-assign,assignment]
+        said = await _say(rt, "what do i need to do?", "q1")
+        assert said == (
+            "You haven't asked me to remember a to-do, as far as I know. (I could not look "
+            "for what you said you need to do: the memory store failed (OSError); nothing "
+            "was changed.)"
+        ), said

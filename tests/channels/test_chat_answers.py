@@ -3356,3 +3356,30 @@ async def test_actually_can_we_is_put_to_the_group(
         ],
     )
     assert replies[2] == "Noted: your sister is visiting on the 10th.", replies[2]
+
+
+async def test_whats_the_plan_is_what_was_settled(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "sorry late to this, whats the plan?" quoted only «nana turns 80 on 22 march, we
+    need to plan something!!», and "bot, can you tell ben the plan?" found nothing:
+    asked for the plan, the bot gives what was settled, in the order it was said."""
+    replies = await _talk(
+        make_config,
+        [
+            ("sarah", "ok everyone, nana turns 80 on 22 march, we need to plan something!!"),
+            ("mike", "omg 80 already"),
+            ("aunt jo", "rang the rose and crown, back room is 150 to hire, holds 40 people"),
+            ("sarah", "thats good. book it for saturday 22nd from 2pm"),
+            ("aunt jo", "booked! deposit was 50, i paid it"),
+            ("ben", "sorry late to this, whats the plan?"),
+            ("sarah", "bot, can you tell ben the plan?"),
+        ],
+    )
+    said = replies[5]
+    assert said.startswith("Here is what was settled so far: "), said
+    assert said.index("back room is 150") < said.index("saturday 22nd") < said.index("deposit"), (
+        said
+    )
+    assert "omg 80" not in said, said
+    assert replies[6] == said, replies[6]

@@ -2081,6 +2081,36 @@ _LEADING = re.compile(
     re.I,
 )
 
+#: How the lines settling a plan open ("whats the plan?").
+PLAN_SO_FAR = "Here is what was settled so far: "
+# Asked for the plan as a whole: "whats the plan?", "what did i miss?", "catch me up",
+# "can you tell ben the plan?".
+_RECAP = re.compile(
+    r"\bwhat(?:['\u2019]s|s|\s+is)\s+the\s+plan\b|\bwhat\s+did\s+(?:i|we)\s+miss\b|"
+    r"\b(?:catch|fill)\s+(?:me|us|him|her|them|[a-z]+)\s+(?:up|in)\b|"
+    r"\btell\s+(?:me|us|him|her|them|[a-z]+)\s+the\s+plan\b",
+    re.I,
+)
+
+
+def _the_plan(pool: Sequence[Evidence], limit: int = 6) -> list[str]:
+    """The lines of ``pool`` that settle a plan (a decision, an event, a to-do taken on,
+    a fact of it), quoted with what changed them, the newest ``limit`` in the order said; none when
+    nothing was settled."""
+    picked: list[Evidence] = []
+    for e in pool:
+        if e.kind in ("branch", "summary") or is_question(e.text) or e.author.endswith(BOT_MARK):
+            continue
+        kind = e.memory_type or classify(e.text)[0]
+        if kind not in ("decision", "event", "todo", "fact"):
+            continue
+        if any(_part_of(e.text, x.text) for x in picked):
+            continue
+        picked.append(e)
+    picked.sort(key=lambda e: e.when or 0.0)
+    return [quoted_with_changes(e, "what is the plan?", pool) for e in picked[-limit:]]
+
+
 #: How lines saying what someone needs to do open, when no to-do was kept.
 NO_TODOS_BUT = "You haven't asked me to remember a to-do, but you said:"
 # A thing one needs to do, said in passing: "…, need to order more", "i have to ring them".
@@ -3583,6 +3613,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
         plain = split_greeting(plain)[1] or plain
+        if _RECAP.search(plain) and (plan := _the_plan(theirs)):
+            # "sorry late to this, whats the plan?": what was settled, newest last.
+            answers.append((task, PLAN_SO_FAR + " ".join(plan)))
+            continue
         if _SUM_ASKED.search(plain):
             # "whats 2200 minus 500?" quoted «harris deposit was £500»: no line answers a sum.
             answers.append((task, SUMS_REPLY))

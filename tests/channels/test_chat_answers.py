@@ -3383,3 +3383,21 @@ async def test_whats_the_plan_is_what_was_settled(
     )
     assert "omg 80" not in said, said
     assert replies[6] == said, replies[6]
+
+
+async def test_what_about_me_asks_the_question_before_of_the_asker(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what about me?" after Ben's "what do i need to do?" found nothing: Mike asks the
+    same of himself."""
+    replies = await _talk(
+        make_config,
+        [
+            ("ben", "i'll order the cake from hollies bakery then, 45 quid"),
+            ("mike", "ill sort the music, got a speaker"),
+            ("ben", "what do i need to do?"),
+            ("mike", "what about me?"),
+        ],
+    )
+    assert "hollies bakery" in replies[2] and "music" not in replies[2], replies[2]
+    assert "sort the music" in replies[3] and "hollies" not in replies[3], replies[3]

@@ -3968,6 +3968,10 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
             return q.content
         before = _asked_just_before(at, messages)
         return f"{_ELSE_MARK}{before}" if before else q.content
+    if _AND_ME.match(q.content) and (before := _asked_just_before(at, messages)):
+        # "what about me?" after Ben's "what do i need to do?": asked again, of the asker.
+        if re.search(r"\b(?:i|my|me|mine|i'm|im)\b", before, re.I):
+            return before
     if (other := _AND_WHO.match(q.content)) is not None and not (
         set(other["who"].lower().split()) & _NOT_WHO
     ):
@@ -3990,6 +3994,8 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
     return q.content
 
 
+# "and me?", "what about me?": the question before, asked by the asker of themselves.
+_AND_ME = re.compile(r"^\W*(?:and|what\s+about|how\s+about)\s+(?:me|mine|myself)\W*$", re.I)
 # "And ruby?", "what about Juno?": the question before, asked of someone else.
 _AND_WHO = re.compile(
     r"^\W*(?:and|what about|how about)\s+(?P<who>[a-z][\w'-]*(?:\s+[a-z][\w'-]*)?)\s*\?+\s*$",

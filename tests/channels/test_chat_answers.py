@@ -3401,3 +3401,27 @@ async def test_what_about_me_asks_the_question_before_of_the_asker(
     )
     assert "hollies bakery" in replies[2] and "music" not in replies[2], replies[2]
     assert "sort the music" in replies[3] and "hollies" not in replies[3], replies[3]
+
+
+async def test_someone_named_small_is_known_by_what_was_said_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what do you know about dan?" quoted one line of Dan's, «i vote piranesi» (not
+    kept), and "who is kieran?" quoted «kieran says its a memory issue, …» over «my lab
+    mate kieran is helping me …»: a name written small is asked about as a capitalised
+    one is, and "my lab mate kieran" says who he is."""
+    replies = await _talk(
+        make_config,
+        [
+            ("dan", "my copy is on order from waterstones, 9.99"),
+            ("dan", "i vote piranesi"),
+            ("omar", "what do you know about dan?"),
+            ("ann", "my lab mate kieran is helping me with the R stats for chapter 3"),
+            ("ann", "kieran says its a memory issue, use data.table instead of dataframes"),
+            ("ann", "who is kieran?"),
+        ],
+    )
+    assert replies[1] == "Noted: you vote piranesi.", replies[1]
+    assert replies[2].startswith("What I know about dan:"), replies[2]
+    assert "waterstones" in replies[2] and "piranesi" in replies[2], replies[2]
+    assert "my lab mate kieran" in replies[5] and "data.table" not in replies[5], replies[5]

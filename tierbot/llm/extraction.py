@@ -1180,7 +1180,9 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"i'?m|i am) (definitely |def |deffo |still |now )?(in|out)"
             r"( then| now| too| for (it|this|that|the [a-z]+|[a-z]+day)| this (time|week|"
             r"weekend))?( then)?(\W*$|,)|"
-            r"^((so|ok|okay|yeah) )?count (me|him|her|us|them) (in|out)\b"
+            r"^((so|ok|okay|yeah) )?count (me|him|her|us|them) (in|out)\b|"
+            # "i vote piranesi": a choice put to the group
+            r"^((so|ok|okay|yeah|and) )?(i|we) (vote|voted|pick|picked) (for )?[a-z]"
         ),
     ),
     # A sum split or priced: "£60 for the hour so £15 each", "3 hours, £54 total".

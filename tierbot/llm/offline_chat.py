@@ -2575,7 +2575,9 @@ def _says_who(name: str, text: str) -> bool:
     return (
         re.search(
             rf"\b(?:called|named|is|'s)\s+{n}\b(?!\s+(?:is|was|has|had|will|and)\b)|"
-            rf"\b{n}\s*(?:is|,)\s+(?:the|my|our|his|her|their|a|an)\s+\w",
+            rf"\b{n}\s*(?:is|,)\s+(?:the|my|our|his|her|their|a|an)\s+\w|"
+            # "my lab mate kieran is helping me with the R stats"
+            rf"^\W*(?:my|our)\s+(?:[\w-]+\s+){{1,2}}{n}\b",
             text,
             re.I,
         )
@@ -3469,7 +3471,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
 
         # "What do you know about Elif?": everything said of her, not one line.
         said_by = _SAID_BY.search(plain)
-        someone = _ABOUT_SOMEONE.search(plain) or said_by
+        someone = _ABOUT_SOMEONE.search(plain) or said_by or _ABOUT_SOMEONE_SMALL.search(plain)
         if someone is not None and not _ABOUT_ME.search(plain):
             name = someone[1]
             if recall_ok:
@@ -4103,6 +4105,8 @@ _ABOUT_SOMEONE = re.compile(
 
 
 # "What did Ben say?", "what else has Ana told you": everything they said worth keeping.
+# The same, the name written small: "what do you know about dan?".
+_ABOUT_SOMEONE_SMALL = re.compile(_ABOUT_SOMEONE.pattern, re.I)
 _SAID_BY = re.compile(
     r"(?i:\bwhat\s+(?:else\s+)?(?:did|has|have)\s+)"
     r"(?!(?:I|You|We|They|He|She|It)\b)([A-Z][\w-]+)"

@@ -1130,6 +1130,15 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"is|has|wants|works|lives)\b"
         ),
     ),
+    # A secret kept from someone: "nana must NOT find out, its a surprise".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"\b(must|mustn'?t|can'?t|cannot) (not )?(find out|know)\b|"
+            r"\b(it'?s|its|it is) a surprise\b"
+        ),
+    ),
     # "Jess recommended a ramen place called Ichiran": what someone pointed to.
     (
         "fact",

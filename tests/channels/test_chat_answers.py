@@ -3425,3 +3425,21 @@ async def test_someone_named_small_is_known_by_what_was_said_of_them(
     assert replies[2].startswith("What I know about dan:"), replies[2]
     assert "waterstones" in replies[2] and "piranesi" in replies[2], replies[2]
     assert "my lab mate kieran" in replies[5] and "data.table" not in replies[5], replies[5]
+
+
+async def test_tiredness_and_a_crashing_program_get_a_kind_word(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "honestly so tired today, did 3 hours of coral counting" and "ugh my code keeps
+    crashing, R hates me" got "OK."."""
+    replies = await _talk(
+        make_config,
+        [
+            "honestly so tired today, did 3 hours of coral counting",
+            "ugh my code keeps crashing, R hates me",
+            "the new tyres are so good",
+        ],
+    )
+    assert replies[0].startswith("I'm sorry to hear that."), replies[0]
+    assert replies[1].startswith("I'm sorry to hear that."), replies[1]
+    assert "sorry" not in replies[2], replies[2]

@@ -836,6 +836,8 @@ def test_what_looks_like_those_but_says_nothing_durable_is_not_kept(line: str) -
         # A secret kept, and a choice put to the group.
         ("nana must NOT find out, its a surprise", "fact"),
         ("i vote piranesi", "decision"),
+        # Someone's advice, said as theirs.
+        ("kieran says its a memory issue, use data.table instead of dataframes", "fact"),
     ],
 )
 def test_a_thirteenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:

@@ -1123,6 +1123,8 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         _Folded(
             r"^[a-z]+ (thinks|reckons|says|said|suggested|suggests|recommended|recommends)\b"
             r"[^.?!]*\d|"
+            # "kieran says its a memory issue, use data.table instead"
+            r"^[a-z]+ (says|said|reckons|suggests|suggested) (its|it'?s|to|use|try|we should)\b|"
             r"^[a-z]+( from [\w ]{2,20})? (said|says|told (me|us)) (that )?(they|he|she)"
             r"( are| is|'re|'s)? (want|wants|will|'ll|going to|can|cant|can't|need|needs)\b|"
             r"^my (partner|wife|husband|boyfriend|girlfriend|fiancee?|mum|mom|dad|sister|"

@@ -3443,3 +3443,26 @@ async def test_tiredness_and_a_crashing_program_get_a_kind_word(
     assert replies[0].startswith("I'm sorry to hear that."), replies[0]
     assert replies[1].startswith("I'm sorry to hear that."), replies[1]
     assert "sorry" not in replies[2], replies[2]
+
+
+async def test_what_someone_not_here_said_is_what_the_asker_told_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what did anna say about my knee?" (Anna the physio, not of the chat) quoted
+    «my left knee has been hurting …»: what the asker told of her is what she said."""
+    replies = await _talk(
+        make_config,
+        [
+            "my left knee has been hurting since the 18 mile long run on sunday",
+            "physio is called anna reid at leith sports clinic",
+            "anna says its probably IT band syndrome, no running for 10 days",
+            "anna cleared me for an easy 5k on saturday",
+            "what did anna say about my knee?",
+            ("maria", "lunch is at 1pm today"),
+            ("ben", "what did maria say about lunch?"),
+        ],
+    )
+    said = replies[4]
+    assert "IT band syndrome" in said and "easy 5k" in said, said
+    assert "hurting since" not in said, said
+    assert "lunch is at 1pm" in replies[6], replies[6]

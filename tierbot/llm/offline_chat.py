@@ -1212,6 +1212,11 @@ def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
     )
 
 
+def _names(name: str, text: str) -> bool:
+    """Whether ``text`` names ``name`` (in any case, or its possessive)."""
+    return re.search(rf"\b{re.escape(name)}(?:['\u2019]?s)?\b", text, re.I) is not None
+
+
 # "he cant do thurs": a day taken back, as chat shortens it.
 _CANT_DO_DAY = re.compile(
     r"\bcan['\u2019]?t\s+(?:do|make)\s+(?:it\s+)?(?:on\s+)?(?:the\s+)?"
@@ -3607,13 +3612,24 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         # "And where?", "What else?": asked of another question, answered only in kind.
         strict = bool(quoted) or wholes[at] != q.content
         theirs = pool
-        if mine:
+        # ("what did anna say about my knee?" is what Anna said, "my" though it says)
+        by = _SAID_ABOUT.search(plain) or _SAID_ABOUT_SMALL.search(plain)
+        if mine and not by:
             theirs = [e for e in pool if e.author in (speaker, "")]
-        elif by := _SAID_ABOUT.search(plain):
+        elif by:
             # "What did Maria say about lunch?": her lines about lunch, which need not
             # name her.
             theirs = [e for e in pool if e.author.lower() == by[1].lower()]
             plain = f"what about {by['topic']}?"
+            if not theirs:
+                # "what did anna say about my knee?", Anna not of the chat: what the asker
+                # told of her ("anna says its probably IT band syndrome"), whatever its words.
+                of_them = [e for e in pool if e.author == speaker and _names(by[1], e.text)]
+                if of_them:
+                    best, _, _ = best_all(plain, of_them)
+                    of_them = [best] if best is not None else of_them[-_ALSO_MOST - 1 :]
+                    answers.append((task, _listed_quotes([e.quoted() for e in of_them])))
+                    continue
         elif anyone := _ANYONE_SAID.search(plain):
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
@@ -4124,6 +4140,8 @@ _SAID_ABOUT = re.compile(
     r"(?i:\s+(?:say|said|tell|told|mention|mentioned|write|wrote)(?:\s+(?:you|us|me))?"
     r"\s+(?:about|of|on)\s+)(?P<topic>.+?)\W*$"
 )
+# The same, the name written small: "what did anna say about my knee?".
+_SAID_ABOUT_SMALL = re.compile(_SAID_ABOUT.pattern, re.I)
 
 
 # "Did anyone mention the coffee machine?": whatever was said of a thing, by anyone.

@@ -3466,3 +3466,25 @@ async def test_what_someone_not_here_said_is_what_the_asker_told_of_them(
     assert "IT band syndrome" in said and "easy 5k" in said, said
     assert "hurting since" not in said, said
     assert "lunch is at 1pm" in replies[6], replies[6]
+
+
+async def test_the_profile_leaves_out_what_was_not_kept(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "lol my cat keeps sitting on my foam roller" got "OK." (not kept), yet "what do
+    you know about me?" listed "your cat keeps sitting on your foam roller"; and "club
+    coach is gav, hes really supportive" was not kept at all."""
+    replies = await _talk(
+        make_config,
+        [
+            "training for the edinburgh marathon on 25 may",
+            "lol my cat keeps sitting on my foam roller",
+            "club coach is gav, hes really supportive, 07700 900 377",
+            "ugh so frustrated, 6 weeks out and i cant run",
+            "what do you know about me?",
+        ],
+    )
+    assert replies[1].startswith("OK"), replies[1]
+    assert replies[2].startswith("Noted: club coach is gav"), replies[2]
+    assert replies[3].startswith("I'm sorry to hear that."), replies[3]
+    assert "foam roller" not in replies[4] and "marathon" in replies[4], replies[4]

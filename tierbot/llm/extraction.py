@@ -1132,6 +1132,21 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"is|has|wants|works|lives)\b"
         ),
     ),
+    # Someone by their role, its article left off: "club coach is gav, hes really
+    # supportive", "letting agent is marcus".
+    (
+        "fact",
+        0.6,
+        _Folded(
+            r"^(?!(the|a|an|my|our|your|his|her|their) )([a-z]+ )?"
+            r"(coach|teacher|agent|manager|boss|landlord|landlady|plumber|electrician|"
+            r"builder|doctor|gp|dentist|vet|physio|contact|supervisor|tutor|captain|organi[sz]er|"
+            r"lead|rep|accountant|lawyer|solicitor|mechanic|cleaner|nanny|childminder) "
+            r"(is|'s) (?!(great|good|nice|lovely|amazing|awesome|brilliant|rubbish|bad|terrible|"
+            r"ok|fine|away|off|here|late|ill|sick|new|busy|free|so|really|very|on|in|out)\b)"
+            r"[a-z]+\b"
+        ),
+    ),
     # A secret kept from someone: "nana must NOT find out, its a surprise".
     (
         "fact",

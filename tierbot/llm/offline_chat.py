@@ -2725,6 +2725,8 @@ def _about(
             continue
         # (read as the saves read it: "…, want to keep notes here" is no part of it)
         for sent in joined(sentences(e.text)):
+            if e.kind == "said" and not e.memory_type and classify(sent)[0] is None:
+                continue  # (not kept as said: "lol my cat keeps sitting on my foam roller")
             sent = _TAIL.sub("", _LEAD.sub("", sent))
             was = e.memory_type or classify(sent)[0]
             if id(e) in moved:
@@ -3262,7 +3264,8 @@ _HARD_TIME = re.compile(
     r"rough\s+(?:week|day|time|month|year)|(?:been|has\s+been)\s+(?:really\s+|so\s+)?hard|"
     r"(?:keep|been|were|are)\s+arguing|broke\s+up|lost\s+my\s+job|laid\s+off|"
     # "honestly so tired today", "my code keeps crashing, R hates me"
-    r"(?:so|really|super|very|soo+|absolutely)\s+(?:tired|knackered|shattered|drained)|"
+    r"(?:so|really|super|very|soo+|absolutely)\s+(?:tired|knackered|shattered|drained|"
+    r"frustrated|fed\s+up)|"
     r"knackered|keeps\s+(?:crashing|breaking|failing)|\bhates\s+me\b|"
     # "ugh i've had the worst day"
     r"(?:had|having)\s+(?:the|a|such\s+a)\s+(?:worst|awful|terrible|horrible|horrendous|"

@@ -3488,3 +3488,20 @@ async def test_the_profile_leaves_out_what_was_not_kept(
     assert replies[2].startswith("Noted: club coach is gav"), replies[2]
     assert replies[3].startswith("I'm sorry to hear that."), replies[3]
     assert "foam roller" not in replies[4] and "marathon" in replies[4], replies[4]
+
+
+async def test_a_plan_put_to_the_group_without_a_question_word_is_theirs(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "omg 80 already. party at ours?" was looked up ("«party at ours?» Nothing I could
+    find covers that."): a plan put to the others, with no question word, is theirs."""
+    replies = await _talk(
+        make_config,
+        [
+            ("sarah", "nana turns 80 on 22 march"),
+            ("mike", "omg 80 already. party at ours?"),
+            ("sarah", "bot, when is nanas birthday?"),
+        ],
+    )
+    assert replies[1] == "OK, mike.", replies[1]
+    assert "22 march" in replies[2], replies[2]

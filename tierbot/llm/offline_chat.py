@@ -4388,6 +4388,10 @@ _ALOUD = re.compile(r"(?:\.\.\.|…)\s*$")
 # coffee machine?" (what was said: the bot's to look up).
 _TO_THE_GROUP = re.compile(
     r"^\W*(?:lol|lmao|rofl|haha\w*|hehe\w*|omg)\b|"
+    # "party at ours?", "pizza after?": a plan put to the others, no question word in it
+    r"^(?!\W*(?:and|or|so|but|also|then)\b)(?![^?]*\b(?:what|whats|what's|where|wheres|when|"
+    r"whens|who|whos|who's|how|hows|which|why|is|are|was|were|do|does|did|can|could|will|would|"
+    r"should|has|have|any|anyone|my|mine|me|i|you|bot|tierbot)\b)[^?]{2,40}\?+\W*$|"
     r"\b(?:everyone|everybody|you guys|y'?all|you all)\b|"
     # "can we drop paper moon, i keep messing up the bridge": put to the band
     r"^\W*(?:(?:so|ok|okay|hey|guys|actually|hmm|um|also|wait)\W+)*(?:can|could|should|shall)\s+we\b|"

@@ -838,6 +838,9 @@ def test_what_looks_like_those_but_says_nothing_durable_is_not_kept(line: str) -
         ("i vote piranesi", "decision"),
         # Someone's advice, said as theirs.
         ("kieran says its a memory issue, use data.table instead of dataframes", "fact"),
+        # A job offered, and a line about someone taken back ("scratch that" as its lead).
+        ("cool. i can do the cake, nana loves lemon drizzle", "todo"),
+        ("scratch that about uncle ray, he's in spain that week", "event"),
     ],
 )
 def test_a_thirteenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:

@@ -1176,7 +1176,10 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"meeting|delivery|session)\b|\b(cancell?ed|pulled out|bailed) on (us|me|them)\b|"
             # "the okafors cancelled", "scratch the isrs abstract, decided not to go"
             r"^(the )?[a-z]+s? (cancell?ed|pulled out|bailed)\W*$|"
-            r"^(scratch|scrap) (that about |the |my |our )[a-z]"
+            r"^(scratch|scrap) (that about |the |my |our )[a-z]|"
+            # (its "scratch that" taken off as a lead: "about uncle ray, he's in spain")
+            r"^about [\w' ]{2,30}, (he|she|they)('s| is| are|'re| can'?t| cant| won'?t| wont|"
+            r" isn'?t| aren'?t)\b"
         ),
     ),
     # "I'll bring snacks next time": a thing promised to the others, a to-do of one's own.
@@ -1187,6 +1190,9 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
             r"^(i'?ll|i will|ill) (also )?(bring|send|book|buy|pick up|organi[sz]e|host|cover|"
             r"pay for|make|cook|bake|print|order|drive|collect|arrange|sort|grab) \w|"
             r"^(i'?ll|i will) (also )?(do|handle|take care of|sort out) (the|our|[a-z]+s\b)|"
+            # "i can do the cake": a job offered
+            r"^(i can|i could) (do|bring|make|bake|sort|organi[sz]e|host|drive|pick up|grab|"
+            r"cover|book) (the|a|an|some|our) \w|"
             # "I'm doing flowers and the cake": a share of the work taken on (not "a PhD").
             r"^(i'?m|i am) (also )?(doing|handling|taking care of|sorting( out)?|"
             r"organi[sz]ing|in charge of|looking after) (the|our|[a-z]+s\b|[a-z]+ and )"

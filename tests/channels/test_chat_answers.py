@@ -3505,3 +3505,23 @@ async def test_a_plan_put_to_the_group_without_a_question_word_is_theirs(
     )
     assert replies[1] == "OK, mike.", replies[1]
     assert "22 march" in replies[2], replies[2]
+
+
+async def test_a_number_asked_of_names_the_one_asked_about(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats going on with order 4419?", its line forgotten, quoted «actually make that
+    26, costs went up» ("going" and "went" share a stem): a line without the number asked
+    of is about another thing."""
+    replies = await _talk(
+        make_config,
+        [
+            "order #4419 wants express delivery to dublin, extra 12.00",
+            "price for the new scent is 24 for the 200g jar",
+            "actually make that 26, costs went up",
+            "forget order 4419, the customer cancelled",
+            "whats going on with order 4419?",
+        ],
+    )
+    assert replies[3].startswith("Done: I forgot"), replies[3]
+    assert "costs went up" not in replies[4] and "4419" not in replies[4], replies[4]

@@ -1686,6 +1686,8 @@ _A_RATE = re.compile(
 )
 # An email address: "ruth@keralawax.co.uk".
 _AN_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# The gaps inside a grouped number ("07700 900 462" is one number to look a part up in).
+_DIGIT_RUN = re.compile(r"(?<=\d)[ ,](?=\d{3}\b)")
 # Words asking whether a value still holds, of nothing in particular.
 _NOW_ASKED = frozenset(stems("now again today tonight off"))
 # A time of day given as one ("7pm", "19:30"), not "at 3" (a place, an age, a count).
@@ -2465,7 +2467,18 @@ def best_all(
             if any(kin(word, t) for t in overlap.doc_stems[k]):
                 near[k] = near[k] | {word}
                 scores[k] += overlap.score(question, set(), boost=named, held={word})
-    fits = [k for k in range(len(pool)) if asked.fits(pool[k], overlap.doc_stems[k] | near[k])]
+    # "whats going on with order 4419?": a number of three digits or more names the one
+    # asked of (an order, a flat, a ticket); a line without it is of another ("costs
+    # went up" shares only "go").
+    ids = set() if asked.confirm else {n for n in re.findall(r"\d+", question) if len(n) >= 3}
+    fits = [
+        k
+        for k in range(len(pool))
+        if asked.fits(pool[k], overlap.doc_stems[k] | near[k])
+        # (a thread's line is of the ticket its first line names: see _thread_of)
+        and ids
+        <= set(re.findall(r"\d+", _DIGIT_RUN.sub("", pool[k].text) + " " + " ".join(near[k])))
+    ]
     if not fits:
         return None, 0.0, []
     if asked.when:

@@ -3525,3 +3525,24 @@ async def test_a_number_asked_of_names_the_one_asked_about(
     )
     assert replies[3].startswith("Done: I forgot"), replies[3]
     assert "costs went up" not in replies[4] and "4419" not in replies[4], replies[4]
+
+
+async def test_savings_prices_of_a_count_and_paces_are_sums(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how much do i save per parcel?" quoted the wax price, "how much is 400 jars?" the
+    to-do to order them, and "whats my pace per km?" found nothing: each is a sum."""
+    replies = await _talk(
+        make_config,
+        [
+            "wax is 48 quid per 10kg box, i order 3 boxes a month",
+            "switching to eco bubble from packhelp, 0.40 per unit instead of 0.65",
+            "how much do i save per parcel?",
+            "need to restock jars before the market, order 400",
+            "how much is 400 jars?",
+            "if i run 42.2 km in 4 hours whats my pace per km?",
+        ],
+    )
+    assert replies[2] == SUMS_REPLY, replies[2]
+    assert replies[4] == SUMS_REPLY, replies[4]
+    assert replies[5] == SUMS_REPLY, replies[5]

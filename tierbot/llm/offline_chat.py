@@ -107,7 +107,12 @@ SUMS_REPLY = (
 # "whats 2200 minus 500?", "how many kg is 400g plus 650g?", "what's 15% of 80?"
 _SUM_ASKED = re.compile(
     r"\d[\d,.]*\s*(?:[a-z£$€]{0,3})\s*(?:\+|\*|plus|minus|times|multiplied\s+by|divided\s+by)"
-    r"\s*[£$€]?\d|\d[\d,.]*\s+[-/x]\s+[£$€]?\d|\d\s*%\s+of\s+[£$€]?\d|\badd\s+(?:up|together)\b",
+    r"\s*[£$€]?\d|\d[\d,.]*\s+[-/x]\s+[£$€]?\d|\d\s*%\s+of\s+[£$€]?\d|\badd\s+(?:up|together)\b|"
+    # "how much do i save per parcel?", "how much is 400 jars?", "whats my pace per km?"
+    r"\bhow\s+much\s+(?:do|would|will|did|could)\s+(?:i|we|you)\s+save\b|"
+    r"\bhow\s+much\s+(?:is|are|would\s+be|will\s+be)\s+\d[\d,.]*\s+[a-z]+\W*$|"
+    r"\bwhat(?:['\u2019]s|s|\s+is|\s+would\s+be)?\s+(?:my|the|our)\s+(?:average\s+)?pace\s+per\b|\bhow\s+many\s+(?:days|weeks)\s+"
+    r"(?:until|till|to)\b",
     re.I,
 )
 # "how many carbs in a banana?": what the world knows, not the chat (unless it says so).

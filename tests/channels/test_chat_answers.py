@@ -3546,3 +3546,22 @@ async def test_savings_prices_of_a_count_and_paces_are_sums(
     assert replies[2] == SUMS_REPLY, replies[2]
     assert replies[4] == SUMS_REPLY, replies[4]
     assert replies[5] == SUMS_REPLY, replies[5]
+
+
+async def test_a_move_of_one_deadline_is_no_change_of_another(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "when is the grant deadline?" was told "Later, … chapter 2 deadline moved to 16
+    may": two deadlines share the word, not the thing."""
+    replies = await _talk(
+        make_config,
+        [
+            "grant deadline is 15 june, form is on the grad school website",
+            "thesis draft chapter 2 is due to helen on 9 may",
+            "chapter 2 deadline moved to 16 may, helen is away",
+            "when is the grant deadline?",
+            "when is chapter 2 due?",
+        ],
+    )
+    assert "15 june" in replies[3] and "chapter 2" not in replies[3], replies[3]
+    assert replies[4].index("9 may") < replies[4].index("Later") < replies[4].index("16 may")

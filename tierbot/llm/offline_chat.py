@@ -1392,6 +1392,33 @@ def said_before(found: Evidence, pool: Sequence[Evidence]) -> Evidence | None:
     return max(earlier, key=lambda e: e.when or 0.0) if earlier else None
 
 
+def _of_the_moved(mover: str, text: str) -> bool:
+    """Whether what a move names before its verb (``mover``: "chapter 2 deadline",
+    "the visa appointment got") is of ``text``: the thing's words, its numbers with
+    them, are all there; a move naming nothing but who moved it may be of anything."""
+    thing = _MOVER_THING.match(mover.strip())
+    if thing is None:
+        return True
+    words_ = {t for t in stems(thing[1]) if t not in STOPWORDS and t not in _MOVING}
+    have = set(stems(text))
+    # (one word may be put another way: "chapter 2 deadline" of "chapter 2 is due …";
+    # never a number)
+    missing = words_ - have
+    return len(words_) < 2 or (
+        len(missing) <= 1 and not any(c.isdigit() for m in missing for c in m)
+    )
+
+
+# The thing a move names before its verb: "chapter 2 deadline" of "chapter 2 deadline
+# moved to 16 may" (not who moved it: "helen", "we", "anna").
+_MOVER_THING = re.compile(
+    r"^(?:(?:the|my|our|his|her|their)\s+)?((?:[\w-]+\s+){1,3}(?:deadline|appointment|appt|"
+    r"meeting|date|session|lesson|class|call|interview|viewing|booking|exam|test|deadline|"
+    r"launch|party|gig|match|game|trip|flight|visit|delivery|review|hearing|surgery|shift))\b",
+    re.I,
+)
+
+
 def _changed_since(
     found: Evidence,
     e: Evidence,
@@ -1408,7 +1435,10 @@ def _changed_since(
     "George's pills are at 9am now" after "George takes his pills at 8am" (two words in
     common)."""
     if (
-        _RESCHEDULED.search(e.text)
+        (moved := _RESCHEDULED.search(e.text))
+        # (what moved is of it: "chapter 2 deadline moved to 16 may" is no move of "grant
+        # deadline is 15 june")
+        and _of_the_moved(_LEAD.sub("", e.text[: moved.start()]), found.text)
         and _DATED.search(found.text)  # a date it moves ("sign off before launch" has none)
         # (a payment's date is when it was paid: "the venue moved our date to june 21st"
         # does not move "we paid a £2,500 deposit for the venue on march 3")

@@ -2167,3 +2167,20 @@ async def test_a_need_told_in_passing_whose_lookup_fails_says_so(
             "for what you said you need to do: the memory store failed (OSError); nothing "
             "was changed.)"
         ), said
+
+
+async def test_a_list_asked_with_some_of_it_compacted_away_is_looked_up(
+    make_config: Callable[..., Config],
+) -> None:
+    """At a 2,048-token window "what deadlines do i have?" gave only the deadline still
+    in view: the rest, compacted away, are in memory and are looked up too."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        await _say(rt, "grant deadline is 15 june, form is on the grad school website", "d1")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        await _say(rt, "chapter 2 deadline moved to 16 may, helen is away", "d2")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert "d1" not in live and "d2" in live, "only the first deadline is compacted"
+        said = await _say(rt, "what deadlines do i have?", "q1")
+        assert "16 may" in said and "15 june" in said, said

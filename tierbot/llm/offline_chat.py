@@ -3736,7 +3736,13 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             calls.append(ToolCall(f"branch-{key}-{len(calls)}", "branch", {"task": task}))
         elif score < 0.34 and task in started:
             waiting.append(task)
-        elif (score < 0.34 or _unsure(plain, found, pool)) and recall_ok:
+        elif (
+            score < 0.34
+            or _unsure(plain, found, pool)
+            # "what deadlines do i have?" with some of them compacted away: the rest are
+            # in memory, not in view
+            or (_MANY.match(plain) and set_aside)
+        ) and recall_ok:
             # A summary's line carries no date, and may be what its author later said
             # holds no more ("I live in Porto", then "I moved to Lisbon"): the memories
             # of it say when, and what came after.

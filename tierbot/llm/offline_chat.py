@@ -111,8 +111,8 @@ _SUM_ASKED = re.compile(
     # "how much do i save per parcel?", "how much is 400 jars?", "whats my pace per km?"
     r"\bhow\s+much\s+(?:do|would|will|did|could)\s+(?:i|we|you)\s+save\b|"
     r"\bhow\s+much\s+(?:is|are|would\s+be|will\s+be)\s+\d[\d,.]*\s+[a-z]+\W*$|"
-    r"\bwhat(?:['\u2019]s|s|\s+is|\s+would\s+be)?\s+(?:my|the|our)\s+(?:average\s+)?pace\s+per\b|\bhow\s+many\s+(?:days|weeks)\s+"
-    r"(?:until|till|to)\b",
+    r"\bwhat(?:['\u2019]s|s|\s+is|\s+would\s+be)?\s+(?:my|the|our)\s+(?:average\s+)?pace\s+per\b|"
+    r"\bhow\s+many\s+(?:days|weeks)\s+(?:until|till|to)\b",
     re.I,
 )
 # "how many carbs in a banana?": what the world knows, not the chat (unless it says so).
@@ -1217,7 +1217,7 @@ def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
     )
 
 
-def _names(name: str, text: str) -> bool:
+def _mentions(name: str, text: str) -> bool:
     """Whether ``text`` names ``name`` (in any case, or its possessive)."""
     return re.search(rf"\b{re.escape(name)}(?:['\u2019]?s)?\b", text, re.I) is not None
 
@@ -1413,7 +1413,7 @@ def _of_the_moved(mover: str, text: str) -> bool:
 # moved to 16 may" (not who moved it: "helen", "we", "anna").
 _MOVER_THING = re.compile(
     r"^(?:(?:the|my|our|his|her|their)\s+)?((?:[\w-]+\s+){1,3}(?:deadline|appointment|appt|"
-    r"meeting|date|session|lesson|class|call|interview|viewing|booking|exam|test|deadline|"
+    r"meeting|date|session|lesson|class|call|interview|viewing|booking|exam|test|"
     r"launch|party|gig|match|game|trip|flight|visit|delivery|review|hearing|surgery|shift))\b",
     re.I,
 )
@@ -2137,8 +2137,8 @@ _RECAP = re.compile(
 
 def _the_plan(pool: Sequence[Evidence], limit: int = 6) -> list[str]:
     """The lines of ``pool`` that settle a plan (a decision, an event, a to-do taken on,
-    a fact of it), quoted with what changed them, the newest ``limit`` in the order said; none when
-    nothing was settled."""
+    a fact of it), quoted with what changed them: the newest ``limit``, in the order
+    said; none when nothing was settled."""
     picked: list[Evidence] = []
     for e in pool:
         if e.kind in ("branch", "summary") or is_question(e.text) or e.author.endswith(BOT_MARK):
@@ -3675,7 +3675,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             if not theirs:
                 # "what did anna say about my knee?", Anna not of the chat: what the asker
                 # told of her ("anna says its probably IT band syndrome"), whatever its words.
-                of_them = [e for e in pool if e.author == speaker and _names(by[1], e.text)]
+                of_them = [e for e in pool if e.author == speaker and _mentions(by[1], e.text)]
                 if of_them:
                     best, _, _ = best_all(plain, of_them)
                     of_them = [best] if best is not None else of_them[-_ALSO_MOST - 1 :]

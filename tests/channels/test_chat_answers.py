@@ -3074,6 +3074,7 @@ async def test_what_the_bot_is_for_is_no_part_of_what_was_told(
             "got an allotment plot this year, plot 14b at greenway allotments, want to keep "
             "notes here",
             "im saving up and i want to put £200 away each month",
+            "we moved in last year and i want to stay here",
             "what do you know about me?",
         ],
     )
@@ -3082,8 +3083,9 @@ async def test_what_the_bot_is_for_is_no_part_of_what_was_told(
         "Noted: got an allotment plot this year, plot 14b at greenway allotments."
     ), replies[1]
     assert "£200 away each month" in replies[2], replies[2]
-    assert "dump" not in replies[3] and "notes here" not in replies[3], replies[3]
-    assert "wedding photographer" in replies[3] and "plot 14b" in replies[3], replies[3]
+    assert "want to stay here" in replies[3], replies[3]
+    assert "dump" not in replies[4] and "notes here" not in replies[4], replies[4]
+    assert "wedding photographer" in replies[4] and "plot 14b" in replies[4], replies[4]
 
 
 async def test_a_job_taken_back_leaves_the_to_dos(

@@ -1985,7 +1985,9 @@ _FOR_THE_BOT = re.compile(
     r"(?:need|want|wanna|would\s+like|thought\s+i'?d|can)\s+(?:to\s+)?"
     r"(?:somewhere|a\s+place|keep\s+track\b|(?:keep|jot|dump|store|log|put)\s+"
     r"(?:notes|stuff|things|it\s+all|everything|all\s+(?:my|the|this)\b)|use\s+(?:this|you)\b|"
-    r"[^.!?,]*\bhere\W*$)[^.!?]*?(?:\s+(?:lol|haha|tbh))?\W*$",
+    # ("…, want to keep notes here", not "… and i want to stay here")
+    r"(?:keep|jot|dump|store|log|put|write|track|save)\b[^.!?,]*\bhere\W*$)"
+    r"[^.!?]*?(?:\s+(?:lol|haha|tbh))?\W*$",
     re.I,
 )
 

@@ -3664,7 +3664,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         strict = bool(quoted) or wholes[at] != q.content
         theirs = pool
         # ("what did anna say about my knee?" is what Anna said, "my" though it says)
-        by = _SAID_ABOUT.search(plain) or _SAID_ABOUT_SMALL.search(plain)
+        by = _SAID_ABOUT.search(plain)
         if mine and not by:
             theirs = [e for e in pool if e.author in (speaker, "")]
         elif by:
@@ -4190,15 +4190,15 @@ _SAID_BY = re.compile(
 )
 
 
-# "What did Maria say about lunch?": what one person said of a thing.
+# "What did Maria say about lunch?", "what did anna say about my knee?" (a name written
+# small too): what one person said of a thing.
 _SAID_ABOUT = re.compile(
-    r"(?i:\bwhat\s+(?:else\s+)?(?:did|has|have)\s+)"
+    r"\bwhat\s+(?:else\s+)?(?:did|has|have)\s+"
     r"(?!(?:I|You|We|They|He|She|It)\b)([A-Z][\w-]+)"
-    r"(?i:\s+(?:say|said|tell|told|mention|mentioned|write|wrote)(?:\s+(?:you|us|me))?"
-    r"\s+(?:about|of|on)\s+)(?P<topic>.+?)\W*$"
+    r"\s+(?:say|said|tell|told|mention|mentioned|write|wrote)(?:\s+(?:you|us|me))?"
+    r"\s+(?:about|of|on)\s+(?P<topic>.+?)\W*$",
+    re.I,
 )
-# The same, the name written small: "what did anna say about my knee?".
-_SAID_ABOUT_SMALL = re.compile(_SAID_ABOUT.pattern, re.I)
 
 
 # "Did anyone mention the coffee machine?": whatever was said of a thing, by anyone.

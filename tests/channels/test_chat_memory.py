@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -244,6 +246,22 @@ async def _say(rt: Runtime, text: str, pid: str, author: str = "ann") -> str:
     await rt.submit(inbound(CH, text, pid=pid, author=author))
     await rt.drain()
     return rt.outbox.sent[-1].text
+
+
+@contextlib.contextmanager
+def _forgets_failing(graph: Any) -> Iterator[None]:
+    """The memory graph's ``forget`` raising ``OSError`` within the block, as a store
+    failing on every delete would."""
+    real_forget = graph.forget
+
+    async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
+        raise OSError("disk I/O error")
+
+    graph.forget = failing_forget
+    try:
+        yield
+    finally:
+        graph.forget = real_forget
 
 
 async def _tell(rt: Runtime, lines: list[str]) -> None:
@@ -738,14 +756,8 @@ async def test_a_correction_whose_old_value_the_store_cannot_forget_says_so(
         graph = rt.memory.graph
         await _say(rt, "Remember that my locker code is 4411.", "f1")
         await rt.memory.indexer.flush()
-        real_forget = graph.forget
-
-        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
-            raise OSError("disk I/O error")
-
-        graph.forget = failing_forget  # type: ignore[method-assign]
-        said = await _say(rt, "oops, 4412 not 4411", "f2")
-        graph.forget = real_forget  # type: ignore[method-assign]
+        with _forgets_failing(graph):
+            said = await _say(rt, "oops, 4412 not 4411", "f2")
         assert said.startswith("I could not forget the old value: the memory store failed"), said
         assert said.endswith("Corrected: your locker code is 4412."), said
         contents = sorted(str(m["content"]) for m in await _memories(rt))
@@ -2033,18 +2045,12 @@ async def test_can_someone_forget_whose_store_fails_says_so_and_keeps_the_messag
         await _say(rt, "remember that my ankle is sprained, no football for 2 weeks", "p1", "priya")
         await _say(rt, "five a side is thursday at 7pm", "k1", author="kofi")
         await rt.memory.indexer.flush()
-        real_forget = graph.forget
-
-        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
-            raise OSError("disk I/O error")
-
-        graph.forget = failing_forget  # type: ignore[method-assign]
-        said = await _say(rt, "can someone forget my ankle stuff", "p2", author="priya")
+        with _forgets_failing(graph):
+            said = await _say(rt, "can someone forget my ankle stuff", "p2", author="priya")
         assert "the memory store failed (OSError)" in said, said
         assert "Done" not in said and not said.startswith("OK"), said
         stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
         assert stored == ["p1", "k1", "p2"]
-        graph.forget = real_forget  # type: ignore[method-assign]
         said = await _say(rt, "can someone forget my ankle stuff", "p3", author="priya")
         assert said.startswith("Done: I forgot"), said
 
@@ -2084,18 +2090,14 @@ async def test_a_job_taken_back_whose_store_fails_says_so_and_keeps_the_message(
         await _say(rt, "ill bring the bibs, theyre in my boot anyway", "t1", "tom")
         await _say(rt, "how's everyone's week going", "p1", author="priya")
         await rt.memory.indexer.flush()
-        real_forget = graph.forget
-
-        async def failing_forget(memory_id: str, *, channel: str | None = None) -> bool:
-            raise OSError("disk I/O error")
-
-        graph.forget = failing_forget  # type: ignore[method-assign]
-        said = await _say(rt, "actually i cant bring the bibs, car's in the garage", "t2", "tom")
+        with _forgets_failing(graph):
+            said = await _say(
+                rt, "actually i cant bring the bibs, car's in the garage", "t2", "tom"
+            )
         assert "the memory store failed (OSError)" in said, said
         assert not said.startswith(("Corrected", "OK")), said
         stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
         assert stored == ["t1", "p1", "t2"]
-        graph.forget = real_forget  # type: ignore[method-assign]
         said = await _say(rt, "actually i cant bring the bibs, car's in the garage", "t3", "tom")
         assert said.startswith("Corrected: you cant bring the bibs"), said
         said = await _say(rt, "what do i need to do?", "t4", "tom")

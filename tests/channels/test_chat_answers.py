@@ -3567,3 +3567,21 @@ async def test_a_move_of_one_deadline_is_no_change_of_another(
     )
     assert "15 june" in replies[3] and "chapter 2" not in replies[3], replies[3]
     assert replies[4].index("9 may") < replies[4].index("Later") < replies[4].index("16 may")
+
+
+async def test_a_month_asked_of_is_no_line_of_another_month(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "where is the may meeting?" quoted «meeting is thursday 10 april, … at mine»:
+    the line of May says where ("may 15th at mine, 3 cedar close")."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday 10 april, 7pm at mine, 14 ash grove"),
+            ("dan", "yeah may 15th at mine, 3 cedar close, flat b"),
+            ("omar", "where is the may meeting?"),
+            ("omar", "where is the april meeting?"),
+        ],
+    )
+    assert "3 cedar close" in replies[2], replies[2]
+    assert "14 ash grove" in replies[3], replies[3]

@@ -621,6 +621,21 @@ _DATED = re.compile(
     r"sept?|oct|nov|dec|bedtime|(?:at|before|after)\s+(?:breakfast|lunch|dinner|bed))\b",
     re.I,
 )
+# A month named as one: "the may meeting", "in March", "15 may", not "may I" nor "march on".
+_MONTH_NAMED = re.compile(
+    r"\b(?:january|february|april|june|july|august|september|october|november|december|"
+    r"jan|feb|apr|jun|jul|aug|sept?|oct|nov|dec)\b|"
+    r"(?:\b(?:the|in|of|for|on|this|next|last|early|late|mid|from|until|till|by|since)\s+|"
+    r"\d(?:st|nd|rd|th)?\s+)(?:may|march|mar)\b|\b(?:may|march|mar)(?=\s+\d)",
+    re.I,
+)
+
+
+def _months(text: str) -> set[str]:
+    """The months ``text`` names, by their first three letters ("may", "sep")."""
+    return {m[0].split()[-1].lower()[:3] for m in _MONTH_NAMED.finditer(text)}
+
+
 # Asked when someone is back, and a statement saying until when they are away.
 _BACK = frozenset(stems("back return returns returning home"))
 # A street address: "14 Birch Lane", "221B Baker Street".
@@ -714,6 +729,7 @@ class _Asked:
     duration: bool = False  # asks how long ("How long is Kofi out?")
     my_own: bool = False  # asks of the asker's own thing ("my number", not "my sister's")
     clock: str = ""  # asks what "time" or what "day" ("what time is kick off?")
+    months: frozenset[str] = frozenset()  # the months it names ("the may meeting": may)
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -766,6 +782,7 @@ class _Asked:
             .replace("days", "day")
             .replace("dates", "day")
             .replace("date", "day"),
+            frozenset(_months(question)),
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -791,6 +808,8 @@ class _Asked:
             return False  # "What's my dog's name?" is not "My dog's vet is Dr Fox"
         if self.age and not _AN_AGE.search(e.text):
             return False
+        if self.months and (named_months := _months(e.text)) and not named_months & self.months:
+            return False  # "Where is the may meeting?" is not "meeting is 10 april, at mine"
         if self.clock and not (_CLOCK if self.clock == "time" else _DATED).search(e.text):
             return False  # "What time is kick off?" is not "how much is it this time"
         if self.number and not _A_NUMBER.search(_SUM.sub(" ", e.text)):

@@ -3585,3 +3585,30 @@ async def test_a_month_asked_of_is_no_line_of_another_month(
     )
     assert "3 cedar close" in replies[2], replies[2]
     assert "14 ash grove" in replies[3], replies[3]
+
+
+async def test_a_move_put_to_the_group_holds_once_agreed(
+    make_config: Callable[..., Config],
+) -> None:
+    """Lena's "actually can we move it to the 17th?" got "17th works for me" and "fine
+    by me", yet "when is the meeting?" gave the 10th alone.  A move someone turns down
+    is no move."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday 10 april, 7pm at mine, 14 ash grove"),
+            ("lena", "bot, tell dan what we're reading"),
+            ("lena", "actually can we move it to the 17th? my sister is visiting on the 10th"),
+            ("priti", "17th works for me"),
+            ("omar", "fine by me"),
+            ("dan", "when is the meeting?"),
+            ("kim", "dinner club is friday 3 may at the anchor"),
+            ("kim", "can we move it to the 10th?"),
+            ("jo", "i cant do the 10th sorry"),
+            ("kim", "when is dinner club?"),
+        ],
+    )
+    answer = replies[5]
+    assert answer.index("10 april") < answer.index("Later") < answer.index("the 17th"), answer
+    assert "17th works for me" in answer and "fine by me" in answer, answer
+    assert "3 may" in replies[9] and "10th?" not in replies[9], replies[9]

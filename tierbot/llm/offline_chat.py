@@ -1124,7 +1124,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         and e.when is not None
         and e.when > found.when
         and not _part_of(e.text, found.text)
-        and not is_question(e.text)
+        and (not is_question(e.text) or bool(_agreements(e, pool)))
         and (
             (about and about <= set(stems(e.text)) and _about_same(about, e.text, head))
             or (moved and _MOVED_TO.search(e.text) and _WE_MOVED.search(e.text))
@@ -1218,13 +1218,53 @@ _MOVED_IT = re.compile(
 )
 
 
+# "can we move it to the 17th?": a move put to the others, which holds once one agrees.
+_MOVE_ASKED = re.compile(
+    r"\b(?:can|could|shall|should)\s+we\s+(?:move|push|change|switch|shift|bump|"
+    r"reschedule)\s+(?:it|that)\b",
+    re.I,
+)
+# "17th works for me", "fine by me", "sounds good": agreeing to what was put.
+_AGREES = re.compile(
+    r"^\W*(?:(?:[\w-]+\s+){0,3}(?:works|suits)(?:\s+for)?\s+(?:me|us)|fine\s+(?:by|with)\s+me|"
+    r"sounds\s+(?:good|great|fine)|agreed|deal|yes|yep|yeah|sure|ok(?:ay)?|perfect)\b",
+    re.I,
+)
+# "yeah no, i can't do that": agreeing words that go on to refuse.
+_REFUSES = re.compile(r"\b(?:no|not|can'?t|cannot|won'?t|don'?t|doesn'?t|neither)\b", re.I)
+
+
+def _agreements(e: Evidence, pool: Sequence[Evidence]) -> list[Evidence]:
+    """Who agreed to the move ``e`` puts to the others ("can we move it to the
+    17th?"), with the lines they agreed in; none when ``e`` puts none, or someone
+    refused."""
+    if e.when is None or not _MOVE_ASKED.search(e.text) or not _RESCHEDULED.search(e.text):
+        return []
+    after = sorted(
+        (x for x in pool if x.when is not None and x.when > e.when and x.kind == "said"),
+        key=lambda x: x.when or 0.0,
+    )
+    replies: list[Evidence] = []
+    for x in after[:4]:  # the short answers right after it, up to its author's next line
+        if x.author == e.author:
+            break
+        if _REFUSES.search(x.text):
+            return []  # "i can't do the 17th"
+        if len(words(x.text)) > 6 or not _AGREES.match(x.text):
+            break
+        replies.append(x)
+    return replies
+
+
 def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
     """Whether ``e`` moves the date ``found`` gives, naming it "it": said by the same
-    person as their next line ("next physio appt is friday 4pm", then "actually anna
-    moved it to friday 5:15")."""
+    person as their next line that gives a date ("next physio appt is friday 4pm",
+    then "actually anna moved it to friday 5:15"), or put to the others as a question
+    that one agreed to ("can we move it to the 17th?", "17th works for me")."""
     if found.when is None or e.when is None or e.when <= found.when:
         return False
-    if not (_MOVED_IT.search(e.text) and _RESCHEDULED.search(e.text) and _DATED.search(found.text)):
+    moved = _MOVED_IT.search(e.text) or _agreements(e, pool)
+    if not (moved and _RESCHEDULED.search(e.text) and _DATED.search(found.text)):
         return False
     return not any(
         x.author == found.author
@@ -1232,6 +1272,7 @@ def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
         and found.when < x.when < e.when
         and not _part_of(x.text, found.text)
         and not _part_of(x.text, e.text)
+        and _DATED.search(x.text) is not None
         for x in pool
     )
 
@@ -1325,7 +1366,9 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
     or, when it restates something, what it restates first ("Correction: butter is
     £6.40" alone does not say who supplies the butter)."""
     if (later := said_later(found, question, pool)) is not None:
-        return f"{found.quoted()} Later, {later.quoted()}"
+        # "can we move it to the 17th?" holds as far as the others agreed to it
+        agreed = "".join(f" {x.quoted()}" for x in _agreements(later, pool))
+        return f"{found.quoted()} Later, {later.quoted()}{agreed}"
     if (before := said_before(found, pool)) is not None:
         return f"{before.quoted()} Later, {found.quoted()}"
     if found.when is not None and (CHANGED.search(found.text) or _RESCHEDULED.search(found.text)):

@@ -3569,24 +3569,6 @@ async def test_a_move_of_one_deadline_is_no_change_of_another(
     assert replies[4].index("9 may") < replies[4].index("Later") < replies[4].index("16 may")
 
 
-async def test_a_month_asked_of_is_no_line_of_another_month(
-    make_config: Callable[..., Config],
-) -> None:
-    """ "where is the may meeting?" quoted «meeting is thursday 10 april, … at mine»:
-    the line of May says where ("may 15th at mine, 3 cedar close")."""
-    replies = await _talk(
-        make_config,
-        [
-            ("lena", "meeting is thursday 10 april, 7pm at mine, 14 ash grove"),
-            ("dan", "yeah may 15th at mine, 3 cedar close, flat b"),
-            ("omar", "where is the may meeting?"),
-            ("omar", "where is the april meeting?"),
-        ],
-    )
-    assert "3 cedar close" in replies[2], replies[2]
-    assert "14 ash grove" in replies[3], replies[3]
-
-
 async def test_a_move_put_to_the_group_holds_once_agreed(
     make_config: Callable[..., Config],
 ) -> None:
@@ -3612,3 +3594,36 @@ async def test_a_move_put_to_the_group_holds_once_agreed(
     assert answer.index("10 april") < answer.index("Later") < answer.index("the 17th"), answer
     assert "17th works for me" in answer and "fine by me" in answer, answer
     assert "3 may" in replies[9] and "10th?" not in replies[9], replies[9]
+
+
+async def test_a_month_asked_of_is_no_line_of_another_month(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "where is the may meeting?" quoted «meeting is thursday 10 april, … at mine»:
+    the line of May says where ("may 15th at mine, 3 cedar close")."""
+    replies = await _talk(
+        make_config,
+        [
+            ("lena", "meeting is thursday 10 april, 7pm at mine, 14 ash grove"),
+            ("dan", "yeah may 15th at mine, 3 cedar close, flat b"),
+            ("omar", "where is the may meeting?"),
+            ("omar", "where is the april meeting?"),
+        ],
+    )
+    assert "3 cedar close" in replies[2], replies[2]
+    assert "14 ash grove" in replies[3], replies[3]
+
+
+async def test_a_question_put_to_someone_by_name_and_you_is_theirs(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "dan you're hosting in may right?" was answered with Dan's «i vote piranesi»:
+    it is put to Dan."""
+    replies = await _talk(
+        make_config,
+        [
+            ("dan", "i vote piranesi"),
+            ("lena", "dan you're hosting in may right?"),
+        ],
+    )
+    assert replies[1] == "OK, lena.", replies[1]

@@ -4469,10 +4469,12 @@ _PUT_TO_KNOWN = re.compile(
     r"or|if|what's|where's|when's|how's)\b)([A-Z][\w'-]+)\s+(?:can|could|would|will|do|are)\s+"
     r"(?:you|u)\b"
 )
-# A question opening with whom it is put to, written small: "lena whats your number".
+# A question opening with whom it is put to, written small: "lena whats your number",
+# "dan you're hosting in may right?".
 _PUT_TO_FIRST = re.compile(
     r"^\W*@?([a-z][\w'-]+),?\s+(?:what|whats|what's|where|wheres|where's|when|whens|when's|"
-    r"who|whos|who's|how|hows|how's|which|why|did|do|are|have|will|can|could)\b",
+    r"who|whos|who's|how|hows|how's|which|why|did|do|are|have|will|can|could|would|"
+    r"you|you're|youre|your|u)\b",
     re.I,
 )
 # The same, the name written small ("ben can you take them?"): it must be someone's.

@@ -3627,3 +3627,22 @@ async def test_a_question_put_to_someone_by_name_and_you_is_theirs(
         ],
     )
     assert replies[1] == "OK, lena.", replies[1]
+
+
+async def test_days_between_two_dates_is_a_sum(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how many days from 1 march to 22 march?" quoted «nana turns 80 on 22 march»: the
+    line holds one of the dates, not the count."""
+    replies = await _talk(
+        make_config,
+        [
+            "nana turns 80 on 22 march",
+            "how many days from 1 march to 22 march?",
+            "how many nights between the 3rd and the 9th?",
+            "when does nana turn 80?",
+        ],
+    )
+    assert replies[1] == SUMS_REPLY, replies[1]
+    assert replies[2] == SUMS_REPLY, replies[2]
+    assert "22 march" in replies[3], replies[3]

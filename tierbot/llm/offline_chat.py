@@ -112,7 +112,10 @@ _SUM_ASKED = re.compile(
     r"\bhow\s+much\s+(?:do|would|will|did|could)\s+(?:i|we|you)\s+save\b|"
     r"\bhow\s+much\s+(?:is|are|would\s+be|will\s+be)\s+\d[\d,.]*\s+[a-z]+\W*$|"
     r"\bwhat(?:['\u2019]s|s|\s+is|\s+would\s+be)?\s+(?:my|the|our)\s+(?:average\s+)?pace\s+per\b|"
-    r"\bhow\s+many\s+(?:days|weeks)\s+(?:until|till|to)\b",
+    r"\bhow\s+many\s+(?:days|weeks)\s+(?:until|till|to)\b|"
+    # "how many days from 1 march to 22 march?", "… between the 3rd and the 20th"
+    r"\bhow\s+many\s+(?:days|weeks|months|hours|nights)\s+(?:is\s+it\s+|are\s+there\s+)?"
+    r"(?:from|between)\s+\S.*?\b(?:to|and|until|till)\s+\S",
     re.I,
 )
 # "how many carbs in a banana?": what the world knows, not the chat (unless it says so).

@@ -3646,3 +3646,21 @@ async def test_days_between_two_dates_is_a_sum(
     assert replies[1] == SUMS_REPLY, replies[1]
     assert replies[2] == SUMS_REPLY, replies[2]
     assert "22 march" in replies[3], replies[3]
+
+
+async def test_remind_me_said_after_the_thing_makes_it_a_to_do(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "the mill lane smoke alarm needs new batteries too, remind me" got "Noted: …,
+    remind you." as a fact, and "what do i need to do?" then knew of no to-do."""
+    replies = await _talk(
+        make_config,
+        [
+            "the mill lane smoke alarm needs new batteries too, remind me",
+            "bins go out on tuesday, can you remind me",
+            "what do i need to do?",
+        ],
+    )
+    assert replies[0].startswith("Noted as a to-do: the mill lane smoke alarm"), replies[0]
+    assert "remind you" not in replies[0], replies[0]
+    assert "smoke alarm" in replies[2] and "bins go out" in replies[2], replies[2]

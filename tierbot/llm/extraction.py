@@ -1529,6 +1529,14 @@ _REMEMBER_AFTER = re.compile(
     re.I | re.S,
 )
 
+# "the smoke alarm needs new batteries too, remind me": a reminder asked for after it.
+_REMIND_AFTER = re.compile(
+    r"^(?P<what>.*?\w.*?)[\s,;.!-]+(?:(?:so\s+)?(?:please|pls|plz)\s+|and\s+|"
+    r"(?:can|could|will)\s+(?:you|u)\s+)?remind\s+me(?:\s+(?:about|of)\s+(?:it|that))?"
+    r"(?:\s+(?:later|tomorrow|please|pls|plz))?\s*[.!]*\s*$",
+    re.I | re.S,
+)
+
 
 def skipped_topic(text: str) -> str:
     """What a "don't remember" request names ("my bike lock combination" of "Please
@@ -1642,6 +1650,13 @@ def read_request(text: str) -> Request | None:
         and not is_question(m["what"])
     ):
         return Request("remember", m["what"].strip())
+    if (
+        (m := _REMIND_AFTER.match(t)) is not None
+        and len(words(m["what"])) >= 3
+        and says_something(m["what"])
+        and not is_question(m["what"])
+    ):
+        return Request("remember", m["what"].strip(), reminder=True, todo=True)
     plain = _plain(t)
     if plain != t:
         if _ASKING.match(plain) or _polite_question(t, plain):

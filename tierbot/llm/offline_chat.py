@@ -3195,7 +3195,8 @@ def _requested(request: Request, speaker: str) -> list[dict[str, object]]:
             todo = again.todo
             part = again.what
         else:
-            todo = False
+            # "the smoke alarm needs new batteries, remind me": what to be reminded of
+            todo = request.todo and request.reminder
         typed = "todo" if todo else classify(part)[0]
         if typed is None and request.todo:
             continue  # "Remind me to call Bo. lol": the to-do, not the laugh

@@ -10,7 +10,7 @@ from bot.runtime import Runtime
 from tests.helpers import inbound
 from tierbot.config import Config
 from tierbot.llm.offline import OfflineProvider
-from tierbot.llm.offline_chat import HOLDING, SAME_AS_QUOTED, SUMS_REPLY
+from tierbot.llm.offline_chat import GLAD_REPLY, HOLDING, SAME_AS_QUOTED, SUMS_REPLY
 
 CH = "chat:1"
 MEMORY = {"memory": {"enabled": True}}
@@ -3664,3 +3664,28 @@ async def test_remind_me_said_after_the_thing_makes_it_a_to_do(
     assert replies[0].startswith("Noted as a to-do: the mill lane smoke alarm"), replies[0]
     assert "remind you" not in replies[0], replies[0]
     assert "smoke alarm" in replies[2] and "bins go out" in replies[2], replies[2]
+
+
+async def test_good_news_is_met_gladly_and_a_groan_with_sympathy(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "knee felt fine today on the bike!! small wins" got "OK."; "ugh mondays. tenants
+    texting me at 7am" and "im not feeling great" got no sympathy.  Good news said
+    the other way round ("didnt go well") is no good news."""
+    replies = await _talk(
+        make_config,
+        [
+            "knee felt fine today on the bike!! small wins",
+            "ugh mondays. tenants texting me at 7am",
+            "im not feeling great",
+            "the interview didnt go well",
+            "passed my driving test today!",
+            "ugh fine ill do it",
+        ],
+    )
+    assert replies[0] == GLAD_REPLY, replies[0]
+    assert replies[1].startswith("I'm sorry to hear that."), replies[1]
+    assert replies[2] == "I'm sorry to hear that.", replies[2]
+    assert replies[3] == "I'm sorry to hear that.", replies[3]
+    assert replies[4].startswith(GLAD_REPLY), replies[4]
+    assert "sorry" not in replies[5] and GLAD_REPLY not in replies[5], replies[5]

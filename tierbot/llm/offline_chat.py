@@ -3385,6 +3385,8 @@ _HARD_TIME = re.compile(
     r"(?:had|having)\s+(?:the|a|such\s+a)\s+(?:worst|awful|terrible|horrible|horrendous|"
     r"shit|crap|rubbish|nightmare)\s+(?:day|week|morning|night|time)|"
     r"made\s+redundant|poorly|"
+    # "im not feeling great", "the interview didnt go well"
+    r"not\s+feeling\s+(?:great|good|well|too\s+good|100)|did(?:n'?t|\s+not)\s+go\s+(?:well|great)|"
     # venting: "ugh the card machine has been playing up", "fml", "some days i wonder if
     # it's worth it", "my exams are killing me"; a fall ("dad fell on tuesday")
     r"^\W*(?:ugh+|urgh+|argh+|ffs|sigh)\W*$|fml|killing\s+me|doing\s+my\s+head\s+in|"
@@ -3392,7 +3394,9 @@ _HARD_TIME = re.compile(
     r"wonder\s+if\s+it'?s\s+(?:even\s+)?worth\s+it|barely\s+break(?:ing)?\s+even|"
     rf"{_RELATIVE}\s+had\s+a\s+fall|{_RELATIVE}\s+fell(?!\s+(?:asleep|in\s+love|for)\b))\b|"
     # a trailing groan or a sad face: "my amp is making a weird buzzing noise ugh"
-    r"[\s,.]ugh+\W*$|:-?\(|:'\(",
+    r"[\s,.]ugh+\W*$|:-?\(|:'\(|"
+    # a groan opening a complaint: "ugh mondays. tenants texting me at 7am"
+    r"^\W*(?:ugh+|urgh+|argh+)[\s,.!]+(?!(?:fine|ok|okay|whatever|yes|yeah|go\s+on)\b)\w",
     re.I,
 )
 # Nerves before something ahead: "i'm so nervous for march", "bit anxious about the
@@ -3403,6 +3407,23 @@ _NERVES_AHEAD = re.compile(
     re.I,
 )
 LUCK_REPLY = "Fingers crossed for you."
+GLAD_REPLY = "Glad to hear it."
+# "not feeling great", "the interview didn't go well": no good news.
+_NOT_SO = re.compile(
+    r"\b(?:not|never|hardly|no\s+longer|(?:did|do|does|is|was|are|were)n'?t|wish|hope|if)\b",
+    re.I,
+)
+# Good news of one's own: "knee felt fine today on the bike!! small wins".
+_GOOD_NEWS = re.compile(
+    r"\b(?:small\s+wins?|good\s+news|great\s+news|got\s+the\s+(?:job|offer|place)|"
+    r"passed\s+(?:my|the)\s+(?:\w+\s+)?(?:exam|test|interview|assessment|viva)|"
+    r"nailed\s+it|smashed\s+it|new\s+pb|personal\s+best|over\s+the\s+moon|"
+    r"(?:felt|feels|feeling)\s+(?:fine|good|great|better|amazing)(?!\s+(?:about|if|to)\b)|"
+    r"went\s+(?:really\s+|so\s+|super\s+)?well|cleared\s+(?:me|us)\s+(?:for|to)|"
+    r"(?:i'?m|i\s+am|we'?re|so)\s+(?:so\s+|really\s+)?(?:happy|thrilled|chuffed|relieved|"
+    r"excited))\b",
+    re.I,
+)
 _LOSS = re.compile(
     rf"^(?=.*\b{_RELATIVE}\b).*\b(?:passed\s+(?:away|on)|died|funeral)\b|"
     rf"\blost\s+(?:your|our|my|his|her)\s+{_RELATIVE}\b",
@@ -4631,6 +4652,8 @@ def _statement_reply(
         parts.insert(1 if greeting else 0, LUCK_REPLY)
     elif _HARD_TIME.search(rest) and not any(p.startswith("I'm sorry") for p in parts):
         parts.insert(1 if greeting else 0, "I'm sorry to hear that.")
+    elif _GOOD_NEWS.search(rest) and not _NOT_SO.search(rest):
+        parts.insert(1 if greeting else 0, GLAD_REPLY)
     if not parts:
         thanks = _THANKS.match(rest)
         # "Thanks Sarah, that's a huge help": not the bot's to answer; nor, where others

@@ -3689,3 +3689,30 @@ async def test_good_news_is_met_gladly_and_a_groan_with_sympathy(
     assert replies[3] == "I'm sorry to hear that.", replies[3]
     assert replies[4].startswith(GLAD_REPLY), replies[4]
     assert "sorry" not in replies[5] and GLAD_REPLY not in replies[5], replies[5]
+
+
+async def test_an_email_asked_for_is_the_newest_given_and_no_other_news(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats her email?" quoted ruth's email and then "Later, … «ruth says wax price
+    goes up to 52 per box»", no news of her email; once a new email is given, the old
+    one was quoted over it."""
+    replies = await _talk(
+        make_config,
+        [
+            "main wax supplier is kerala wax co, contact is ruth, ruth@keralawax.co.uk",
+            "ruth says wax price goes up to 52 per box from november",
+            "whats her email?",
+            "uncle ray, his number is 07700 900 812",
+            "uncle ray says he's in spain that week",
+            "whats uncle ray's number?",
+            "actually ruth's email is now ruth@kwax.com",
+            "whats ruth's email?",
+        ],
+    )
+    assert "ruth@keralawax.co.uk" in replies[2] and "52 per box" not in replies[2], replies[2]
+    assert "07700 900 812" in replies[5] and "spain" not in replies[5], replies[5]
+    assert "ruth@kwax.com" in replies[7], replies[7]
+    assert "keralawax" not in replies[7] or replies[7].index("keralawax") < replies[7].index(
+        "kwax.com"
+    ), replies[7]

@@ -1147,6 +1147,11 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         # "How much does Hannah charge?" is not told that "Hannah switched to tue and thu
         # at noon" (of her, but no amount): a change of how much gives one.
         later = [e for e in later if _AN_AMOUNT.search(e.text)]
+    for value_words, value in ((_EMAIL_WORDS, _AN_EMAIL), (_PHONE_WORDS, _DIGITS)):
+        # "whats her email?" is told no change by "ruth says wax price goes up": a
+        # change of an email gives one.
+        if value_words & set(stems(question)) and value.search(found.text):
+            later = [e for e in later if value.search(e.text)]
     # Of several changes, the one about what is asked ("What did Tom order?": that he
     # changed his order, not that its price went up), else the newest.
     asked = set(stems(question))
@@ -1784,6 +1789,9 @@ _AILING = re.compile(
 _A_RATE = re.compile(
     r"\brent\b|\d\s*(?:a|an|per|/|each)\s*(?:month|week|mo|wk|year|yr|hour|hr)\b", re.I
 )
+_EMAIL_WORDS = frozenset(stems("email mail"))
+_DIGITS = re.compile(r"\d{3,}")
+_PHONE_WORDS = frozenset(stems("number phone mobile"))
 # An email address: "ruth@keralawax.co.uk".
 _AN_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 # The gaps inside a grouped number ("07700 900 462" is one number to look a part up in).
@@ -2530,9 +2538,11 @@ def best_all(
             # time is kick off now?" in a chat where one thing kicks off is that one.
             continue
         for k, e in enumerate(pool):
+            # (an email given and named gives it too: "ruth's email is now ruth@kwax.com"
+            # over "contact is ruth, ruth@keralawax.co.uk")
             if (
                 says.search(e.text)
-                and word not in overlap.doc_stems[k]
+                and (word not in overlap.doc_stems[k] or says is _AN_EMAIL)
                 and (not of_the_rest or rest & overlap.doc_stems[k])
             ):
                 near[k] = near[k] | {word}

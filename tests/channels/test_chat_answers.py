@@ -3716,3 +3716,25 @@ async def test_an_email_asked_for_is_the_newest_given_and_no_other_news(
     assert "keralawax" not in replies[7] or replies[7].index("keralawax") < replies[7].index(
         "kwax.com"
     ), replies[7]
+
+
+async def test_a_thing_asked_by_its_name_is_priced_by_what_it_is(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how much is fig and cedar?" quoted «new scent launching 1 november: fig and
+    cedar»: its price was told of "the new scent".  And "actually make that 26, costs
+    went up" was noted as a line of its own, so the price stayed 24."""
+    replies = await _talk(
+        make_config,
+        [
+            "new scent launching 1 november: fig and cedar",
+            "price for the new scent is 24 for the 200g jar",
+            "actually make that 26, costs went up",
+            "ruth says wax price goes up to 52 per box from november",
+            "how much is fig and cedar?",
+            "when does fig and cedar launch?",
+        ],
+    )
+    assert replies[2].startswith("Corrected: price for the new scent is 26"), replies[2]
+    assert "26 for the 200g jar" in replies[4] and "24" not in replies[4], replies[4]
+    assert "1 november" in replies[5], replies[5]

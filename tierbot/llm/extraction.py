@@ -1719,6 +1719,12 @@ _CORRECTION = (
         rf"(?:but\s+|(?P<is>{_FIX_IS})\s*)?(?P<new>{_FIX_SPAN})[\s.!]*$",
         re.I,
     ),
+    # "actually make that 26, costs went up": the value, then why.
+    re.compile(
+        rf"^\W*(?P<lead>{_FIX_LEAD}+)?(?P<say>{_FIX_SAY})[\s:]*(?P<new>{_FIX_SPAN})"
+        rf"(?:\s*,?\s*not\s+(?P<old>{_FIX_SPAN}))?\s*[,;]\s*(?P<why>[a-z][^?]{{2,60}}?)[\s.!]*$",
+        re.I,
+    ),
 )
 # A word every correction has (a cheap test before the patterns above).
 _FIX_HINT = re.compile(

@@ -1349,6 +1349,54 @@ def _moves_shared(text: str) -> bool:
     )
 
 
+_CALENDAR_STEMS = frozenset(t for w in CALENDAR_WORDS for t in stems(w))
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+# A day of a month, which is no amount: "1 november", "march 3rd".
+_DAY_OF_MONTH = re.compile(
+    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b",
+    re.I,
+)
+# "new scent launching 1 november: fig and cedar", "the blue one is called Harbour": a
+# thing given a name, which other lines call by the thing.
+_LABELLED = re.compile(
+    r"^\W*(?P<label>[a-z][\w' -]{2,40}?)\s*:\s*(?P<name>[\w' &-]{3,40}?)\W*$|"
+    r"^\W*(?P<label2>(?:the|my|our)\s+[\w' -]{2,30}?)\s+is\s+called\s+"
+    r"(?P<name2>[\w' &-]{3,40}?)\W*$",
+    re.I,
+)
+
+
+def _priced_by_its_label(
+    question: str, found: Evidence, pool: Sequence[Evidence]
+) -> Evidence | None:
+    """The line giving the amount ``question`` asks of a thing by its name, when
+    ``found`` gives no amount but names the thing ("how much is fig and cedar?" of
+    "new scent launching 1 november: fig and cedar", then "price for the new scent is
+    24"); None otherwise."""
+    if not _HOW_MUCH.search(question) or _AN_AMOUNT.search(_DAY_OF_MONTH.sub(" ", found.text)):
+        return None
+    m = _LABELLED.match(found.text)
+    if m is None:
+        return None
+    label, name = m["label"] or m["label2"], m["name"] or m["name2"]
+    asked = set(stems(question))
+    if not set(stems(name)) <= asked:
+        return None  # the question names the thing by its name
+    label_words = set(stems(label)) - _CALENDAR_STEMS - {t for t in stems(label) if t.isdigit()}
+    best: Evidence | None = None
+    for e in pool:
+        if e is found or e.when is None or found.when is None or e.when < found.when:
+            continue
+        if not _AN_AMOUNT.search(_DAY_OF_MONTH.sub(" ", e.text)) or set(stems(name)) & set(
+            stems(e.text)
+        ):
+            continue
+        shared = label_words & set(stems(e.text))
+        if len(shared) >= min(2, len(label_words)) and (best is None or e.when < (best.when or 0)):
+            best = e
+    return best
+
+
 def _of_what_was_asked(found: Evidence, later: Evidence, question: str) -> bool:
     """Whether a change told ``later`` of one thing of the list ``found`` gives is of
     what ``question`` asks: "Where am I staying in Kyoto?" is not told that the Osaka
@@ -3791,6 +3839,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             answers.append((task, SUMS_REPLY))
             continue
         found, score, also = best_all(plain, theirs, strict, _context_of(key, each[at], plain))
+        if found is not None and (priced := _priced_by_its_label(plain, found, theirs)):
+            # "how much is fig and cedar?" of "new scent launching 1 november: fig and
+            # cedar": the price is told of "the new scent".
+            found, score, also = priced, max(score, 0.5), []
         if (general := _GENERAL.search(plain)) and not (
             found is not None and set(stems(general["thing"])) & set(stems(found.text))
         ):

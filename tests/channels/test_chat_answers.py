@@ -3738,3 +3738,19 @@ async def test_a_thing_asked_by_its_name_is_priced_by_what_it_is(
     assert replies[2].startswith("Corrected: price for the new scent is 26"), replies[2]
     assert "26 for the 200g jar" in replies[4] and "24" not in replies[4], replies[4]
     assert "1 november" in replies[5], replies[5]
+
+
+async def test_cycling_is_asked_of_the_bike(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how long can i cycle for?" quoted the marathon target time: the line of the
+    bike says how long."""
+    replies = await _talk(
+        make_config,
+        [
+            "target time is 4 hours, would be happy with 4:15 tbh",
+            "can cross train on the bike though, max 45 min",
+            "how long can i cycle for?",
+        ],
+    )
+    assert "max 45 min" in replies[2] and "4 hours" not in replies[2], replies[2]

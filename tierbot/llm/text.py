@@ -822,6 +822,9 @@ _VARIANTS = {
     # "Where is Anna's wedding?" asks of "Anna is getting married in June".
     "wed": "marri",
     "marriag": "marri",
+    # "How long can I cycle for?" asks of "can cross train on the bike, max 45 min".
+    "cycl": "bike",
+    "bicycl": "bike",
 }
 
 

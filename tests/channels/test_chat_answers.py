@@ -3754,3 +3754,19 @@ async def test_cycling_is_asked_of_the_bike(
         ],
     )
     assert "max 45 min" in replies[2] and "4 hours" not in replies[2], replies[2]
+
+
+async def test_what_is_known_about_someone_named_with_a_title_names_them_whole(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "lol what do you know about aunt jo" answered "What I know about aunt: …"."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Aunt Jo", "i can ring them, their number is 01632 960 441"),
+            ("Aunt Jo", "booked! deposit was 50, i paid it"),
+            ("Mike", "lol what do you know about aunt jo"),
+        ],
+    )
+    assert replies[2].startswith("What I know about aunt jo: "), replies[2]
+    assert "deposit was 50" in replies[2] and "01632 960 441" in replies[2], replies[2]

@@ -4325,7 +4325,16 @@ _ABOUT_SOMEONE = re.compile(
     # "What did I say about Tom?", "Did I tell you anything about Kim?"
     r"(?:what\s+(?:else\s+)?|anything\s+)?(?:did|have)\s+(?:I|we)\s+(?:say|said|tell|told|"
     r"mention|mentioned)\s+(?:you\s+|to\s+you\s+)?(?:anything\s+)?about)\s+)"
-    r"(?!(?:Me|Myself|Us|You|It|Them|Him|Her|That|This|The|My|Our)\b)([A-Z][\w-]+)\b"
+    r"(?!(?:Me|Myself|Us|You|It|Them|Him|Her|That|This|The|My|Our)\b)"
+    # ("aunt jo", "Dr Patel": a title and the name)
+    r"((?:(?i:aunt|auntie|aunty|uncle|cousin|nana|nan|gran|granny|grandma|grandpa|dr|mr|mrs|"
+    r"ms|miss|prof)\.?\s+)?[A-Z][\w-]+)\b"
+)
+# A title before a name: "aunt jo", "Dr Patel" (whose lines are the name's).
+_TITLE = re.compile(
+    r"^(?:aunt|auntie|aunty|uncle|cousin|nana|nan|gran|granny|grandma|grandpa|dr|mr|mrs|ms|"
+    r"miss|prof)\.?\s+(?=\w)",
+    re.I,
 )
 
 
@@ -4381,7 +4390,7 @@ def _about_someone(
     keeping: "We decided the launch is on 9 March"), or with ``by_only`` only what they
     said, newest first, each with who said it and when, but for what was ``shown``
     already (then opening "Also about …"); None when nothing (more) was."""
-    key = stems(name)
+    key = stems(_TITLE.sub("", name))
     found: list[tuple[float, str]] = []
     seen: set[str] = set()
     overlap = Overlap([e.text for e in pool])

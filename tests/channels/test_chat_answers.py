@@ -3770,3 +3770,32 @@ async def test_what_is_known_about_someone_named_with_a_title_names_them_whole(
     )
     assert replies[2].startswith("What I know about aunt jo: "), replies[2]
     assert "deposit was 50" in replies[2] and "01632 960 441" in replies[2], replies[2]
+
+
+async def test_the_vote_so_far_counts_each_voters_last_vote(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats the vote so far?" quoted Dan's «i vote piranesi» alone: Omar's "piranesi
+    too" and Priti's "marriage portrait for me" count as well, and a changed vote
+    replaces the first."""
+    replies = await _talk(
+        make_config,
+        [
+            (
+                "Lena",
+                "after klara the shortlist is piranesi, the marriage portrait and demon copperhead",
+            ),
+            ("Dan", "i vote piranesi"),
+            ("Priti", "marriage portrait for me"),
+            ("Omar", "piranesi too"),
+            ("Lena", "whats the vote so far?"),
+            ("Priti", "actually i vote demon copperhead"),
+            ("Dan", "who's winning?"),
+        ],
+    )
+    assert replies[4] == (
+        "Votes so far: piranesi 2 (Dan and Omar); the marriage portrait 1 (Priti); "
+        "demon copperhead 0."
+    ), replies[4]
+    assert "demon copperhead 1 (Priti)" in replies[6], replies[6]
+    assert "the marriage portrait 0" in replies[6], replies[6]

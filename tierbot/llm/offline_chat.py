@@ -2246,6 +2246,76 @@ _LEADING = re.compile(
 
 #: How the lines settling a plan open ("whats the plan?").
 PLAN_SO_FAR = "Here is what was settled so far: "
+VOTES_SO_FAR = "Votes so far: "
+# Asked how a vote stands: "whats the vote so far?", "who's winning?", "vote count?".
+_VOTES_ASKED = re.compile(
+    r"\bwhat(?:['\u2019]s|s|\s+is|\s+are)\s+the\s+votes?\b|\bvotes?\s+(?:so\s+far|count|tally)|"
+    r"\bhow\s+many\s+votes\b|^\W*(?:so\s+)?(?:what|who|which)(?:['\u2019]s|s|\s+is)?\s+winning\W*$|"
+    r"\bhow\s+(?:is|does)\s+the\s+vote\b",
+    re.I,
+)
+# What a vote is put to: "the shortlist is piranesi, the marriage portrait and demon
+# copperhead", "options are …", "vote between …".
+_OPTIONS = re.compile(
+    r"\b(?:short\s*list|options|choices|candidates)\s+(?:is|are|so\s+far\s+(?:is|are))\s*:?\s+"
+    r"(?P<list>.+)$|\b(?:vote|choose|pick)\s+(?:between|from)\s*:?\s+(?P<list2>.+)$",
+    re.I,
+)
+# A vote cast: "i vote piranesi", "my vote is …", "marriage portrait for me", "piranesi
+# too", "+1 for piranesi".
+_VOTE_CAST = re.compile(
+    r"^\W*(?:(?:i|we)\s+(?:vote|am\s+voting|'m\s+voting|m\s+voting)(?:\s+for)?|my\s+vote\s+"
+    r"(?:is|goes\s+to)|\+1(?:\s+for)?|vote(?:\s+for)?)\s+(?P<x>[^,.!?;]{2,40}?)\W*$|"
+    r"^\W*(?P<y>[^,.!?;]{2,40}?)\s+(?:for\s+me|from\s+me|too|as\s+well|gets\s+my\s+vote)\W*$",
+    re.I,
+)
+
+
+def _votes(pool: Sequence[Evidence]) -> str | None:
+    """How the latest vote stands: each option with its count and who chose it, each
+    voter's last vote counting (the options from the line that put them, when one
+    did); None when nobody voted."""
+    said = sorted((e for e in pool if e.kind == "said" and e.author), key=lambda e: e.when or 0)
+    put = [k for k, e in enumerate(said) if _OPTIONS.search(e.text)]
+    start = put[-1] if put else 0
+    options: list[str] = []
+    if put:
+        m = _OPTIONS.search(said[start].text)
+        listed = (m["list"] or m["list2"]) if m else ""
+        options = [o.strip(" .!?") for o in re.split(r",\s*|\s+and\s+|\s+or\s+", listed)]
+        options = [o for o in options if stems(o)]
+    chosen: dict[str, tuple[str, str]] = {}  # voter -> (option, voter's name)
+    for e in said[start:]:
+        m = _VOTE_CAST.match(_LEAD.sub("", e.text))
+        if m is None or is_question(e.text):
+            continue
+        if m["y"] and not options:
+            continue  # "i'm coming too" votes for nothing: no options were put
+        picked = (m["x"] or m["y"]).strip()
+        if re.fullmatch(r"(?:me|same|ditto|this|that|it)", picked, re.I):
+            continue
+        if options:
+            best = max(options, key=lambda o: len(set(stems(o)) & set(stems(picked))))
+            if not set(stems(best)) & set(stems(picked)):
+                continue
+            picked = best
+        chosen[e.author.lower()] = (picked, e.author)
+    if not chosen:
+        return None
+    tally: dict[str, list[str]] = {}
+    for option, who in chosen.values():
+        key = next((k for k in tally if set(stems(k)) == set(stems(option))), option)
+        tally.setdefault(key, []).append(who)
+    ranked = sorted(tally.items(), key=lambda kv: -len(kv[1]))
+    parts = [
+        f"{option} {len(who)} ({', '.join(who[:-1]) + ' and ' if len(who) > 1 else ''}{who[-1]})"
+        for option, who in ranked
+    ]
+    if options:
+        parts += [f"{o} 0" for o in options if o not in tally]
+    return VOTES_SO_FAR + "; ".join(parts) + "."
+
+
 # Asked for the plan as a whole: "whats the plan?", "what did i miss?", "catch me up",
 # "can you tell ben the plan?".
 _RECAP = re.compile(
@@ -3830,6 +3900,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
         plain = split_greeting(plain)[1] or plain
+        if _VOTES_ASKED.search(plain) and (votes := _votes(theirs)):
+            # "whats the vote so far?": each option's count, not the one vote quoted.
+            answers.append((task, votes))
+            continue
         if _RECAP.search(plain) and (plan := _the_plan(theirs)):
             # "sorry late to this, whats the plan?": what was settled, newest last.
             answers.append((task, PLAN_SO_FAR + " ".join(plan)))

@@ -3799,3 +3799,30 @@ async def test_the_vote_so_far_counts_each_voters_last_vote(
     ), replies[4]
     assert "demon copperhead 1 (Priti)" in replies[6], replies[6]
     assert "the marriage portrait 0" in replies[6], replies[6]
+
+
+async def test_what_is_said_to_the_bot_by_name_is_read_as_said(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a group, "bot what do we need to do" was saved as a to-do, "bot is the party
+    still on" as an event, "bot what do you know about tom" got "OK, Marcus.", and
+    "bot, note that …" was noted with "bot, note that" in it."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Leah", "cleaning rota: tom bins, leah kitchen, marcus bathroom, priya hoovering"),
+            ("Marcus", "bot, note that the electricity bill is £184 for the quarter"),
+            ("Leah", "bot remember we need to tell the neighbours about the party"),
+            ("Marcus", "party's off, my parents are visiting that weekend instead"),
+            ("Marcus", "bot what do we need to do"),
+            ("Priya", "bot is the party still on"),
+            ("Marcus", "bot what do you know about tom"),
+            ("Tom", "bot what's the electricity bill"),
+        ],
+    )
+    assert replies[1] == "Noted: the electricity bill is £184 for the quarter.", replies[1]
+    assert replies[2].startswith("Noted as a to-do: we need to tell the neighbours"), replies[2]
+    assert "tell the neighbours" in replies[4] and "Noted" not in replies[4], replies[4]
+    assert "party's off" in replies[5] and "Noted" not in replies[5], replies[5]
+    assert replies[6].startswith("What I know about tom: "), replies[6]
+    assert "£184" in replies[7] and "bot, note" not in replies[7], replies[7]

@@ -334,7 +334,10 @@ def _split_speaker(text: str, default: str = "") -> tuple[str, str]:
 
 
 def _said(text: str) -> str:
-    """What a message said, without its greeting or "Remember that" lead."""
+    """What a message said, without its greeting or "Remember that" lead (or the bot's
+    name it opens with, recalled as it was sent)."""
+    if call := _TO_THE_BOT.match(text):
+        text = text[call.end() :]
     request = read_request(text)
     if request is not None and request.kind == "remember":
         return request.what
@@ -3588,9 +3591,29 @@ def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else "; ".join(items[:-1]) + "; and " + items[-1]
 
 
+# The bot called by name before what is said to it: "bot what do we need to do",
+# "tierbot, note that …", "@tierbot is the party still on" (not "bots are …").
+_TO_THE_BOT = re.compile(
+    r"^\s*@?(?:tier\s?)?bot(?:\s*[,:;!.-]+\s*|\s+(?=(?:what|whats|what's|when|whens|when's|"
+    r"where|wheres|where's|who|whos|who's|how|hows|how's|which|why|is|are|do|does|did|can|"
+    r"could|will|would|should|remember|remind|note|forget|tell|please|pls|split|add|list|"
+    r"show|any|have|has|was|were)\b))(?=\S)",
+    re.I,
+)
+
+
+def _unaddressed(m: ChatMessage) -> ChatMessage:
+    """``m`` without the bot's name it opens with: what is said to the bot is read as
+    said ("bot what do we need to do" asks, "bot, note that …" notes)."""
+    if m.role != "user" or not (call := _TO_THE_BOT.match(m.content)):
+        return m
+    return replace(m, content=m.content[call.end() :])
+
+
 def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[ToolCall]]:
     """The reply (or the tool calls to make first) to everything since the bot's last
     reply; see the module docstring."""
+    messages = [_unaddressed(m) for m in messages]
     since = 1 + max(
         (i for i, m in enumerate(messages) if m.role == "assistant" and not m.tool_calls),
         default=-1,

@@ -3826,3 +3826,22 @@ async def test_what_is_said_to_the_bot_by_name_is_read_as_said(
     assert "party's off" in replies[5] and "Noted" not in replies[5], replies[5]
     assert replies[6].startswith("What I know about tom: "), replies[6]
     assert "£184" in replies[7] and "bot, note" not in replies[7], replies[7]
+
+
+async def test_a_sum_ordered_and_world_knowledge_are_said_to_be_out_of_reach(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "bot split 184 four ways" was noted as a fact, and "who won the premier league
+    last year" looked through the chat and found nothing."""
+    replies = await _talk(
+        make_config,
+        [
+            "the electricity bill is £184 for the quarter",
+            "split 184 four ways",
+            "who won the premier league last year",
+            "whats the best breed for a first time owner",
+        ],
+    )
+    assert replies[1] == SUMS_REPLY, replies[1]
+    assert replies[2].startswith("I can't look that up"), replies[2]
+    assert replies[3].startswith("I can't look that up"), replies[3]

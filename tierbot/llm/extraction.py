@@ -804,7 +804,16 @@ def is_question(text: str) -> bool:
         t.endswith("?")
         or bool(_QUESTION_START.match(led) or _ASKING.match(led))
         or _NAMED_ASK.search(led)
+        or _SUM_ORDERED.match(led) is not None
     )
+
+
+# A sum asked for as an order: "split 184 four ways", "work out 15% of 340".
+_SUM_ORDERED = re.compile(
+    r"^(?:please\s+|pls\s+|can\s+you\s+|could\s+you\s+)?(?:(?:split|divide)\s+[£$€]?\d[\d,.]*\s+"
+    r"(?:between|among|by|in|into|\w+\s+ways)\b|(?:work\s+out|calculate|add\s+up)\s+\S)",
+    re.I,
+)
 
 
 # A question put to someone by name, its "?" left off: "lena whats your number in case i

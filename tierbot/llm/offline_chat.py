@@ -113,6 +113,9 @@ _SUM_ASKED = re.compile(
     r"\bhow\s+much\s+(?:is|are|would\s+be|will\s+be)\s+\d[\d,.]*\s+[a-z]+\W*$|"
     r"\bwhat(?:['\u2019]s|s|\s+is|\s+would\s+be)?\s+(?:my|the|our)\s+(?:average\s+)?pace\s+per\b|"
     r"\bhow\s+many\s+(?:days|weeks)\s+(?:until|till|to)\b|"
+    # "split 184 four ways", "work out 15% of 340"
+    r"^\W*(?:please\s+|pls\s+|can\s+you\s+|could\s+you\s+)?(?:split|divide)\s+[£$€]?\d|"
+    r"^\W*(?:please\s+|pls\s+|can\s+you\s+|could\s+you\s+)?(?:work\s+out|calculate|add\s+up)\s+\S|"
     # "how many days from 1 march to 22 march?", "… between the 3rd and the 20th"
     r"\bhow\s+many\s+(?:days|weeks|months|hours|nights)\s+(?:is\s+it\s+|are\s+there\s+)?"
     r"(?:from|between)\s+\S.*?\b(?:to|and|until|till)\s+\S",
@@ -123,7 +126,11 @@ _GENERAL = re.compile(
     r"(?:\bhow\s+(?:many|much)\s+[\w-]+\s+(?:are\s+|is\s+)?(?:there\s+)?in\s+(?:a|an|one|1)\s+|"
     # "whats the capital of portugal btw", "who wrote klara and the sun?"
     r"\b(?:capital\s+(?:city\s+)?|population\s+)of\s+|"
-    r"^\W*who\s+(?:wrote|directed|painted|invented|composed|discovered)\s+(?:the\s+)?)"
+    r"^\W*who\s+(?:wrote|directed|painted|invented|composed|discovered)\s+(?:the\s+)?|"
+    # "who won the premier league last year", "what's the best breed for a first time owner"
+    r"^\W*who\s+won\s+the\s+(?=(?:[\w-]+\s+){0,2}(?:league|cup|election|championship|"
+    r"final|open|oscars?|grand\s+prix|world\s+series|super\s+bowl|tour)\b)|"
+    r"^\W*what(?:['\u2019]s|s|\s+is)\s+the\s+best\s+)"
     r"(?P<thing>[\w-]+)",
     re.I,
 )

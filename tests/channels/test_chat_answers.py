@@ -3845,3 +3845,20 @@ async def test_a_sum_ordered_and_world_knowledge_are_said_to_be_out_of_reach(
     assert replies[1] == SUMS_REPLY, replies[1]
     assert replies[2].startswith("I can't look that up"), replies[2]
     assert replies[3].startswith("I can't look that up"), replies[3]
+
+
+async def test_sorry_lads_im_out_is_noted_without_the_lads_and_pitied(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "sorry lads im out, pulled my hamstring at work" was noted as "lads you're out",
+    with no word of sympathy."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Connor", "fixture this week is tuesday 8pm"),
+            ("Jamal", "sorry lads im out, pulled my hamstring at work"),
+        ],
+    )
+    assert replies[1] == (
+        "I'm sorry to hear that. Noted: you're out, pulled your hamstring at work."
+    ), replies[1]

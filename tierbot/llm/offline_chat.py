@@ -243,7 +243,10 @@ _LEAD = re.compile(
     r"so|well|ok|okay|ugh fine|fine|"
     r"anyway|plus|oh and|sorry|oops|whoops|no wait|wait|hmm+|um+|erm+|uh+|then|"
     r"change of plans?|quick update|heads up|(?:please\s+)?note that|for the record|"
-    rf"{RESTATING}|did (?:you|u) know(?: that)?|honestly|tbh|lol|haha+)\b[,:;!.-]*\s+|"
+    rf"{RESTATING}|did (?:you|u) know(?: that)?|honestly|tbh|lol|haha+|"
+    # "sorry lads im out", "lads i'm gutted": the ones spoken to, before what is said
+    r"(?:lads|guys|folks|gang|mates?)(?=\s+(?:i|im|i'm|i've|ive|we|we're|my|our)\b))\b"
+    r"[,:;!.-]*\s+|"
     # (a word of its own only with its comma: "quick one, we got…", not "team lunch is…")
     r"(?:quick one|no worries|guys|team|morning team|morning all|sweet|cool|nice|great|"
     r"ack|fair|band|folks|everyone|lads|gang|(?:first|second|third|next|another)\s+one|"
@@ -3523,6 +3526,10 @@ _HARD_TIME = re.compile(
     r"(?:had|having)\s+(?:the|a|such\s+a)\s+(?:worst|awful|terrible|horrible|horrendous|"
     r"shit|crap|rubbish|nightmare)\s+(?:day|week|morning|night|time)|"
     r"made\s+redundant|poorly|"
+    # "pulled my hamstring at work", "sprained my ankle"
+    r"(?:pulled|tore|torn|strained|sprained|broke|broken|hurt|injured|twisted|dislocated)\s+"
+    r"my\s+(?:\w+\s+)?(?:ankle|knee|back|leg|arm|wrist|shoulder|hip|foot|hand|neck|"
+    r"hamstring|calf|toe|finger|elbow|groin|achilles|ribs?)|"
     # "im not feeling great", "the interview didnt go well"
     r"not\s+feeling\s+(?:great|good|well|too\s+good|100)|did(?:n'?t|\s+not)\s+go\s+(?:well|great)|"
     # venting: "ugh the card machine has been playing up", "fml", "some days i wonder if

@@ -3847,6 +3847,33 @@ async def test_a_sum_ordered_and_world_knowledge_are_said_to_be_out_of_reach(
     assert replies[3].startswith("I can't look that up"), replies[3]
 
 
+async def test_who_is_in_counts_each_players_last_word(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "bot who's in for tuesday" quoted the fixture and Ollie's «cant do tues»: Dev's
+    "im in", Gaz's bare "in" and Jamal's "in 👍" went uncounted, and Ollie's later
+    "i'm in" did not replace his "cant do tues"."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Connor", "right lads, fixture this week is tuesday 8pm vs Real Ale Madrid"),
+            ("Dev", "im in"),
+            ("Gaz", "in"),
+            ("Ollie", "cant do tues, got my kid"),
+            ("Jamal", "in 👍"),
+            ("Connor", "bot who's in for tuesday"),
+            ("Ruth", "i'm in, can play in goal"),
+            ("Jamal", "sorry lads im out, pulled my hamstring at work"),
+            ("Ollie", "actually my ex can have the kid, i'm in"),
+            ("Connor", "bot how many do we have"),
+            ("Gaz", "who's in charge of the kit?"),
+        ],
+    )
+    assert replies[5] == "In: Dev, Gaz and Jamal (3). Out: Ollie.", replies[5]
+    assert replies[9] == "In: Dev, Gaz, Ollie and Ruth (4). Out: Jamal.", replies[9]
+    assert not replies[10].startswith("In:"), replies[10]
+
+
 async def test_sorry_lads_im_out_is_noted_without_the_lads_and_pitied(
     make_config: Callable[..., Config],
 ) -> None:

@@ -2260,6 +2260,57 @@ _LEADING = re.compile(
 #: How the lines settling a plan open ("whats the plan?").
 PLAN_SO_FAR = "Here is what was settled so far: "
 VOTES_SO_FAR = "Votes so far: "
+# Asked who is in: "who's in for tuesday", "who's playing?", "how many do we have".
+_ROSTER_ASKED = re.compile(
+    r"\bwho(?:['\u2019]s|s|\s+is|\s+are)\s+(?:(?:in|out)(?=\s*(?:$|[^\w\s]|\s(?:for|this|"
+    r"tonight|tomorrow|on|then|now|so\s+far)\b))|playing|coming|available)\b|"
+    r"\bhow\s+many\s+(?:do\s+we\s+have|have\s+we\s+got|we\s+got|are\s+(?:we|in|playing|"
+    r"coming)|of\s+us\s+are)\b",
+    re.I,
+)
+# What may follow "in" when it means being in: nothing, a comma, an emoji, "for tuesday".
+_IN_ENDS = (
+    r"(?=\s*(?:$|[^\w\s]|\s(?:too|again|for|this|tonight|tomorrow|then|now|mate|lads|guys|"
+    r"x+)\b))"
+)
+_SAYS_IN = re.compile(
+    rf"^\W*(?:me\s+)?in{_IN_ENDS}|"
+    rf"\b(?:i['\u2019]?m|im|i\s+am)\s+(?:(?:definitely|deffo|def|still|now|back)\s+)?in{_IN_ENDS}|"
+    r"\bcount\s+me\s+in\b",
+    re.I,
+)
+_SAYS_OUT = re.compile(
+    rf"\b(?:i['\u2019]?m|im|i\s+am)\s+(?:(?:definitely|deffo|def|still|now)\s+)?out{_IN_ENDS}|"
+    r"\bcan['\u2019]?t\s+(?:do|make|come|play|join)\b|\bcount\s+me\s+out\b|"
+    r"\bsit(?:ting)?\s+(?:this\s+one\s+|it\s+)?out\b",
+    re.I,
+)
+
+
+def _roster(pool: Sequence[Evidence]) -> str | None:
+    """Who said they are in and who out, each by their last word on it ("cant do tues"
+    then "actually … i'm in" is in); None when nobody said."""
+    said = sorted((e for e in pool if e.kind == "said" and e.author), key=lambda e: e.when or 0)
+    status: dict[str, tuple[bool, str]] = {}
+    for e in said:
+        if is_question(e.text):
+            continue
+        at_in = [m.start() for m in _SAYS_IN.finditer(e.text)]
+        at_out = [m.start() for m in _SAYS_OUT.finditer(e.text)]
+        if at_in or at_out:
+            status[e.author.lower()] = (max(at_in, default=-1) > max(at_out, default=-1), e.author)
+    if not status:
+        return None
+    ins = [who for is_in, who in status.values() if is_in]
+    outs = [who for is_in, who in status.values() if not is_in]
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+    said_in = f"In: {listed(ins)} ({len(ins)})." if ins else "Nobody has said they're in."
+    return said_in + (f" Out: {listed(outs)}." if outs else "")
+
+
 # Asked how a vote stands: "whats the vote so far?", "who's winning?", "vote count?".
 _VOTES_ASKED = re.compile(
     r"\bwhat(?:['\u2019]s|s|\s+is|\s+are)\s+the\s+votes?\b|\bvotes?\s+(?:so\s+far|count|tally)|"
@@ -3937,6 +3988,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
             plain = f"what about {anyone['topic']}?"  # "Did anyone mention the coffee machine?"
         # ("Hiya can you tell me where the party is?": the greeting asks nothing.)
         plain = split_greeting(plain)[1] or plain
+        if _ROSTER_ASKED.search(plain) and (roster := _roster(theirs)):
+            # "who's in for tuesday?": each player's last word on it, not one line.
+            answers.append((task, roster))
+            continue
         if _VOTES_ASKED.search(plain) and (votes := _votes(theirs)):
             # "whats the vote so far?": each option's count, not the one vote quoted.
             answers.append((task, votes))

@@ -3889,3 +3889,29 @@ async def test_sorry_lads_im_out_is_noted_without_the_lads_and_pitied(
     assert replies[1] == (
         "I'm sorry to hear that. Noted: you're out, pulled your hamstring at work."
     ), replies[1]
+
+
+async def test_a_short_correction_with_its_reason_corrects(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually it's thursdays now, she changed jobs" got "OK." and "who does mums
+    shopping and when" gave wednesdays; "actually the venue can only do 13th june not
+    12th, saturday got booked" was not given with "date is 12th june 2026"."""
+    replies = await _talk(
+        make_config,
+        [
+            "my sister Gemma does mum's shopping on wednesdays",
+            "actually it's thursdays now, she changed jobs",
+            "who does mums shopping and when",
+            "date is 12th june 2026",
+            "we've got 86 guests on the list so far",
+            "actually the venue can only do 13th june not 12th, saturday got booked",
+            "what's the wedding date",
+        ],
+    )
+    assert replies[1] == "Corrected: your sister Gemma does mum's shopping on thursdays.", replies[
+        1
+    ]
+    assert "thursdays" in replies[2] and "wednesdays" not in replies[2], replies[2]
+    answer = replies[6]
+    assert answer.index("12th june 2026") < answer.index("Later") < answer.index("13th june")

@@ -1734,6 +1734,12 @@ _CORRECTION = (
         rf"(?:\s*,?\s*not\s+(?P<old>{_FIX_SPAN}))?\s*[,;]\s*(?P<why>[a-z][^?]{{2,60}}?)[\s.!]*$",
         re.I,
     ),
+    # "actually it's thursdays now, she changed jobs": the same, said as what it is.
+    re.compile(
+        rf"^\W*(?P<lead>{_FIX_LEAD}+)(?P<is>{_FIX_IS})[\s:]*(?P<new>{_FIX_SPAN})"
+        rf"(?:\s*,?\s*not\s+(?P<old>{_FIX_SPAN}))?\s*[,;]\s*(?P<why>[a-z][^?]{{2,60}}?)[\s.!]*$",
+        re.I,
+    ),
 )
 # A word every correction has (a cheap test before the patterns above).
 _FIX_HINT = re.compile(
@@ -1753,7 +1759,7 @@ _MONTH_NAME = (
 #: A time of day written with digits: "7pm", "10:30", "9.15 a.m.".
 CLOCK_TIME = r"\b\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b"
 _SHAPES = (
-    ("day", re.compile(rf"\b{_WEEKDAY}\b", re.I)),
+    ("day", re.compile(rf"\b{_WEEKDAY}s?\b", re.I)),
     # "Oct 14", "March 15th", "5 May", "the 3rd of June": one value, not a month and a
     # number ("oops, it's Oct 16" made "Oct 16 14" of "Oct 14").
     (
@@ -1816,7 +1822,8 @@ def read_correction(text: str) -> Correction | None:
             continue
         if is_question(t):
             return None
-        new = m["new"].strip(" .!'\"")
+        # ("thursdays now": the value, not when it holds from)
+        new = re.sub(r"\s+(?:now|then|instead)$", "", m["new"].strip(" .!'\""), flags=re.I)
         old = (m["old"] or "").strip(" .!'\"")
         if not new or len(words(new)) > 4 or len(words(old)) > 4 or new.lower() == old.lower():
             return None

@@ -1207,7 +1207,8 @@ def _corrects_theirs(text: str, before: str) -> bool:
 _NOT_THAT_CLAUSE = re.compile(
     THIS_NOT_THAT.pattern.split(r"\s*,?\s+not")[0]
     + r"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>[a-z]{3,9}\s+\d{1,2}(?:st|nd|rd|th)?\b|"
-    r"\d{1,2}(?:st|nd|rd|th)?\s+[a-z]{3,9}\b|\d[\d:.]*|[a-z][\w-]{2,})\s*[,;]\s*\S",
+    r"\d{1,2}(?:st|nd|rd|th)?\s+[a-z]{3,9}\b|\d[\d:.]*(?:st|nd|rd|th|am|pm)?|[a-z][\w-]{2,})"
+    r"\s*[,;]\s*\S",
     re.I,
 )
 

@@ -3915,3 +3915,24 @@ async def test_a_short_correction_with_its_reason_corrects(
     assert "thursdays" in replies[2] and "wednesdays" not in replies[2], replies[2]
     answer = replies[6]
     assert answer.index("12th june 2026") < answer.index("Later") < answer.index("13th june")
+
+
+async def test_a_job_named_by_its_client_and_a_hold_until_a_date_are_found(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what's the deadline for the lexicon job" found nothing, the line saying "the
+    lexicon pharma leaflet"; "when does the hotel hold expire" found nothing, one line
+    after "30 rooms held until 1st april".  "my new job" is no "lexicon job"."""
+    replies = await _talk(
+        make_config,
+        [
+            "deadline for the lexicon pharma leaflet is friday 5pm",
+            "what's the deadline for the lexicon job",
+            "the hotel block is at Hotel Sintra Palace, 30 rooms held until 1st april",
+            "when does the hotel hold expire",
+            "when does my new job start",
+        ],
+    )
+    assert "friday 5pm" in replies[1], replies[1]
+    assert "1st april" in replies[3], replies[3]
+    assert "lexicon" not in replies[4] and "1st april" not in replies[4], replies[4]

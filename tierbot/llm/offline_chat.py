@@ -692,6 +692,15 @@ _MONEY = frozenset(
 # Paying is the other way round ("Tom paid me £20" is no charge of Tom's).
 _PAYING = frozenset(stems("pay pays paying paid"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
+# Asked when something ends: what a line giving "until" a date answers.
+_ENDING = frozenset(stems("expire expires expiry end ends run runs out finish finishes lapse"))
+# "the lexicon job", "the brennan thing": a thing named by a word and a vague noun.
+_VAGUE_THING = re.compile(r"\b([a-z][\w'-]+)\s+(job|thing|stuff|project|task|gig)\b", re.I)
+# Words saying which one of any thing, not what it is: "my new job".
+_WHICH_OF_ANY = frozenset(
+    "new old next last first big small current other main this that same the a an my our "
+    "your his her their full part day night".split()
+)
 # Asked what something is called, and a line saying what: "Her name is Biscuit", "My
 # dentist is Dr Patel", "a ramen place called Ichiran".
 _ASKS_NAME = re.compile(r"^\W*what(?:'s|s| is| was| are)\b.*\bnames?\b", re.I)
@@ -746,6 +755,7 @@ class _Asked:
     my_own: bool = False  # asks of the asker's own thing ("my number", not "my sister's")
     clock: str = ""  # asks what "time" or what "day" ("what time is kick off?")
     months: frozenset[str] = frozenset()  # the months it names ("the may meeting": may)
+    text: str = ""  # the question itself
 
     @classmethod
     def of(cls, question: str, overlap: Overlap) -> _Asked:
@@ -799,6 +809,7 @@ class _Asked:
             .replace("dates", "day")
             .replace("date", "day"),
             frozenset(_months(question)),
+            question,
         )
 
     def fits(self, e: Evidence, said: set[str]) -> bool:
@@ -950,8 +961,11 @@ class _Asked:
             return False  # "What car do I drive?" is not "The car insurance renewal is…"
         if self.about and said_of and all(self._another_kind(x) for x in said_of):
             return False  # "When is my marathon?" is not "My half marathon PB is 1:29:40"
-        if self.about - _ASKED_OF_IT <= have:
+        held = have | self._vague_held(have)
+        if self.about - _ASKED_OF_IT <= held:
             return True
+        if self.when and dated and _UNTIL.search(e.text) and self.about - held <= _ENDING:
+            return True  # "When does the hotel hold expire?": "30 rooms held until 1st april"
         if self.price and self.about - _MONEY & have:
             return True  # "the price of sourdough": "sourdough loaf is £4.50" (a sum, above)
         for subject in said_of:
@@ -960,6 +974,17 @@ class _Asked:
             if kind and not Overlap.stems(kind) <= self.words:
                 return False
         return True
+
+    def _vague_held(self, have: set[str]) -> set[str]:
+        """The vague words ("job", "thing") of what the question names that a line
+        naming it holds all the same: "the lexicon job" in "deadline for the lexicon
+        pharma leaflet is friday" (not "my new job": "new" says which of any)."""
+        return {
+            t
+            for m in _VAGUE_THING.finditer(self.text)
+            if m[1].lower() not in _WHICH_OF_ANY and (which := set(stems(m[1]))) and which <= have
+            for t in stems(m[2])
+        }
 
     def _described(self, text: str) -> bool:
         """Whether ``text`` says what one asked about is: "Fenn, a halfling bard",

@@ -3936,3 +3936,32 @@ async def test_a_job_named_by_its_client_and_a_hold_until_a_date_are_found(
     assert "friday 5pm" in replies[1], replies[1]
     assert "1st april" in replies[3], replies[3]
     assert "lexicon" not in replies[4] and "1st april" not in replies[4], replies[4]
+
+
+async def test_a_debt_paid_told_by_whom_it_was_owed_settles_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "does dan owe me anything?" gave «dan owes me £60» alone, one line after "dan
+    paid me the 60 quid this morning"; "does pica still owe me money" found nothing.
+    Someone else paying settles no debt of Sam's."""
+    replies = await _talk(
+        make_config,
+        [
+            "remember that dan owes me £60 for last week",
+            "dan paid me the 60 quid this morning",
+            "does dan owe me anything?",
+            "pica books owe me €940 for the novel chapter, invoice 2219",
+            "pica paid!! finally. full €940",
+            "does pica still owe me money",
+            "sam owes me 20 quid",
+            "tom paid me back for the tickets",
+            "does sam owe me anything",
+        ],
+    )
+    assert (
+        replies[2].index("owes me £60")
+        < replies[2].index("Later")
+        < replies[2].index("dan paid me")
+    ), replies[2]
+    assert "€940" in replies[5] and "Later" in replies[5] and "pica paid" in replies[5]
+    assert "sam owes me 20 quid" in replies[8] and "tom paid" not in replies[8], replies[8]

@@ -689,6 +689,8 @@ _BY_DATE = re.compile(
 _MONEY = frozenset(
     stems("cost costs price fee fees worth charge charges rate bill spent spend spending")
 )
+# Money named as such, which a sum said is.
+_MONEY_NAMED = frozenset(stems("money cash"))
 # Paying is the other way round ("Tom paid me £20" is no charge of Tom's).
 _PAYING = frozenset(stems("pay pays paying paid"))
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
@@ -821,6 +823,8 @@ class _Asked:
         number is …" answers "my new phone number"; "I love the colour green" (no such
         subject) answers "my favourite colour"."""
         have = said | Overlap.stems(e.author)
+        if MONEY_AMOUNT.search(e.text):
+            have = have | _MONEY_NAMED  # "does pica still owe me money?": "… owe me €940"
         if _EVERYONE.match(e.text):
             # "Everyone is level 4" is said of Veska too, for "What level is Veska?".
             have = have | self.names
@@ -1240,16 +1244,33 @@ _NOT_THAT_CLAUSE = re.compile(
 
 _OWES = re.compile(r"\bowes?\b", re.I)
 _PAID_BACK = re.compile(r"\b(?:paid|sent|transferred|settled|squared)\b", re.I)
+# "dan paid me the 60 quid", "pica paid!! finally": who paid, opening the line.
+_PAID_BY = re.compile(
+    r"^\W*(?P<who>[a-z][\w'&-]*(?:\s+[a-z][\w'&-]*){0,2}?)\s+(?:has\s+|have\s+|finally\s+|"
+    r"just\s+)*(?:paid|settled\s+up|transferred|sent\s+the\s+money)\b",
+    re.I,
+)
 
 
 def _settles(e: Evidence, found: Evidence) -> bool:
     """Whether ``e`` says the debt ``found`` tells of was paid, by the one who owed it:
     Tom's "paid kofi the £15 now, we're square" after Kofi's "tom you still owe me £15"
     (who owed is named in the debt's line; whom it was paid, the one it was owed)."""
-    if not (e.author and found.author) or e.author == found.author:
+    if not (e.author and found.author):
         return False
     if not _OWES.search(found.text) or not _PAID_BACK.search(e.text):
         return False
+    if e.author == found.author:
+        # "dan paid me the 60 quid this morning" after "dan owes me £60", told by whom
+        # it was owed: the one who paid is the one who owed.
+        paid = _PAID_BY.match(_LEAD.sub("", e.text))
+        owed = _OWES.split(found.text)[0]
+        return (
+            paid is not None
+            and bool(who := set(stems(paid["who"])))
+            and who <= set(stems(owed))
+            and not is_question(e.text)
+        )
     debtor = re.search(rf"\b{re.escape(e.author)}\b", found.text, re.I)
     creditor = re.search(rf"\b(?:{re.escape(found.author)}|you)\b", e.text, re.I)
     return debtor is not None and creditor is not None and not is_question(e.text)

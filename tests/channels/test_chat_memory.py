@@ -2186,3 +2186,19 @@ async def test_a_list_asked_with_some_of_it_compacted_away_is_looked_up(
         assert "d1" not in live and "d2" in live, "only the first deadline is compacted"
         said = await _say(rt, "what deadlines do i have?", "q1")
         assert "16 may" in said and "15 june" in said, said
+
+
+async def test_a_to_do_crossed_off_whose_store_fails_is_no_to_do_missing(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "I watered the plants, cross it off my list", the store failing: the reply said
+    "I had no to-do of yours like that to cross off", an error told as nothing found."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "Remind me to water the plants.", "t1")
+        await rt.memory.indexer.flush()
+        with _forgets_failing(graph):
+            said = await _say(rt, "I watered the plants, cross it off my list", "t2")
+        assert said.startswith("I could not cross it off your to-dos: "), said
+        assert "no to-do" not in said, said

@@ -3496,6 +3496,8 @@ def _memory_notes(
             ]
             if call.id.startswith("done-") and ticked:
                 notes.append(f"Done: I crossed it off your to-dos ({_join(ticked)}).")
+            elif call.id.startswith("done-") and "error" in body:
+                notes.append(f"I could not cross it off your to-dos: {body['error']}.")
             elif call.id.startswith("done-") and not body.get("forgotten"):
                 notes.append(f"I had no to-do of yours like that to cross off ({what}).")
             elif body.get("forgotten"):

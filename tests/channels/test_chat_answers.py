@@ -3965,3 +3965,29 @@ async def test_a_debt_paid_told_by_whom_it_was_owed_settles_it(
     ), replies[2]
     assert "€940" in replies[5] and "Later" in replies[5] and "pica paid" in replies[5]
     assert "sam owes me 20 quid" in replies[8] and "tom paid" not in replies[8], replies[8]
+
+
+async def test_a_to_do_said_done_is_crossed_off(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "booked the leave" got "OK." and "sent the save the dates yesterday" was noted
+    as a fact: "what do i still need to do" then listed both as still to do.  A line
+    done of no to-do ("booked dave for thursday") is noted as ever."""
+    replies = await _talk(
+        make_config,
+        [
+            "remind me to book annual leave for the exam week",
+            "remind me to ring the gp about mums flu jab",
+            "remember to send save the dates",
+            "booked the leave",
+            "sent the save the dates yesterday",
+            "what do i still need to do",
+            "booked dave for thursday",
+        ],
+    )
+    assert replies[3] == (
+        "Done: I crossed it off your to-dos (book annual leave for the exam week)."
+    ), replies[3]
+    assert replies[4] == "Done: I crossed it off your to-dos (send save the dates).", replies[4]
+    assert replies[5] == "Your to-dos: ring the gp about mums flu jab.", replies[5]
+    assert replies[6] == "Noted: booked dave for thursday.", replies[6]

@@ -2188,6 +2188,31 @@ async def test_a_list_asked_with_some_of_it_compacted_away_is_looked_up(
         assert "16 may" in said and "15 june" in said, said
 
 
+async def test_a_to_do_said_done_whose_store_fails_says_so_and_keeps_the_message(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "booked the leave", the store failing on crossing off the to-do: the reply
+    says the store failed (never "Done"), the message is stored, the to-do stays on
+    the list, and saying it again once the store is back crosses it off."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        graph = rt.memory.graph
+        await _say(rt, "remind me to book annual leave for the exam week", "t1")
+        await rt.memory.indexer.flush()
+        with _forgets_failing(graph):
+            said = await _say(rt, "booked the leave", "t2")
+        assert said.startswith("I could not cross it off your to-dos: "), said
+        assert "the memory store failed (OSError)" in said and ".." not in said, said
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["t1", "t2"]
+        said = await _say(rt, "what do i need to do?", "t3")
+        assert "book annual leave" in said, said
+        said = await _say(rt, "booked the leave", "t4")
+        assert said.startswith("Done: I crossed it off your to-dos"), said
+        said = await _say(rt, "what do i need to do?", "t5")
+        assert "annual leave" not in said, said
+
+
 async def test_a_to_do_crossed_off_whose_store_fails_is_no_to_do_missing(
     make_config: Callable[..., Config],
 ) -> None:

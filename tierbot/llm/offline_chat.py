@@ -3165,6 +3165,10 @@ def _plan_saves(
             ToolCall(f"save-{at}-{k}", "memory_save", args)
             for k, args in enumerate(_requested(request, speaker)[:_SAVES_PER_MESSAGE])
         ]
+    if (todo := _done_with(m, before)) and "memory_forget" in tools:
+        # "booked the leave" after "remind me to book annual leave for the exam week":
+        # the to-do is done, and crossed off.
+        return [ToolCall(f"done-{at}", "memory_forget", {"query": todo})]
     if (taken := _takes_back(m, before)) is not None and "memory_forget" in tools:
         # "actually i cant bring the bibs" after "ill bring the bibs": the job is no
         # longer theirs; what they said of it now is kept in its place.
@@ -3194,6 +3198,74 @@ def _plan_saves(
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
     return calls
+
+
+# A to-do as it was asked for: "remind me to book annual leave", "remember to send save
+# the dates", "need to order more jars".
+_TODO_ASKED = re.compile(
+    r"\b(?:remind\s+me\s+to|remember\s+to|don'?t\s+forget\s+to|need\s+to|have\s+to|"
+    r"got\s+to|gotta|must)\s+(?P<verb>[a-z]+)\s+(?P<what>[^,.;!?]+)",
+    re.I,
+)
+# A thing said done: "booked the leave", "just sent the save the dates yesterday".
+_SAID_DONE = re.compile(
+    r"^\W*(?:(?:just|finally|already|i|i've|ive|i\s+have|we|we've|have|so|ok|okay|done)\W+)*"
+    r"(?P<past>[a-z]+)\s+(?P<what>[^,.;!?]+)",
+    re.I,
+)
+_PAST = {
+    "send": "sent",
+    "buy": "bought",
+    "pay": "paid",
+    "make": "made",
+    "get": "got",
+    "ring": "rang",
+    "write": "wrote",
+    "take": "took",
+    "give": "gave",
+    "do": "did",
+    "find": "found",
+    "tell": "told",
+    "bring": "brought",
+    "sell": "sold",
+    "put": "put",
+    "set": "set",
+    "cut": "cut",
+    "leave": "left",
+    "drop": "dropped",
+    "fix": "fixed",
+}
+
+
+def _past_of(verb: str) -> set[str]:
+    """The past forms ``verb`` may take: "book" booked, "send" sent, "renew" renewed."""
+    v = verb.lower()
+    if v in _PAST:
+        return {_PAST[v]}
+    if v.endswith("e"):
+        return {v + "d"}
+    if v.endswith("y") and len(v) > 2 and v[-2] not in "aeiou":
+        return {v[:-1] + "ied"}
+    return {v + "ed", v + v[-1] + "ed"}
+
+
+def _done_with(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
+    """The to-do its speaker asked for in view that ``m`` says is done ("booked the
+    leave" of "remind me to book annual leave for the exam week"), as it was asked;
+    "" when it says no such thing."""
+    said = _SAID_DONE.match(_LEAD.sub("", m.content.strip()))
+    if said is None or is_question(m.content):
+        return ""
+    done = set(stems(said["what"])) - STOPWORDS - _CALENDAR_STEMS - {"yesterday", "today"}
+    if not done:
+        return ""
+    for b in reversed(before):
+        if b.role != "user" or (b.name or "") != (m.name or "") or is_quoted(b.content):
+            continue
+        for asked in _TODO_ASKED.finditer(b.content):
+            if said["past"].lower() in _past_of(asked["verb"]) and done & set(stems(asked["what"])):
+                return f"{asked['verb']} {asked['what'].strip()}"
+    return ""
 
 
 # A job taken back: "actually i cant bring the bibs", "sorry, won't be able to do the

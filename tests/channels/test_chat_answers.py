@@ -3991,3 +3991,22 @@ async def test_a_to_do_said_done_is_crossed_off(
     assert replies[4] == "Done: I crossed it off your to-dos (send save the dates).", replies[4]
     assert replies[5] == "Your to-dos: ring the gp about mums flu jab.", replies[5]
     assert replies[6] == "Noted: booked dave for thursday.", replies[6]
+
+
+async def test_a_time_corrected_by_its_digits_keeps_its_am(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "no wait, 6.45" after "nala's walk moved to 6.30am" got "I can't tell what that
+    corrects", and "what time is nala" gave 6.30."""
+    replies = await _talk(
+        make_config,
+        [
+            "nala's walk moved to 6.30am, jess starts earlier now",
+            "no wait, 6.45",
+            "what time is nala's walk",
+        ],
+    )
+    assert replies[1] == "Corrected: nala's walk moved to 6.45am, jess starts earlier now.", (
+        replies[1]
+    )
+    assert "6.45am" in replies[2] and "6.30" not in replies[2], replies[2]

@@ -1874,6 +1874,14 @@ def corrected(sentence: str, fix: Correction) -> str | None:
             # "March 3" said after it.
             same = [m for m in same if len(m.group(0)) == len(new) or shared(m) >= 2]
         found = sorted(same, key=lambda m: (shared(m), m.start()))[-1:]
+        if not found and re.fullmatch(r"\d{1,2}[.:]\d\d", fix.new):
+            # "no wait, 6.45" of "nala's walk moved to 6.30am": a time of the same hour,
+            # its "am" kept.
+            hour = re.split(r"[.:]", fix.new)[0]
+            times = list(re.finditer(rf"(?<![\d.:]){hour}[.:]\d\d(?=\s*(?:am|pm)\b)", padded, re.I))
+            if times:
+                at = times[-1]
+                return (padded[: at.start()] + fix.new + padded[at.end() :])[1:]
     if not found:
         return None
     at = found[0]

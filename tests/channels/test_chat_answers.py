@@ -4010,3 +4010,23 @@ async def test_a_time_corrected_by_its_digits_keeps_its_am(
         replies[1]
     )
     assert "6.45am" in replies[2] and "6.30" not in replies[2], replies[2]
+
+
+async def test_sums_after_if_and_an_equals_are_sums(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "if i do 3 walks for bramble and 5 for biscuit how much is that" and "5 players
+    x £7 = ? bot" were noted as facts."""
+    replies = await _talk(
+        make_config,
+        [
+            "if i do 3 walks for bramble and 5 for biscuit how much is that",
+            "if i got 52 out of 70 on the mock what percent is that",
+            ("dev", "5 players x £7 = ? bot"),
+            "what do you know about me?",
+        ],
+    )
+    assert replies[0] == SUMS_REPLY, replies[0]
+    assert replies[1] == SUMS_REPLY, replies[1]
+    assert replies[2] == SUMS_REPLY, replies[2]
+    assert "how much is that" not in replies[3] and "percent" not in replies[3], replies[3]

@@ -808,10 +808,13 @@ def is_question(text: str) -> bool:
     )
 
 
-# A sum asked for as an order: "split 184 four ways", "work out 15% of 340".
+# A sum asked for as an order: "split 184 four ways", "work out 15% of 340"; or after
+# an "if": "if i do 3 walks for bramble and 5 for biscuit how much is that".
 _SUM_ORDERED = re.compile(
     r"^(?:please\s+|pls\s+|can\s+you\s+|could\s+you\s+)?(?:(?:split|divide)\s+[£$€]?\d[\d,.]*\s+"
-    r"(?:between|among|by|in|into|\w+\s+ways)\b|(?:work\s+out|calculate|add\s+up)\s+\S)",
+    r"(?:between|among|by|in|into|\w+\s+ways)\b|(?:work\s+out|calculate|add\s+up)\s+\S)|"
+    r"^if\b.*\d.*\b(?:how\s+(?:much|many)|what\s+percent(?:age)?)\s+(?:is|would|will|does|do)\b|"
+    r"\d.*=\s*\?",
     re.I,
 )
 

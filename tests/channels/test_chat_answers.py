@@ -4030,3 +4030,32 @@ async def test_sums_after_if_and_an_equals_are_sums(
     assert replies[1] == SUMS_REPLY, replies[1]
     assert replies[2] == SUMS_REPLY, replies[2]
     assert "how much is that" not in replies[3] and "percent" not in replies[3], replies[3]
+
+
+async def test_a_value_taken_back_in_the_next_line_is_given_with_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "actually he rang back, its friday not thursday now", the next line after
+    "plumber is coming thursday between 8 and 12": "when is the plumber coming" gave
+    thursday alone; and "what do you know about moose" left out "actually the lockbox
+    code is 4417 not 4471"."""
+    replies = await _talk(
+        make_config,
+        [
+            "plumber is coming thursday between 8 and 12",
+            "actually he rang back, its friday not thursday now",
+            "when is the plumber coming",
+            "Moose is the Hendersons' great dane, key is in the lockbox, code 4471",
+            "rolo belongs to dan, hes a staffie",
+            "actually the lockbox code is 4417 not 4471",
+            "what do you know about moose",
+            "ugh pickle bit me again today, my hand is throbbing",
+        ],
+    )
+    assert (
+        replies[2].index("thursday")
+        < replies[2].index("Later")
+        < replies[2].index("friday not thursday")
+    ), replies[2]
+    assert "4417 not 4471" in replies[6] and "code 4471" in replies[6], replies[6]
+    assert replies[7].startswith("I'm sorry to hear that."), replies[7]

@@ -941,7 +941,9 @@ _VALUE = r"\d[\d:.]*(?:st|nd|rd|th|am|pm)?(?:\s*[-\u2013]\s*\d+(?:st|nd|rd|th)?)
 THIS_NOT_THAT = re.compile(
     rf"(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bam)(?<!'m)(?<!\bdo)(?<!\bdid)(?<!\bwill)(?<!\bcan)"
     r"(?<!\bcould)(?<!\bwould)(?<!\bshould)(?<!\bhave)(?<!\bhas)(?<!\bdoes)(?<!\bwere)"
-    rf"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>{_VALUE}|[a-z][\w-]{{2,}})\s*[.!]?$",
+    rf"\s*,?\s+not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>{_VALUE}|[a-z][\w-]{{2,}})"
+    # ("it's friday not thursday now": when it holds from, not the value)
+    r"(?:\s+(?:now|then|instead|anymore))?\s*[.!]?$",
     re.I,
 )
 # "… no longer …", "… not … anymore": something that held and stopped (the chat reads it

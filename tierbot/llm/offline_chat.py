@@ -1182,6 +1182,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or (e.author == found.author and _corrects_theirs(e.text, found.text))
             or _settles(e, found)
             or (e.author == found.author and _moves_it(found, e, pool))
+            or (e.author == found.author and _sets_right_next(found, e, pool))
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
@@ -1344,6 +1345,25 @@ def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
         and not _part_of(x.text, found.text)
         and not _part_of(x.text, e.text)
         and _DATED.search(x.text) is not None
+        for x in pool
+    )
+
+
+def _sets_right_next(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
+    """Whether ``e`` takes back a value ``found`` gives, said by the same person as
+    their next line: "actually he rang back, its friday not thursday now" after "plumber
+    is coming thursday between 8 and 12" (nothing else of the line named)."""
+    if found.when is None or e.when is None or e.when <= found.when:
+        return False
+    m = THIS_NOT_THAT.search(e.text) or _NOT_THAT_CLAUSE.search(e.text)
+    if m is None or not _says_value(m["old"], found.text) or is_question(e.text):
+        return False
+    return not any(
+        x.author == found.author
+        and x.when is not None
+        and found.when < x.when < e.when
+        and not _part_of(x.text, found.text)
+        and not _part_of(x.text, e.text)
         for x in pool
     )
 
@@ -3701,6 +3721,8 @@ _HARD_TIME = re.compile(
     r"(?:had|having)\s+(?:the|a|such\s+a)\s+(?:worst|awful|terrible|horrible|horrendous|"
     r"shit|crap|rubbish|nightmare)\s+(?:day|week|morning|night|time)|"
     r"made\s+redundant|poorly|"
+    # "pickle bit me again today, my hand is throbbing"
+    r"\bbit\s+me\b|\bthrobbing\b|\bin\s+(?:agony|so\s+much\s+pain|pain)\b|"
     # "pulled my hamstring at work", "sprained my ankle"
     r"(?:pulled|tore|torn|strained|sprained|broke|broken|hurt|injured|twisted|dislocated)\s+"
     r"my\s+(?:\w+\s+)?(?:ankle|knee|back|leg|arm|wrist|shoulder|hip|foot|hand|neck|"
@@ -4702,6 +4724,21 @@ def _about_someone(
             seen.add(k)
             date = f", {datetime.fromtimestamp(e.when, UTC).strftime('%Y-%m-%d')}" if e.when else ""
             found.append((e.when or 0.0, f"«{sent}» ({e.author or 'someone'}{date})"))
+            # "actually the lockbox code is 4417 not 4471", of Moose's "code 4471" without
+            # naming him: what set it right is known of him too.
+            for f in pool:
+                if (
+                    f.author == e.author
+                    and f.when is not None
+                    and e.when is not None
+                    and f.when > e.when
+                    and f.text not in shown
+                    and _corrects_word(f.text, sent)
+                    and (k := " ".join(sorted(stems(f.text)))) not in seen
+                ):
+                    seen.add(k)
+                    day = datetime.fromtimestamp(f.when, UTC).strftime("%Y-%m-%d")
+                    found.append((f.when, f"«{f.text}» ({f.author or 'someone'}, {day})"))
     if not found:
         return None
     told = [text for _, text in sorted(found, key=lambda f: -f[0])]

@@ -2118,8 +2118,8 @@ async def test_a_word_asked_for_is_found_by_what_it_means(
     make_config: Callable[..., Config],
 ) -> None:
     """ "what's the spanish word for neighbourhood?" found nothing of «"barrio" means
-    neighbourhood»: no line says "word".  A word asked for that no line gives is still
-    nothing."""
+    neighbourhood»: no line says "word".  A word asked for that no line gives is one
+    to look up, which the bot says it cannot."""
     replies = await _talk(
         make_config,
         [
@@ -2130,7 +2130,7 @@ async def test_a_word_asked_for_is_found_by_what_it_means(
         ],
     )
     assert "barrio" in replies[2], replies[2]
-    assert replies[3] == NOTHING, replies[3]
+    assert replies[3].startswith("I can't look that up"), replies[3]
 
 
 async def test_a_change_found_first_follows_a_line_of_the_same_thing_not_the_same_name(
@@ -4010,6 +4010,29 @@ async def test_a_time_corrected_by_its_digits_keeps_its_am(
         replies[1]
     )
     assert "6.45am" in replies[2] and "6.30" not in replies[2], replies[2]
+
+
+async def test_left_on_my_to_do_list_the_florist_and_a_translation(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what's left on my to do list" found nothing; "who's doing the flowers" found
+    nothing, the florist being named; "what's the german for "invoice"" quoted the
+    intro line."""
+    replies = await _talk(
+        make_config,
+        [
+            "hi, i'm Matteo, freelance translator, italian and german into english",
+            "remind me to ring the gp",
+            "what's left on my to do list",
+            "florist is Flores da Rita, they need numbers by april",
+            "the florist cancelled on us, rita's retiring",
+            "who's doing the flowers",
+            'what\'s the german for "invoice"',
+        ],
+    )
+    assert replies[2] == "Your to-dos: ring the gp.", replies[2]
+    assert "Flores da Rita" in replies[5] and "cancelled" in replies[5], replies[5]
+    assert replies[6].startswith("I can't look that up"), replies[6]
 
 
 async def test_sums_after_if_and_an_equals_are_sums(

@@ -133,7 +133,11 @@ _GENERAL = re.compile(
     # "who won the premier league last year", "what's the best breed for a first time owner"
     r"^\W*who\s+won\s+the\s+(?=(?:[\w-]+\s+){0,2}(?:league|cup|election|championship|"
     r"final|open|oscars?|grand\s+prix|world\s+series|super\s+bowl|tour)\b)|"
-    r"^\W*what(?:['\u2019]s|s|\s+is)\s+the\s+best\s+)"
+    r"^\W*what(?:['\u2019]s|s|\s+is)\s+the\s+best\s+|"
+    # "what's the german for "invoice"", "what's the normal oxygen saturation for …"
+    r"^\W*what(?:['\u2019]s|s|\s+is)\s+(?:the\s+)?(?:(?:german|french|spanish|italian|"
+    r"portuguese|dutch|polish|japanese|chinese|english|latin|greek|welsh|irish)\s+(?:word\s+)?"
+    r"for|normal|average|usual\s+dose\s+of)\s+\W*)"
     r"(?P<thing>[\w-]+)",
     re.I,
 )
@@ -204,7 +208,8 @@ _ABOUT_ME = re.compile(
 #: "What else…", "everything you know…": the whole list, not the first few.
 _EVERYTHING = re.compile(r"\b(else|everything|all)\b", re.I)
 _MY_TODOS = re.compile(
-    r"\b(my (to-?dos?|todos?|reminders|tasks)\b|(to-?do|todo|task) list|what (do|should|must) i "
+    r"\b(my (to-?dos?|todos?|reminders|tasks)\b|(to-?do|to do|todo|task) list|"
+    r"what('s| is|s) left (on my list|to do)\b|what (do|should|must) i "
     r"(still )?(need|have) to (do|remember)|what('s| is) on my (list|plate)|"
     r"what (should|do|did) you (need to )?remind me|what did i ask you to remind me)",
     re.I,

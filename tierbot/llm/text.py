@@ -825,6 +825,8 @@ _VARIANTS = {
     # "How long can I cycle for?" asks of "can cross train on the bike, max 45 min".
     "cycl": "bike",
     "bicycl": "bike",
+    # "Who's doing the flowers?" asks of "florist is Flores da Rita".
+    "florist": "flower",
 }
 
 

@@ -2227,3 +2227,26 @@ async def test_a_to_do_crossed_off_whose_store_fails_is_no_to_do_missing(
             said = await _say(rt, "I watered the plants, cross it off my list", "t2")
         assert said.startswith("I could not cross it off your to-dos: "), said
         assert "no to-do" not in said, said
+
+
+async def test_a_to_do_said_done_after_it_was_compacted_away_is_crossed_off(
+    make_config: Callable[..., Config],
+) -> None:
+    """At a 2,048-token window, "booked the leave" got "OK.": "remind me to book annual
+    leave" had been summarized away, though the bot had just listed it back."""
+    cfg = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(cfg, llm=OfflineProvider()) as rt:
+        await _say(rt, "remind me to book annual leave for the exam week", "d1")
+        await _say(rt, "remind me to ring the gp about mum's flu jab", "d2")
+        for i, line in enumerate(SMALL_TALK * 2):
+            await _say(rt, line, f"f{i}", author="bo")
+        live = {m.platform_id for m in rt.registry.actors[CH].ctx.items}
+        assert not live & {"d1", "d2"}, "the to-dos should be compacted away"
+        said = await _say(rt, "what do i need to do", "d3")
+        assert "book annual leave" in said, said
+        said = await _say(rt, "booked the leave", "d4")
+        assert (
+            said == "Done: I crossed it off your to-dos (book annual leave for the exam week)."
+        ), said
+        said = await _say(rt, "what's left on my to do list", "d5")
+        assert "ring the gp" in said and "annual leave" not in said, said

@@ -3287,13 +3287,49 @@ def _done_with(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
     done = set(stems(said["what"])) - STOPWORDS - _CALENDAR_STEMS - {"yesterday", "today"}
     if not done:
         return ""
-    for b in reversed(before):
-        if b.role != "user" or (b.name or "") != (m.name or "") or is_quoted(b.content):
-            continue
-        for asked in _TODO_ASKED.finditer(b.content):
-            if said["past"].lower() in _past_of(asked["verb"]) and done & set(stems(asked["what"])):
-                return f"{asked['verb']} {asked['what'].strip()}"
+    for verb, what in _todos_in_view(m.name or "", before):
+        if said["past"].lower() in _past_of(verb) and done & set(stems(what)):
+            return f"{verb} {what.strip()}"
     return ""
+
+
+def _todos_in_view(speaker: str, before: Sequence[ChatMessage]) -> list[tuple[str, str]]:
+    """The to-dos of ``speaker`` that ``before`` shows, newest first, as (verb, the
+    rest): asked for in their lines or in a summary's, or listed back to them by the
+    bot ("Noted as a to-do: …", "Your to-dos: …" right after their message)."""
+    out: list[tuple[str, str]] = []
+    for i in range(len(before) - 1, -1, -1):
+        b = before[i]
+        if b.role == "assistant" and not b.tool_calls:
+            asker = next((x for x in reversed(before[:i]) if x.role == "user"), None)
+            if asker is None or (asker.name or "") != speaker:
+                continue
+            for line in b.content.splitlines():
+                for head in ("Noted as a to-do: ", TODOS):
+                    if line.startswith(head):
+                        listed = line[len(head) :].split(". ")[0]
+                        for item in re.split(r";\s*(?:and\s+)?", listed):
+                            parts = item.strip(" .").split(" ", 1)
+                            if len(parts) == 2:
+                                out.append((parts[0], parts[1]))
+            continue
+        if b.role != "user":
+            continue
+        if is_quoted(b.content):
+            lines = [
+                text
+                for block in blocks(b.content)
+                for line in block.text.splitlines()
+                for who, text in [_split_speaker(line.lstrip("- "))]
+                if who == speaker
+            ]
+        elif (b.name or "") == speaker:
+            lines = [b.content]
+        else:
+            continue
+        for line in lines:
+            out += [(a["verb"], a["what"]) for a in _TODO_ASKED.finditer(line)]
+    return out
 
 
 # A job taken back: "actually i cant bring the bibs", "sorry, won't be able to do the

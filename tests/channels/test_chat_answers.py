@@ -4082,3 +4082,24 @@ async def test_a_value_taken_back_in_the_next_line_is_given_with_it(
     ), replies[2]
     assert "4417 not 4471" in replies[6] and "code 4471" in replies[6], replies[6]
     assert replies[7].startswith("I'm sorry to hear that."), replies[7]
+
+
+async def test_a_name_of_two_words_written_small_is_named_whole(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what do you know about pica books" answered "What I know about pica: …"; and
+    "how much would a 4200 word legal doc be at my rate" looked for a line and found
+    nothing, where it is a sum."""
+    replies = await _talk(
+        make_config,
+        [
+            "pica books owe me 940 quid for the novel chapter",
+            "the pica contact is Luca Ferri, the editor",
+            "what do you know about pica books",
+            "my rate is 0.10 per word for general stuff, 0.14 for legal",
+            "how much would a 4200 word legal doc be at my rate",
+        ],
+    )
+    assert replies[2].startswith("What I know about pica books: "), replies[2]
+    assert "Luca Ferri" in replies[2] and "940 quid" in replies[2], replies[2]
+    assert replies[4] == SUMS_REPLY, replies[4]

@@ -113,6 +113,9 @@ _SUM_ASKED = re.compile(
     r"\bhow\s+much\s+(?:is|are|would\s+be|will\s+be)\s+\d[\d,.]*\s+[a-z]+\W*$|"
     r"\bwhat(?:['\u2019]s|s|\s+is|\s+would\s+be)?\s+(?:my|the|our)\s+(?:average\s+)?pace\s+per\b|"
     r"\bhow\s+many\s+(?:days|weeks)\s+(?:until|till|to)\b|"
+    # "how much would a 4200 word legal doc be at my rate"
+    r"\bhow\s+much\s+(?:would|will)\b[^?]*\b(?:at|on)\s+(?:my|the|that|this|our|his|her)\s+"
+    r"(?:\w+\s+)?rate\b|"
     # "if i got 52 out of 70 on the mock what percent is that", "5 players x £7 = ?"
     r"^\W*if\b.*\d.*\b(?:how\s+(?:much|many)|what\s+percent(?:age)?)\s+(?:is|would|will|does|do)\b|"
     r"\d.*=\s*\?|"
@@ -4023,6 +4026,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         someone = _ABOUT_SOMEONE.search(plain) or said_by or _ABOUT_SOMEONE_SMALL.search(plain)
         if someone is not None and not _ABOUT_ME.search(plain):
             name = someone[1]
+            # "what do you know about pica books": the whole name, found by its first word
+            more = plain[someone.end() :].strip(" ?!.").split()
+            if 0 < len(more) <= 2 and not any(w.lower() in STOPWORDS for w in more):
+                name = f"{name} {' '.join(more)}"
             if recall_ok:
                 # By the name alone: "what (else) do you know about" would find every
                 # question asked with those words, not what was said of them.
@@ -4743,7 +4750,7 @@ def _about_someone(
     keeping: "We decided the launch is on 9 March"), or with ``by_only`` only what they
     said, newest first, each with who said it and when, but for what was ``shown``
     already (then opening "Also about …"); None when nothing (more) was."""
-    key = stems(_TITLE.sub("", name))
+    key = stems(_TITLE.sub("", name).split()[0])
     found: list[tuple[float, str]] = []
     seen: set[str] = set()
     overlap = Overlap([e.text for e in pool])

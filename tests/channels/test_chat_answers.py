@@ -4103,3 +4103,19 @@ async def test_a_name_of_two_words_written_small_is_named_whole(
     assert replies[2].startswith("What I know about pica books: "), replies[2]
     assert "Luca Ferri" in replies[2] and "940 quid" in replies[2], replies[2]
     assert replies[4] == SUMS_REPLY, replies[4]
+
+
+async def test_a_request_to_tell_someone_is_nothing_known_of_them(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what do you know about dan?" listed Lena's «bot, tell dan what we're reading»:
+    a request to the bot tells nothing of Dan."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Dan", "my copy is on order from waterstones, 9.99"),
+            ("Lena", "bot, tell dan what we're reading"),
+            ("Omar", "what do you know about dan?"),
+        ],
+    )
+    assert "waterstones" in replies[2] and "reading" not in replies[2], replies[2]

@@ -4739,6 +4739,15 @@ def _one_named(question: str) -> str:
     return found[0] if found else ""
 
 
+# A request to pass something on: "tell dan what we're reading", "can you tell ben the
+# plan?".
+_TELL_SOMEONE = re.compile(
+    r"^\W*(?:(?:can|could|would)\s+you\s+|please\s+|pls\s+)?tell\s+[a-z][\w'-]*\s+"
+    r"(?:what|where|when|who|how|which|the|about)\b",
+    re.I,
+)
+
+
 def _about_someone(
     name: str,
     pool: Sequence[Evidence],
@@ -4755,8 +4764,8 @@ def _about_someone(
     seen: set[str] = set()
     overlap = Overlap([e.text for e in pool])
     for at, e in enumerate(pool):
-        if e.kind == "branch" or is_question(e.text):
-            continue
+        if e.kind == "branch" or is_question(e.text) or _TELL_SOMEONE.match(e.text):
+            continue  # ("tell dan what we're reading" asks; it tells nothing of Dan)
         author = set(stems(e.author))
         by_them = any(k in author or any(_same_name(k, w) for w in author) for k in key)
         # "She eats Royal Canin…" after "Her name is Biscuit": of Biscuit too.

@@ -1721,6 +1721,11 @@ _FIX_LEAD = (
 _FIX_SAY = r"(?:i meant|i mean|meant|make (?:that|it)|(?:that |it )?should (?:be|have said))\b"
 _FIX_IS = r"(?:it'?s|it is|it was|that'?s|that is)\b"
 _FIX_SPAN = r"[^,!?;]{1,40}?"
+# A value (and what it takes back), then why: "26, costs went up".
+_FIX_THEN_WHY = (
+    rf"[\s:]*(?P<new>{_FIX_SPAN})(?:\s*,?\s*not\s+(?P<old>{_FIX_SPAN}))?"
+    r"\s*[,;]\s*(?P<why>[a-z][^?]{2,60}?)[\s.!]*$"
+)
 _CORRECTION = (
     re.compile(
         rf"^\W*(?P<lead>{_FIX_LEAD}+)?(?:(?P<say>{_FIX_SAY})|(?P<is>{_FIX_IS}))?[\s:]*"
@@ -1734,17 +1739,9 @@ _CORRECTION = (
         re.I,
     ),
     # "actually make that 26, costs went up": the value, then why.
-    re.compile(
-        rf"^\W*(?P<lead>{_FIX_LEAD}+)?(?P<say>{_FIX_SAY})[\s:]*(?P<new>{_FIX_SPAN})"
-        rf"(?:\s*,?\s*not\s+(?P<old>{_FIX_SPAN}))?\s*[,;]\s*(?P<why>[a-z][^?]{{2,60}}?)[\s.!]*$",
-        re.I,
-    ),
+    re.compile(rf"^\W*(?P<lead>{_FIX_LEAD}+)?(?P<say>{_FIX_SAY}){_FIX_THEN_WHY}", re.I),
     # "actually it's thursdays now, she changed jobs": the same, said as what it is.
-    re.compile(
-        rf"^\W*(?P<lead>{_FIX_LEAD}+)(?P<is>{_FIX_IS})[\s:]*(?P<new>{_FIX_SPAN})"
-        rf"(?:\s*,?\s*not\s+(?P<old>{_FIX_SPAN}))?\s*[,;]\s*(?P<why>[a-z][^?]{{2,60}}?)[\s.!]*$",
-        re.I,
-    ),
+    re.compile(rf"^\W*(?P<lead>{_FIX_LEAD}+)(?P<is>{_FIX_IS}){_FIX_THEN_WHY}", re.I),
 )
 # A word every correction has (a cheap test before the patterns above).
 _FIX_HINT = re.compile(

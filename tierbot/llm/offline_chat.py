@@ -357,8 +357,7 @@ def _split_speaker(text: str, default: str = "") -> tuple[str, str]:
 def _said(text: str) -> str:
     """What a message said, without its greeting or "Remember that" lead (or the bot's
     name it opens with, recalled as it was sent)."""
-    if call := _TO_THE_BOT.match(text):
-        text = text[call.end() :]
+    text = _without_the_bot(text)
     request = read_request(text)
     if request is not None and request.kind == "remember":
         return request.what
@@ -1346,13 +1345,23 @@ def _moves_it(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
     moved = _MOVED_IT.search(e.text) or _agreements(e, pool)
     if not (moved and _RESCHEDULED.search(e.text) and _DATED.search(found.text)):
         return False
-    return not any(
+    return not _said_between(found, e, pool, dated=True)
+
+
+def _said_between(
+    found: Evidence, e: Evidence, pool: Sequence[Evidence], *, dated: bool = False
+) -> bool:
+    """Whether ``found``'s author said another line (giving a date, when ``dated``)
+    between ``found`` and ``e``: then "it" and a value taken back may be of that one."""
+    return any(
         x.author == found.author
         and x.when is not None
+        and found.when is not None
+        and e.when is not None
         and found.when < x.when < e.when
         and not _part_of(x.text, found.text)
         and not _part_of(x.text, e.text)
-        and _DATED.search(x.text) is not None
+        and (not dated or _DATED.search(x.text) is not None)
         for x in pool
     )
 
@@ -1366,14 +1375,7 @@ def _sets_right_next(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> 
     m = THIS_NOT_THAT.search(e.text) or _NOT_THAT_CLAUSE.search(e.text)
     if m is None or not _says_value(m["old"], found.text) or is_question(e.text):
         return False
-    return not any(
-        x.author == found.author
-        and x.when is not None
-        and found.when < x.when < e.when
-        and not _part_of(x.text, found.text)
-        and not _part_of(x.text, e.text)
-        for x in pool
-    )
+    return not _said_between(found, e, pool)
 
 
 def _mentions(name: str, text: str) -> bool:
@@ -2381,12 +2383,13 @@ def _roster(pool: Sequence[Evidence]) -> str | None:
         return None
     ins = [who for is_in, who in status.values() if is_in]
     outs = [who for is_in, who in status.values() if not is_in]
+    said_in = f"In: {_and_listed(ins)} ({len(ins)})." if ins else "Nobody has said they're in."
+    return said_in + (f" Out: {_and_listed(outs)}." if outs else "")
 
-    def listed(names: list[str]) -> str:
-        return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
-    said_in = f"In: {listed(ins)} ({len(ins)})." if ins else "Nobody has said they're in."
-    return said_in + (f" Out: {listed(outs)}." if outs else "")
+def _and_listed(names: Sequence[str]) -> str:
+    """ "Dev, Gaz and Ruth": names as a sentence lists them."""
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 # Asked how a vote stands: "whats the vote so far?", "who's winning?", "vote count?".
@@ -2449,10 +2452,7 @@ def _votes(pool: Sequence[Evidence]) -> str | None:
         key = next((k for k in tally if set(stems(k)) == set(stems(option))), option)
         tally.setdefault(key, []).append(who)
     ranked = sorted(tally.items(), key=lambda kv: -len(kv[1]))
-    parts = [
-        f"{option} {len(who)} ({', '.join(who[:-1]) + ' and ' if len(who) > 1 else ''}{who[-1]})"
-        for option, who in ranked
-    ]
+    parts = [f"{option} {len(who)} ({_and_listed(who)})" for option, who in ranked]
     if options:
         parts += [f"{o} 0" for o in options if o not in tally]
     return VOTES_SO_FAR + "; ".join(parts) + "."
@@ -3860,9 +3860,15 @@ _TO_THE_BOT = re.compile(
 def _unaddressed(m: ChatMessage) -> ChatMessage:
     """``m`` without the bot's name it opens with: what is said to the bot is read as
     said ("bot what do we need to do" asks, "bot, note that …" notes)."""
-    if m.role != "user" or not (call := _TO_THE_BOT.match(m.content)):
+    if m.role != "user" or not _TO_THE_BOT.match(m.content):
         return m
-    return replace(m, content=m.content[call.end() :])
+    return replace(m, content=_without_the_bot(m.content))
+
+
+def _without_the_bot(text: str) -> str:
+    """``text`` without the bot's name it opens with ("bot what do we need to do")."""
+    call = _TO_THE_BOT.match(text)
+    return text[call.end() :] if call else text
 
 
 def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[ToolCall]]:

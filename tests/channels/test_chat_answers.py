@@ -4119,3 +4119,24 @@ async def test_a_request_to_tell_someone_is_nothing_known_of_them(
         ],
     )
     assert "waterstones" in replies[2] and "reading" not in replies[2], replies[2]
+
+
+async def test_a_player_out_is_no_move_and_a_debt_asked_needs_a_debt(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "what do you know about the fixture" added "Later, Ollie: «cant do tues, got my
+    kid»" (his absence, not a move of the fixture); "bot who owes priya money" quoted
+    the cleaning rota («… priya hoovering»)."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Connor", "right lads, fixture this week is tuesday 8pm vs Real Ale Madrid"),
+            ("Ollie", "cant do tues, got my kid"),
+            ("Ruth", "bot what do you know about the fixture"),
+            ("Leah", "cleaning rota: tom bins, leah kitchen, marcus bathroom, priya hoovering"),
+            ("Marcus", "bot who owes priya money"),
+            ("Dev", "dan cant do thurs, its friday now"),
+        ],
+    )
+    assert "tuesday 8pm" in replies[2] and "cant do tues" not in replies[2], replies[2]
+    assert "hoovering" not in replies[4], replies[4]

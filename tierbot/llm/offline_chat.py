@@ -699,6 +699,8 @@ _BY_DATE = re.compile(
 _MONEY = frozenset(
     stems("cost costs price fee fees worth charge charges rate bill spent spend spending")
 )
+# Owing, which a line must say (or give a sum) to answer who owes what.
+_OWING = frozenset(stems("owe owes owed owing money cash debt"))
 # Money named as such, which a sum said is.
 _MONEY_NAMED = frozenset(stems("money cash"))
 # Paying is the other way round ("Tom paid me £20" is no charge of Tom's).
@@ -849,6 +851,8 @@ class _Asked:
             return False  # "What's my dog's name?" is not "My dog's vet is Dr Fox"
         if self.age and not _AN_AGE.search(e.text):
             return False
+        if self.words & _OWING and not have & _OWING and not _MONEY_SAID.search(e.text):
+            return False  # "Who owes Priya money?" is not "… priya hoovering"
         if self.months and (named_months := _months(e.text)) and not named_months & self.months:
             return False  # "Where is the may meeting?" is not "meeting is 10 april, at mine"
         if self.clock and not (_CLOCK if self.clock == "time" else _DATED).search(e.text):
@@ -884,6 +888,7 @@ class _Asked:
         # "Who is covering for Lucia?" is answered by a line naming someone else too:
         # "Lucia's replacement during leave is Omar".
         someone = self.who and bool(_proper(e.text) - self.names)
+
         # "When is Lucia back?" is answered by "she's out on leave until June 2nd".
         returns = dated and detail <= _BACK and _UNTIL.search(e.text) is not None
         # "Where am I staying in Kyoto?" by "Kyoto Oct 8-12 at Ryokan Yoshida-sanso".
@@ -1385,7 +1390,10 @@ def _mentions(name: str, text: str) -> bool:
 
 # "he cant do thurs": a day taken back, as chat shortens it.
 _CANT_DO_DAY = re.compile(
-    r"\bcan['\u2019]?t\s+(?:do|make)\s+(?:it\s+)?(?:on\s+)?(?:the\s+)?"
+    # (said of someone else: "i cant do tues", "cant do tues, got my kid" are the speaker's
+    # own absence, not a move of the line)
+    r"\b(?!(?:i|we|you|u|so|and|but|actually|sorry|just|really|still|now)\b)[a-z]+\s+"
+    r"(?:now\s+)?can['\u2019]?t\s+(?:do|make)\s+(?:it\s+)?(?:on\s+)?(?:the\s+)?"
     r"(?P<day>mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun|(?:mon|tues|wednes|thurs|fri|satur|"
     r"sun)day)\b",
     re.I,

@@ -264,6 +264,15 @@ def _forgets_failing(graph: Any) -> Iterator[None]:
         graph.forget = real_forget
 
 
+async def _said_while_forgets_fail(rt: Runtime, text: str, pid: str, author: str = "ann") -> str:
+    """The reply to ``text``, said once what came before is indexed, while the memory
+    graph's ``forget`` fails (see :func:`_forgets_failing`)."""
+    assert rt.memory is not None
+    await rt.memory.indexer.flush()
+    with _forgets_failing(rt.memory.graph):
+        return await _say(rt, text, pid, author)
+
+
 async def _tell(rt: Runtime, lines: list[str]) -> None:
     """Say each of ``lines`` in turn, as ann."""
     for i, line in enumerate(lines):
@@ -752,12 +761,8 @@ async def test_a_correction_whose_old_value_the_store_cannot_forget_says_so(
     the old value is gone), the corrected one is still saved, and asking again about
     the code names the failure's outcome honestly."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        assert rt.memory is not None
-        graph = rt.memory.graph
         await _say(rt, "Remember that my locker code is 4411.", "f1")
-        await rt.memory.indexer.flush()
-        with _forgets_failing(graph):
-            said = await _say(rt, "oops, 4412 not 4411", "f2")
+        said = await _said_while_forgets_fail(rt, "oops, 4412 not 4411", "f2")
         assert said.startswith("I could not forget the old value: the memory store failed"), said
         assert said.endswith("Corrected: your locker code is 4412."), said
         contents = sorted(str(m["content"]) for m in await _memories(rt))
@@ -2040,13 +2045,11 @@ async def test_can_someone_forget_whose_store_fails_says_so_and_keeps_the_messag
     the reply says the store failed (never "OK", never "Done"), the request is stored,
     and asking again once the store is back forgets the line."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        assert rt.memory is not None
-        graph = rt.memory.graph
         await _say(rt, "remember that my ankle is sprained, no football for 2 weeks", "p1", "priya")
         await _say(rt, "five a side is thursday at 7pm", "k1", author="kofi")
-        await rt.memory.indexer.flush()
-        with _forgets_failing(graph):
-            said = await _say(rt, "can someone forget my ankle stuff", "p2", author="priya")
+        said = await _said_while_forgets_fail(
+            rt, "can someone forget my ankle stuff", "p2", author="priya"
+        )
         assert "the memory store failed (OSError)" in said, said
         assert "Done" not in said and not said.startswith("OK"), said
         stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
@@ -2085,15 +2088,11 @@ async def test_a_job_taken_back_whose_store_fails_says_so_and_keeps_the_message(
     the reply says the store failed (never "Corrected", never "OK"), the message is
     stored, and once the store is back, saying it again takes the job off the to-dos."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        assert rt.memory is not None
-        graph = rt.memory.graph
         await _say(rt, "ill bring the bibs, theyre in my boot anyway", "t1", "tom")
         await _say(rt, "how's everyone's week going", "p1", author="priya")
-        await rt.memory.indexer.flush()
-        with _forgets_failing(graph):
-            said = await _say(
-                rt, "actually i cant bring the bibs, car's in the garage", "t2", "tom"
-            )
+        said = await _said_while_forgets_fail(
+            rt, "actually i cant bring the bibs, car's in the garage", "t2", "tom"
+        )
         assert "the memory store failed (OSError)" in said, said
         assert not said.startswith(("Corrected", "OK")), said
         stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
@@ -2195,12 +2194,8 @@ async def test_a_to_do_said_done_whose_store_fails_says_so_and_keeps_the_message
     says the store failed (never "Done"), the message is stored, the to-do stays on
     the list, and saying it again once the store is back crosses it off."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        assert rt.memory is not None
-        graph = rt.memory.graph
         await _say(rt, "remind me to book annual leave for the exam week", "t1")
-        await rt.memory.indexer.flush()
-        with _forgets_failing(graph):
-            said = await _say(rt, "booked the leave", "t2")
+        said = await _said_while_forgets_fail(rt, "booked the leave", "t2")
         assert said.startswith("I could not cross it off your to-dos: "), said
         assert "the memory store failed (OSError)" in said and ".." not in said, said
         stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
@@ -2219,12 +2214,10 @@ async def test_a_to_do_crossed_off_whose_store_fails_is_no_to_do_missing(
     """ "I watered the plants, cross it off my list", the store failing: the reply said
     "I had no to-do of yours like that to cross off", an error told as nothing found."""
     async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
-        assert rt.memory is not None
-        graph = rt.memory.graph
         await _say(rt, "Remind me to water the plants.", "t1")
-        await rt.memory.indexer.flush()
-        with _forgets_failing(graph):
-            said = await _say(rt, "I watered the plants, cross it off my list", "t2")
+        said = await _said_while_forgets_fail(
+            rt, "I watered the plants, cross it off my list", "t2"
+        )
         assert said.startswith("I could not cross it off your to-dos: "), said
         assert "no to-do" not in said, said
 

@@ -118,9 +118,12 @@ class ChannelCompaction:
     def ctx(self) -> LiveContext:
         return self.history.ctx
 
-    def state(self) -> ChannelState:
-        """What the store keeps about the channel between runs."""
-        return ChannelState(self.history.handled_upto, dict(self.compactor.counters))
+    def state(self, ending: tuple[Plan, str] | None = None) -> ChannelState:
+        """What the store keeps about the channel between runs; with ``ending``, the
+        counters once that pass has ended so (stored with its swap, before it is marked
+        finished: a swap the store refuses leaves the pass in flight, to be failed)."""
+        counters = self.compactor.counted(*ending) if ending else self.compactor.counters
+        return ChannelState(self.history.handled_upto, dict(counters))
 
     async def save_state(self) -> None:
         await self.deps.store.save_channel_state(self.key, self.state())
@@ -380,13 +383,28 @@ class ChannelCompaction:
         if not self.compactor.first_range(done.plan):
             self.held.append(done)
             return
-        await self._apply(done)
+        await self._land(done)
         while self.held:
             nxt = next((d for d in self.held if self.compactor.first_range(d.plan)), None)
             if nxt is None:
                 return
             self.held.remove(nxt)
-            await self._apply(nxt)
+            await self._land(nxt)
+
+    async def _land(self, done: WorkerDone) -> None:
+        """:meth:`_apply` ``done``; a pass that raised before it ended (the store refused
+        its swap: a full disk) ends as failed and is retried after the backoff.  Never
+        raises: the ranges held behind it must not wait for a swap that will not come,
+        nor an import waiting for room (``ChannelActor.make_room``) with them."""
+        try:
+            await self._apply(done)
+        except Exception as exc:
+            self.log.exception("compaction.apply_failed", tier=done.plan.kind.value)
+            if any(p is done.plan for p in self.compactor.in_flight):
+                try:
+                    await self._failed(done.plan, Outcome.FAILED, str(exc), time.monotonic(), 0)
+                except Exception:
+                    self.log.exception("compaction.apply_failed", tier=done.plan.kind.value)
 
     async def _apply(self, done: WorkerDone) -> None:
         plan, outcome = done.plan, done.outcome
@@ -448,9 +466,6 @@ class ChannelCompaction:
                 )
             )
         summary, cover_ids = self._fit(plan, summary, cover_ids, updates)
-        if plan.kind in (CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE):
-            self.compactor.summary_size = summary.tokens
-        self.compactor.finished(plan, Outcome.OK)
         # The record goes into the swap's own transaction: one commit (one fsync) instead
         # of two while a turn may be waiting behind them.
         after = self._total_after(cover_ids, updates, summary)
@@ -462,9 +477,12 @@ class ChannelCompaction:
             sorted(cover_ids),
             summary,
             record=record,
-            state=self.state(),
+            state=self.state((plan, Outcome.OK)),
             updates=updates,
         )
+        if plan.kind in (CompactionKind.BACKGROUND, CompactionKind.AGGRESSIVE):
+            self.compactor.summary_size = summary.tokens
+        self.compactor.finished(plan, Outcome.OK)
         for u in updates:
             self.ctx.update(u)
         self.ctx.replace(cover_ids, placed if summary.state is State.LIVE else None)
@@ -513,7 +531,6 @@ class ChannelCompaction:
                 continue
             fresh = self._marker(remaining)
             updates.append(mk.with_(text=fresh.text, tokens=fresh.tokens, meta=fresh.meta))
-        self.compactor.finished(plan, Outcome.OK)
         reason = f"{len(gone)} set-aside messages were forgotten before they were summarized"
         live = {m.id: m for m in self.ctx.items}
         after = tokens_before - sum(live[i].tokens for i in remove)
@@ -522,8 +539,14 @@ class ChannelCompaction:
             PassResult(plan, Outcome.OK, started, before, tokens_before, after, 0, reason)
         )
         await self.deps.store.swap(
-            self.key, remove, None, record=record, state=self.state(), updates=updates
+            self.key,
+            remove,
+            None,
+            record=record,
+            state=self.state((plan, Outcome.OK)),
+            updates=updates,
         )
+        self.compactor.finished(plan, Outcome.OK)
         for u in updates:
             self.ctx.update(u)
         self.ctx.replace(remove, None)
@@ -605,18 +628,19 @@ class ChannelCompaction:
         backoff = Backoff(cfg.retry_base_seconds, cfg.retry_max_seconds, jitter=0.0)
         self.compactor.finished(plan, outcome, backoff.delay(self.compactor.failures))
         usage, tokens = self.history.usage, self.ctx.total
-        await self.deps.store.record_compaction(
-            self._record(
-                PassResult(plan, outcome, started, usage, tokens, tokens, memories, reason)
+        try:
+            await self.deps.store.record_compaction(
+                self._record(
+                    PassResult(plan, outcome, started, usage, tokens, tokens, memories, reason)
+                )
             )
-        )
-        await self.save_state()
+            await self.save_state()
+        except Exception as exc:
+            # The store is failing (it may be why the pass failed): the pass is still
+            # reported and retried, only its record is missing.
+            self.log.error("compaction.record_failed", tier=plan.kind.value, error=str(exc))
         self.log.warning("compaction.failed", tier=plan.kind.value, outcome=outcome, reason=reason)
         self.deps.events.publish(CompactionFailed(self.key, plan.kind, outcome, reason))
-        if plan.forced:
-            wider = not self.compactor.only_noops_left(self.ctx.items, self.history.awaiting)
-            note = forced_note(plan, outcome, reason=reason, wider=wider)
-            await self.deps.deliver(Outbound(self.key, note))
         # A failure is retried after the backoff, then looked at again even if no message
         # comes (a quiet channel must not rest over its threshold).  A no-op looks again
         # now: its cut is never retried, a wider one is (see Compactor._next_range).
@@ -625,6 +649,10 @@ class ChannelCompaction:
             self._fire_recheck()
         else:
             self._arm_recheck(self.compactor.retry_at)
+        if plan.forced:
+            wider = not self.compactor.only_noops_left(self.ctx.items, self.history.awaiting)
+            note = forced_note(plan, outcome, reason=reason, wider=wider)
+            await self.deps.deliver(Outbound(self.key, note))
 
     def _record(self, result: PassResult) -> CompactionRecord:
         window = self.history.settings.context_window

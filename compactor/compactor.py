@@ -321,20 +321,26 @@ class Compactor:
         self._range_tokens.pop(id(plan), None)
         if outcome == "ok" and began is not None and plan.kind in _RANGE_KINDS:
             self.pace.took(time.monotonic() - began)
+        self.counters = self.counted(plan, outcome)
         if outcome == "ok":
             self.failures = 0
             self.retry_at = 0.0
-            self.counters[plan.kind.value] += 1
             if plan.kind is not CompactionKind.RESCUE:
                 self.since_last = 0
                 self.last_ended = time.monotonic()
             return
-        self.counters[outcome] += 1
         if outcome == "noop":
             self.failed_sets.add(plan.ids)
         else:
             self.failures += 1
             self.retry_at = time.monotonic() + backoff_seconds
+
+    def counted(self, plan: Plan, outcome: str) -> Counter[str]:
+        """The counters as :meth:`finished` leaves them when ``plan`` ends with ``outcome``
+        (a swap stores them with its result, before the pass is marked finished)."""
+        after = Counter(self.counters)
+        after[plan.kind.value if outcome == "ok" else outcome] += 1
+        return after
 
     def snapshot(self) -> dict[str, int]:
         return {k: int(self.counters.get(k, 0)) for k in (*COUNTER_KEYS, "rescue")}

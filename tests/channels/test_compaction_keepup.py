@@ -12,13 +12,15 @@ from compactor.scheduler import rescue_chunk
 from tests.channels.test_compaction import (
     CH,
     barely_smaller,
+    consistent,
     covered_tokens,
     settings,
     summary_of,
     text,
 )
 from tests.helpers import export_ids, inbound, wait_for
-from tierbot.errors import TransientLLMError
+from tierbot.errors import StoreError, TransientLLMError
+from tierbot.events import CompactionFailed
 from tierbot.llm.base import ChatMessage, Completion
 from tierbot.messages import Message, Role
 from tierbot.testing.scripted import ScriptedLLM
@@ -83,6 +85,49 @@ async def test_failed_pass_is_retried_when_its_backoff_expires_without_a_new_mes
         await wait_for(lambda: actor.usage < 0.80, timeout=15)
         assert actor.compactor.counters["background"] == 1
         assert len(await export_ids(rt, CH)) == n
+
+
+async def test_a_summary_the_store_refuses_fails_its_pass_and_frees_the_range_held_behind_it(
+    make_config,
+) -> None:
+    """The store refusing every write (a full disk) when the oldest range's summary comes
+    back fails that pass and says so; the later range held behind it is taken in turn,
+    not left waiting for a swap that will never come (an import waiting for room would
+    wait forever).  Once the store writes again, the channel compacts on its own and
+    keeps every message."""
+    llm = ScriptedLLM()
+    llm.hold[0] = asyncio.Event()
+    cfg = settings()
+    cfg["workers"] = {"retry_base_seconds": 0.05, "retry_max_seconds": 0.05}
+    async with Runtime.open(make_config(cfg), llm=llm) as rt:
+        actor = await rt.registry.actor(CH)
+        failed: list[CompactionFailed] = []
+        rt.events.subscribe(CompactionFailed, failed.append)
+        n = 0
+        while llm.count("summary") < 2:
+            await rt.submit(inbound(CH, text(20), pid=f"f{n}"))
+            await entered(actor)
+            n += 1
+        await wait_for(lambda: bool(actor.compaction.held))
+        writes = rt.store.write
+        refusing = True
+
+        async def write(op: Any) -> Any:
+            if refusing:
+                raise StoreError("cannot write to the store at bot.db: database or disk is full")
+            return await writes(op)
+
+        rt.store.write = write  # type: ignore[method-assign]
+        llm.hold[0].set()
+        await wait_for(lambda: len(failed) >= 2 and not actor.compaction.held)
+        assert "database or disk is full" in failed[0].reason
+        assert not actor.ctx.summaries()
+        assert actor.compactor.counters["background"] == 0
+        refusing = False
+        await asyncio.wait_for(actor.make_room(0), 15)
+        await wait_for(lambda: actor.idle() and actor.usage < 0.80, timeout=15)
+        assert actor.ctx.summaries()
+        await consistent(rt, [f"f{i}" for i in range(n)])
 
 
 # -- the background tiers keep up ---------------------------------------------------------

@@ -26,7 +26,13 @@ import structlog
 
 from bot.cli_config import config_from
 from tierbot.config import Config
-from tierbot.errors import AdapterError, ConfigError, FatalAdapterError, TierbotError
+from tierbot.errors import (
+    AdapterError,
+    ConfigError,
+    FatalAdapterError,
+    StoreError,
+    TierbotError,
+)
 from tierbot.logging import configure_logging
 from tierbot.messages import InboundMessage, State
 from tierbot.vocab import COUNTER_KEYS
@@ -457,6 +463,13 @@ async def replay(
             snap = (await rt.registry.actor(channel)).snapshot()
             memories = await rt.memory.count(channel) if rt.memory is not None else 0
             archived = await rt.store.count(channel, state=State.ARCHIVED)
+    if rt.store.refused is not None and stop.received is None:
+        # Every line was stored, but what came after (summaries, the channel's state)
+        # was refused: no success.  The store's own error first, as when an append fails.
+        raise StoreError(
+            f"{rt.store.refused}; all {stored_lines} messages were stored, the writes after "
+            "them were refused (compaction resumes at the next start)"
+        )
     comp = snap.compactions
     report: dict[str, Any] = {
         "channel": channel,

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tierbot.errors import StoreError
 from tierbot.messages import Message, Role, State
 from tierbot.vocab import CompactionKind, Outcome
 
@@ -79,6 +80,9 @@ class UndeliveredReply:
 
 class MessageStore(Protocol):
     """The message log, channel state, compaction history and kept replies."""
+
+    #: The last batch of writes refused as a whole (a full disk, a lost connection).
+    refused: StoreError | None
 
     # -- the log ------------------------------------------------------------------------
 

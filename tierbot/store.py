@@ -456,6 +456,10 @@ class Store:
         self._queue: WriteQueue[WriteOp] = WriteQueue()
         self._writer: asyncio.Task[None] | None = None
         self.commits = 0
+        #: The error of the last batch of writes the store refused as a whole (a full disk,
+        #: an I/O error, a lost connection): its callers got it, and a command that ends
+        #: after it must not say it succeeded (see ``tierbot replay``).
+        self.refused: StoreError | None = None
         self._live = GroupRead(self._live_many, copy=list)
         self._states = GroupRead(
             self._states_many, copy=lambda st: replace(st, counters=dict(st.counters))
@@ -609,6 +613,8 @@ class Store:
                     except aiosqlite.Error as again:
                         log.error("store.rollback_failed", error=str(again))
                 err = self._error(exc)
+                if isinstance(err, StoreError):
+                    self.refused = err
                 results = [(fut, None, err) for _, fut in batch]
             self._queue.settle(results)
 

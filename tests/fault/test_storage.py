@@ -465,3 +465,46 @@ def test_corrupt_message_table_one_line_reason_and_exit_1(
     line = last_line(proc.stderr)
     assert line.startswith("tierbot: ") and "malformed" in line, line
     assert no_traceback(proc.stderr)
+
+
+def test_replay_whose_store_refuses_the_writes_after_its_last_line_exits_1_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills just after the last line is stored: the summaries and the channel's
+    state written after it are refused.  The replay says so and exits 1, not 0 with a
+    report; every line is kept, in file order."""
+    import aiosqlite
+
+    from bot.cli import main
+
+    rows = messages(600, "e")
+    feed = write_lines(tmp_path / "in.jsonl", rows)
+    cfg = str(write_config(tmp_path, "[defaults]\ncontext_window = 4000\n"))
+    stored = 0
+    full = False
+    appends, commits = Store.append_many, Store._commit
+
+    async def append_many(self: Store, msgs: list[Message]) -> list[Message | None]:
+        nonlocal stored, full
+        out = await appends(self, msgs)
+        stored += len(msgs)
+        full = stored == len(rows)
+        return out
+
+    async def commit(self: Store, db: aiosqlite.Connection, batch: list, **kw: object) -> object:
+        if full:
+            raise aiosqlite.OperationalError("database or disk is full")
+        return await commits(self, db, batch, **kw)
+
+    monkeypatch.setattr(Store, "append_many", append_many)
+    monkeypatch.setattr(Store, "_commit", commit)
+    code = main(["replay", str(feed), "--channel", "e:1", "--listen-only", "--config", cfg])
+    out, err = capsys.readouterr()
+    assert code == 1, out
+    line = last_line(err)
+    assert line.startswith("tierbot: cannot write to the store at"), line
+    assert "database or disk is full" in line and "all 600 messages were stored" in line
+    full = False
+    assert main(["history", "export", "--channel", "e:1", "--config", cfg]) == 0
+    exported = [json.loads(x)["id"] for x in capsys.readouterr().out.splitlines()]
+    assert exported == [r["id"] for r in rows]

@@ -220,6 +220,10 @@ class PostgresStore:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self.commits = 0
+        #: The error of the last batch of writes the store refused as a whole (a full disk,
+        #: an I/O error, a lost connection): its callers got it, and a command that ends
+        #: after it must not say it succeeded (see ``tierbot replay``).
+        self.refused: StoreError | None = None
         #: In a cluster, the lease table whose tokens fence every write of a channel's
         #: owner (its replies, swaps and state); storing inbound messages is not fenced.
         self.fence: Leases | None = None
@@ -340,6 +344,8 @@ class PostgresStore:
             except Exception as exc:
                 log.error("store.commit_failed", error=str(exc), batch=len(batch))
                 err = self._error(exc)
+                if isinstance(err, StoreError):
+                    self.refused = err
                 results = [(fut, None, err) for _, fut in batch]
             self._queue.settle(results)
 

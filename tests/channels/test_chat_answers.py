@@ -2740,6 +2740,25 @@ async def test_a_gig_cancelled_on_us_and_a_thing_said_to_be_off_are_called_off(
     assert drone.index("£250") < drone.index("thing is off"), drone
 
 
+async def test_a_game_said_to_be_off_with_an_apostrophe_is_told_when_asked_if_it_is_on(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "bad news, game's off lads, the other team pulled out" was not told when asked "bot
+    is the game still on tuesday?": only "game on tuesday at 7" was quoted ("X's off"
+    was not read as "X is off")."""
+    replies = await _talk(
+        make_config,
+        [
+            ("ollie", "game on tuesday at 7 lads, astro pitch at the leisure centre"),
+            ("sam", "im in"),
+            ("ollie", "bad news, game's off lads, the other team pulled out so we've forfeited"),
+            ("priya", "bot is the game still on tuesday?"),
+        ],
+    )
+    game = replies[3]
+    assert game.index("tuesday at 7") < game.index("game's off lads"), game
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

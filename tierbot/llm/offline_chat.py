@@ -2152,10 +2152,12 @@ _CANCELLED_ON = re.compile(
     r"(?:\s+on\s+(?:us|me|them)\b|\s*(?:[,.;!]|$))",
     re.I,
 )
-# "the harris drone thing is off": a plan said to be off (not "the heating is off").
+# "the harris drone thing is off", "game's off lads": a plan said to be off (not "the
+# heating is off").
 _IS_OFF = re.compile(
     r"(?:^|[,;:]\s*|\b(?:so|and|but|that)\s+)(?:(?:the|my|our|his|her|their|this|that)\s+)?"
-    r"(?P<what>[^,.;:!?]{2,50}?)\s+(?:is|are|'s)\s+(?:now\s+|definitely\s+|officially\s+)?off\b"
+    r"(?P<what>[^,.;:!?]{2,50}?)(?:\s+(?:is|are)|['\u2019]s)\s+"
+    r"(?:now\s+|definitely\s+|officially\s+)?off\b"
     r"(?!\s+(?:to|for|work|sick|school|the|on|at|in|with)\b)",
     re.I,
 )

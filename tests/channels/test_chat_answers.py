@@ -2759,6 +2759,28 @@ async def test_a_game_said_to_be_off_with_an_apostrophe_is_told_when_asked_if_it
     assert game.index("tuesday at 7") < game.index("game's off lads"), game
 
 
+async def test_a_price_put_up_by_someone_named_is_told_after_their_quote(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "jess emailed, she's put her price up, it's €3,100 now" was not told when asked
+    "what do you know about the photographer?": only Jess's €2,800 quote was (the line
+    names neither "photographer" nor a change word); a line naming her that moves no
+    price is no change of it."""
+    replies = await _talk(
+        make_config,
+        [
+            "our photographer is Jess Marsh, she quoted €2,800 for the full day",
+            "jess recommended a florist, she charges €400 for the tables",
+            "jess emailed, she's put her price up, it's €3,100 now",
+            "what do you know about the photographer?",
+            "how much is the photographer?",
+        ],
+    )
+    for reply in replies[3:]:
+        assert reply.index("€2,800") < reply.index("€3,100 now"), reply
+        assert "florist" not in reply, reply
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

@@ -1674,6 +1674,15 @@ def _changed_since(
         # "Jake cancelled his carrot cake order" changes his carrot cake order only;
         # "I still haven't cancelled my gym membership" changes nothing.
         return _calls_off(e, found.text, asked)
+    if (
+        _PRICE_MOVED.search(e.text)
+        and _AN_AMOUNT.search(found.text)
+        and _AN_AMOUNT.search(e.text)
+        and _proper(found.text) & set(stems(e.text))
+    ):
+        # "jess emailed, she's put her price up, it's €3,100 now" after "our photographer
+        # is Jess Marsh, she quoted €2,800": someone named in it, a new amount.
+        return True
     if not (CHANGED.search(e.text) or _no_longer(e.text) or _NOW.search(e.text)):
         return False
     # What says it changed: with "now", the clause saying "now" ("My budget is now 3,500
@@ -1713,6 +1722,16 @@ def _changed_since(
     return mine and bool(_I_SAID.search(e.text)) and bool(common)
 
 
+# A price said to have moved: "she's put her price up", "raised his rates", "the quote
+# went down".
+_PRICE_MOVED = re.compile(
+    r"\b(?:put|puts|putting|bump(?:ed|ing|s)?|rais(?:ed|es|ing)|raise|upp(?:ed|ing)|"
+    r"drop(?:ped|ping|s)?|lower(?:ed|ing|s)?)\s+(?:his|her|their|its|the|our|my)\s+"
+    r"(?:prices?|rates?|fees?|quote)\b|"
+    r"\b(?:prices?|rates?|fees?|quote)\s+(?:went|goes|has\s+gone|have\s+gone|is\s+going|"
+    r"are\s+going)\s+(?:up|down)\b",
+    re.I,
+)
 _THING_CHANGED = re.compile(
     r"^\s*(?:the|my|our|your)\s+([\w' -]{2,40}?)\s+(?:is|are|was|were|has|have|had)\b", re.I
 )

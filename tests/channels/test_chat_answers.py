@@ -2781,6 +2781,26 @@ async def test_a_price_put_up_by_someone_named_is_told_after_their_quote(
         assert "florist" not in reply, reply
 
 
+async def test_a_rate_to_be_put_up_is_told_after_the_rate_it_changes(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "i'm putting my legal rate up to 0.16 from april" was not told when asked "what's
+    my legal rate?" (a rate put up, said of oneself); the other rate stays as it is."""
+    replies = await _talk(
+        make_config,
+        [
+            "my legal rate is 0.12 a word",
+            "my medical rate is 0.14 a word",
+            "i'm putting my legal rate up to 0.16 from april",
+            "what's my legal rate?",
+            "what's my medical rate?",
+        ],
+    )
+    legal, medical = replies[3:]
+    assert legal.index("0.12") < legal.index("up to 0.16 from april"), legal
+    assert "0.14" in medical and "0.16" not in medical, medical
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

@@ -1563,6 +1563,9 @@ def _about_same(about: set[str], text: str, head: str = "") -> bool:
     and only mentions it ("My total budget is 4,000 euros, not counting flights"), nor,
     saying of nothing, when it names the thing only in passing ("she's allergic to
     chicken, the vet thinks" says nothing new of "Our vet")."""
+    moved = _PRICE_MOVED.search(text)
+    if moved is not None and head and stems(head)[0] in set(stems(moved[0])):
+        return True  # "i'm putting my legal rate up to 0.16 from april" of "my legal rate"
     subject = _SUBJECT.match(_LEAD.sub("", text))
     if subject is not None:
         return bool(about & set(stems(subject[1])))
@@ -1722,12 +1725,12 @@ def _changed_since(
     return mine and bool(_I_SAID.search(e.text)) and bool(common)
 
 
-# A price said to have moved: "she's put her price up", "raised his rates", "the quote
-# went down".
+# A price said to have moved: "she's put her price up", "putting my legal rate up",
+# "raised his rates", "the quote went down".
 _PRICE_MOVED = re.compile(
     r"\b(?:put|puts|putting|bump(?:ed|ing|s)?|rais(?:ed|es|ing)|raise|upp(?:ed|ing)|"
     r"drop(?:ped|ping|s)?|lower(?:ed|ing|s)?)\s+(?:his|her|their|its|the|our|my)\s+"
-    r"(?:prices?|rates?|fees?|quote)\b|"
+    r"(?:[\w-]+\s+){0,2}?(?:prices?|rates?|fees?|quote)\b|"
     r"\b(?:prices?|rates?|fees?|quote)\s+(?:went|goes|has\s+gone|have\s+gone|is\s+going|"
     r"are\s+going)\s+(?:up|down)\b",
     re.I,

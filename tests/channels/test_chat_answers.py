@@ -2801,6 +2801,33 @@ async def test_a_rate_to_be_put_up_is_told_after_the_rate_it_changes(
     assert "0.14" in medical and "0.16" not in medical, medical
 
 
+async def test_a_count_given_again_as_a_sum_is_told_after_the_count(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "the Lees said yes so that makes 92" and "… so back to 86" were not told when
+    asked "how many guests have we got?": only the first "90 guests" was.  A count
+    given again without its noun is of the count told just before it, not of another
+    ("so that makes 14" after "we hired 12 tables" is of the tables)."""
+    replies = await _talk(
+        make_config,
+        [
+            "we have 90 guests confirmed for the wedding",
+            "the Lees said yes so that makes 92",
+            "the Okafors can't come after all so back to 86",
+            "we hired 12 tables from the village hall",
+            "two more from the church so that makes 14",
+            "the marquee was back to 18 degrees this morning",
+            "how many guests have we got?",
+            "how many tables have we got?",
+        ],
+    )
+    guests, tables = replies[6:]
+    assert guests.index("90 guests") < guests.index("back to 86"), guests
+    assert "14" not in guests and "degrees" not in guests, guests
+    assert tables.index("12 tables") < tables.index("makes 14"), tables
+    assert "86" not in tables, tables
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

@@ -1180,6 +1180,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _moves_shared(e.text)
             or _corrects_word(e.text, found.text)
             or _settles(e, found)
+            or _counts_again(found, e, pool)
         )
         and e.when is not None
         and e.when > found.when
@@ -1195,6 +1196,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or _settles(e, found)
             or (e.author == found.author and _moves_it(found, e, pool))
             or (e.author == found.author and _sets_right_next(found, e, pool))
+            or _counts_again(found, e, pool)
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
@@ -1218,6 +1220,40 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if later
         else None
     )
+
+
+# "we have 90 guests confirmed": a count of something.
+_A_COUNT = re.compile(r"\b\d+\s+(?P<what>[a-z][a-z-]*s)\b", re.I)
+# "so that makes 92", "back to 86", "down to 80 now": the count told just before, given
+# again without what it counts.
+_COUNT_AGAIN = re.compile(
+    r"\b(?:(?:that|which|this)\s+makes(?:\s+it)?|makes\s+it|(?:back|down)\s+to)\s+"
+    r"(?P<n>\d+)(?![:.,]\d)(?:\s+(?P<what>[a-z][a-z-]*))?",
+    re.I,
+)
+
+
+def _counts_again(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
+    """Whether ``e`` gives the count ``found`` gives again ("the Lees said yes so that
+    makes 92" after "we have 90 guests confirmed"): a count said without what it counts,
+    or of the same thing, after ``found`` and no other count in between."""
+    again, counted = _COUNT_AGAIN.search(e.text), _A_COUNT.search(found.text)
+    if again is None or counted is None or e.when is None or found.when is None:
+        return False
+    what = again["what"]
+    if what and what.lower() not in STOPWORDS and stems(what) != stems(counted["what"]):
+        return False  # "back to 86 degrees" counts no guests
+    counts = [
+        x
+        for x in pool
+        if x.when is not None
+        and x.when < e.when
+        and not is_question(x.text)
+        and _COUNT_AGAIN.search(x.text) is None
+        and _A_COUNT.search(x.text) is not None
+    ]
+    newest = max(counts, key=lambda x: x.when or 0.0, default=None)
+    return newest is not None and _part_of(newest.text, found.text)
 
 
 # "her number", "it's his car": a thing of someone else's, named by a pronoun.

@@ -2828,6 +2828,25 @@ async def test_a_count_given_again_as_a_sum_is_told_after_the_count(
     assert "86" not in tables, tables
 
 
+async def test_a_group_deciding_what_we_should_do_is_not_answered_unless_the_bot_is_asked(
+    make_config: Callable[..., Config],
+) -> None:
+    """In a group, "how many pizzas should we order for friday" is the group's to decide:
+    it got "Let me look further back…" and "Nothing I could find covers that."  Put to
+    the bot by name, "bot where should we meet on friday?" is answered."""
+    replies = await _talk(
+        make_config,
+        [
+            ("mia", "pizza night friday at mine"),
+            ("tom", "nice"),
+            ("mia", "how many pizzas should we order for friday"),
+            ("mia", "bot where should we meet on friday?"),
+        ],
+    )
+    assert "look further back" not in replies[2] and "Nothing I could" not in replies[2]
+    assert "pizza night friday at mine" in replies[3], replies[3]
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

@@ -3942,6 +3942,10 @@ def _without_the_bot(text: str) -> str:
 def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[ToolCall]]:
     """The reply (or the tool calls to make first) to everything since the bot's last
     reply; see the module docstring."""
+    # (said to the bot by name: "bot where should we meet?" is the bot's to answer)
+    to_bot = {
+        i for i, m in enumerate(messages) if m.role == "user" and _TO_THE_BOT.match(m.content)
+    }
     messages = [_unaddressed(m) for m in messages]
     since = 1 + max(
         (i for i, m in enumerate(messages) if m.role == "assistant" and not m.tool_calls),
@@ -3971,6 +3975,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if _asks(m.content)
         and not _asks_someone_else(m, messages[:at])
         and not _asks_the_group(m, messages[:at])
+        and (at in to_bot or not _asks_the_group(m, messages[:at], _WE_DECIDE))
     ]
     if not questions and not done:
         told = [(at, _self_named(m)) for at, m in people]
@@ -5083,21 +5088,24 @@ def _asks(content: str) -> bool:
     return bool(real) and (is_question(" ".join(real)) or any(is_question(x) for x in real[:-1]))
 
 
-def _asks_the_group(m: ChatMessage, before: Sequence[ChatMessage]) -> bool:
+def _asks_the_group(
+    m: ChatMessage, before: Sequence[ChatMessage], put: re.Pattern[str] = _TO_THE_GROUP
+) -> bool:
     """Whether ``m``, in a group, asks the others, not the bot ("what's everyone
-    eating before Leeds?")."""
+    eating before Leeds?"), or asks them as ``put`` says."""
     me = (m.name or "").lower()
     if not {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}:
         return False
     asks = [x for x in sentences(m.content) if is_question(x)]
     # (the first question says whom: "what's everyone eating? pizza?")
     return (
-        bool(asks)
-        and bool(_TO_THE_GROUP.search(asks[0]))
-        and not any(_TOLD_OF_BOT.search(x) for x in asks)
+        bool(asks) and bool(put.search(asks[0])) and not any(_TOLD_OF_BOT.search(x) for x in asks)
     )
 
 
+# "how many pizzas should we order for friday": the group's to decide, unless it is put
+# to the bot by name ("bot where should we meet?").
+_WE_DECIDE = re.compile(r"\b(?:should|shall)\s+we\b", re.I)
 _TOLD_OF_BOT = re.compile(r"\b(?:tierbot|bot|you remember|do you know)\b", re.I)
 
 

@@ -2847,6 +2847,25 @@ async def test_a_group_deciding_what_we_should_do_is_not_answered_unless_the_bot
     assert "pizza night friday at mine" in replies[3], replies[3]
 
 
+async def test_a_request_to_everyone_and_a_will_do_are_not_looked_up(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "can everyone pay me back for the internet, £12.50 each", said before anyone else
+    spoke, and Dan's "will do" each got "Let me look further back…" and "Nothing I could
+    find covers that.": the first asks the group, the second tells (its "I" left off)."""
+    replies = await _talk(
+        make_config,
+        [
+            ("priya", "paid the internet bill, £50 for the month"),
+            ("priya", "can everyone pay me back for the internet, £12.50 each"),
+            ("dan", "will do"),
+            ("sam", "should be fine for me too"),
+        ],
+    )
+    for reply in replies[1:]:
+        assert "look further back" not in reply and "Nothing I could" not in reply, replies
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

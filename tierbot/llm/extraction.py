@@ -83,13 +83,15 @@ _QUESTION_START = _Folded(
     # ("can cross train on the bike though": told, its "I" left off)
     r"can(?!'?t\b|not\b)(?! (cross|bring|do|make|take|go|come|get|pick|drive|run|train|swim|"
     r"walk|ride|cycle|help|cover|host|only|still|also|now|definitely|probably|just)\b)|"
-    r"could(?!n'?t\b)|"
-    r"will|should|(have|has|had)(?! (to|a|an|the|my|our|some|no|two|three|\d+)\b)|tell me|"
+    # ("will do", "should be fine", "have done": told, its "I" or "it" left off)
+    r"(could(?!n'?t\b)|will|should|(have|has|had)(?! (to|a|an|the|my|our|some|no|two|three|"
+    r"\d+)\b))(?! (be|been|do|done|have|go|get|try|check|send|look|sort|call|come|bring|pick|"
+    r"give|make|take|need|pop|drop|grab|let|keep|text|ring|email)\b)|tell me|"
     r"recall|any ?one|anybody|"
     # "Do the exercises daily" tells; "Would love to…" wishes: neither asks.
     r"do(?! (the|a|an|your|some|it|this|that|these|those|not)\b)|"
     r"would(?! (love|like|be (great|nice|good|amazing|cool|awesome|lovely|brilliant)) "
-    r"(for \w+ )?to\b))\b",
+    r"(for \w+ )?to\b)(?! (be|do|have)\b))\b",
 )
 
 # "so what do u know about me", "ok and when is it": words that lead into a question.

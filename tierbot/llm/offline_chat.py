@@ -5060,6 +5060,8 @@ _ASKING_NEXT = re.compile(
 
 # "hmm what else... the oven service is booked for the 20th": thinking aloud.
 _ALOUD = re.compile(r"(?:\.\.\.|…)\s*$")
+# The group, named: "can everyone pay me back …", "what are you guys doing?".
+_ALL_OF_YOU = re.compile(r"\b(?:everyone|everybody|you guys|y'?all|you all|all of you)\b", re.I)
 # A question for the others of a group: "what's everyone eating before Leeds?", "did
 # anyone see the match?", "lol who ate my sandwich"; not "did anyone mention the
 # coffee machine?" (what was said: the bot's to look up).
@@ -5069,7 +5071,7 @@ _TO_THE_GROUP = re.compile(
     r"^(?!\W*(?:and|or|so|but|also|then)\b)(?![^?]*\b(?:what|whats|what's|where|wheres|when|"
     r"whens|who|whos|who's|how|hows|which|why|is|are|was|were|do|does|did|can|could|will|would|"
     r"should|has|have|any|anyone|my|mine|me|i|you|bot|tierbot)\b)[^?]{2,40}\?+\W*$|"
-    r"\b(?:everyone|everybody|you guys|y'?all|you all)\b|"
+    rf"{_ALL_OF_YOU.pattern}|"
     # "can we drop paper moon, i keep messing up the bridge": put to the band
     r"^\W*(?:(?:so|ok|okay|hey|guys|actually|hmm|um|also|wait)\W+)*(?:can|could|should|shall)\s+we\b|"
     r"^\W*(?:(?:did|has|have|is|are|was|were|will|would|can|could)\s+)?"
@@ -5094,9 +5096,12 @@ def _asks_the_group(
     """Whether ``m``, in a group, asks the others, not the bot ("what's everyone
     eating before Leeds?"), or asks them as ``put`` says."""
     me = (m.name or "").lower()
-    if not {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}:
-        return False
     asks = [x for x in sentences(m.content) if is_question(x)]
+    # ("can everyone pay me back …" says it is a group before anyone else speaks)
+    said_to_all = bool(asks) and _ALL_OF_YOU.search(asks[0]) is not None
+    others = {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}
+    if not said_to_all and not others:
+        return False
     # (the first question says whom: "what's everyone eating? pizza?")
     return (
         bool(asks) and bool(put.search(asks[0])) and not any(_TOLD_OF_BOT.search(x) for x in asks)

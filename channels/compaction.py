@@ -401,10 +401,13 @@ class ChannelCompaction:
         except Exception as exc:
             self.log.exception("compaction.apply_failed", tier=done.plan.kind.value)
             if any(p is done.plan for p in self.compactor.in_flight):
+                memories = done.outcome.memories if done.outcome else 0
                 try:
-                    await self._failed(done.plan, Outcome.FAILED, str(exc), time.monotonic(), 0)
+                    await self._failed(
+                        done.plan, Outcome.FAILED, str(exc), time.monotonic(), memories
+                    )
                 except Exception:
-                    self.log.exception("compaction.apply_failed", tier=done.plan.kind.value)
+                    self.log.exception("compaction.failure_unreported", tier=done.plan.kind.value)
 
     async def _apply(self, done: WorkerDone) -> None:
         plan, outcome = done.plan, done.outcome

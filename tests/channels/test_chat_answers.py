@@ -2866,6 +2866,21 @@ async def test_a_request_to_everyone_and_a_will_do_are_not_looked_up(
         assert "look further back" not in reply and "Nothing I could" not in reply, replies
 
 
+async def test_alone_with_the_bot_what_everyone_is_bringing_is_asked_of_the_bot(
+    make_config: Callable[..., Config],
+) -> None:
+    """Alone with the bot, "what is everyone bringing?" asks it what was said, though it
+    names everyone: no group is there to answer."""
+    replies = await _talk(
+        make_config,
+        [
+            "for the picnic tom is bringing crisps and sam is bringing dips",
+            "what is everyone bringing?",
+        ],
+    )
+    assert "crisps" in replies[1], replies[1]
+
+
 async def test_a_date_set_right_mid_sentence_is_told_after_the_line_it_corrects(
     make_config: Callable[..., Config],
 ) -> None:

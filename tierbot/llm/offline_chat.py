@@ -5062,6 +5062,13 @@ _ASKING_NEXT = re.compile(
 _ALOUD = re.compile(r"(?:\.\.\.|…)\s*$")
 # The group, named: "can everyone pay me back …", "what are you guys doing?".
 _ALL_OF_YOU = re.compile(r"\b(?:everyone|everybody|you guys|y'?all|you all|all of you)\b", re.I)
+# Something asked of all of them: "can everyone pay me back …" (not "what did everyone
+# decide?", which asks the bot what was said).
+_ASKS_ALL_OF_YOU = re.compile(
+    rf"^\W*(?:(?:ok|okay|so|hey|guys|right)\W+)*(?:(?:can|could|would|will)\s+)?"
+    rf"{_ALL_OF_YOU.pattern}",
+    re.I,
+)
 # A question for the others of a group: "what's everyone eating before Leeds?", "did
 # anyone see the match?", "lol who ate my sandwich"; not "did anyone mention the
 # coffee machine?" (what was said: the bot's to look up).
@@ -5098,7 +5105,7 @@ def _asks_the_group(
     me = (m.name or "").lower()
     asks = [x for x in sentences(m.content) if is_question(x)]
     # ("can everyone pay me back …" says it is a group before anyone else speaks)
-    said_to_all = bool(asks) and _ALL_OF_YOU.search(asks[0]) is not None
+    said_to_all = bool(asks) and _ASKS_ALL_OF_YOU.match(asks[0]) is not None
     others = {(x.name or "").lower() for x in before if x.role == "user"} - {me, ""}
     if not said_to_all and not others:
         return False

@@ -22,9 +22,11 @@ run: $(VENV)/.installed
 # servers it starts.  `.venv/bin/python -m pytest` alone runs it serially.  The package is
 # compiled first: with PYTHONDONTWRITEBYTECODE set (as CI sets it) every bot process a
 # test starts would otherwise compile it from source (about 0.3 s each, a minute in all).
+# Work stealing: a worker that runs out takes tests queued for the other, so the long
+# end-to-end tests do not leave one worker idle at the end (471 s against 497 s, 2 cores).
 test: $(VENV)/.installed
 	$(BIN)/python -m compileall -q bot tierbot channels compactor workers branches memory_graph > /dev/null
-	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist worksteal
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff format --check .

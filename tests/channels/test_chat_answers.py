@@ -4281,3 +4281,24 @@ async def test_a_player_out_is_no_move_and_a_debt_asked_needs_a_debt(
     )
     assert "tuesday 8pm" in replies[2] and "cant do tues" not in replies[2], replies[2]
     assert "hoovering" not in replies[4], replies[4]
+
+
+async def test_the_time_of_a_named_thing_is_its_line_with_a_time(
+    make_config: Callable[..., Config],
+) -> None:
+    """A dog walker's "what time is rolo's walk" got "Nothing I could find covers that"
+    after «rolo belongs to dan, hes a staffie, 12.30 every weekday»: the line names Rolo
+    and gives a time, and "walk" goes unsaid.  A line naming a dog with no time does not
+    answer, nor does another dog's time."""
+    replies = await _talk(
+        make_config,
+        [
+            "bramble is mr okafor's lab, out at 9.15 on mondays",
+            "pickle is toms dachshund, he bites",
+            "what time is pickle's walk",
+            "rolo belongs to dan, hes a staffie, 12.30 every weekday",
+            "what time is rolo's walk",
+        ],
+    )
+    assert replies[2] == NOTHING, replies[2]
+    assert "12.30" in replies[4], replies[4]

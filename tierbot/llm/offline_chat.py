@@ -908,11 +908,15 @@ class _Asked:
             # ("How much does Tom charge?" is not "Tom paid me £20": the other way round)
             and (not have & _PAYING or bool(detail & _PAYING))
         )
+        # "What time is rolo's walk?" by "rolo …, 12.30 every weekday": the time of
+        # whom or what is named, its one detail ("walk") left unsaid.
+        timed = self.clock == "time" and len(detail) == 1 and _CLOCK.search(e.text) is not None
         if (
             self.names
             and detail
             and not detail & have
             and not someone
+            and not timed
             and not returns
             and not placed
             and not meets

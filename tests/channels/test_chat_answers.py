@@ -4302,3 +4302,30 @@ async def test_the_time_of_a_named_thing_is_its_line_with_a_time(
     )
     assert replies[2] == NOTHING, replies[2]
     assert "12.30" in replies[4], replies[4]
+
+
+async def test_a_value_said_to_hold_now_replaces_the_one_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """A translator's "actually the lexicon leaflet deadline is thursday now" was listed
+    beside «deadline for the lexicon pharma leaflet is friday 5pm», both as to-dos: a
+    value said to hold now ("… is thursday now", "… is now …") replaces the one told of
+    the same thing, and what is said of another thing stays."""
+    replies = await _talk(
+        make_config,
+        [
+            "deadline for the lexicon pharma leaflet is friday 5pm",
+            "remind me to renew my ITI membership before end of month",
+            "actually the lexicon leaflet deadline is thursday now, they pulled it forward",
+            "what's on my list",
+            "the brennan contract is due on the 19th",
+            "my sister is a nurse",
+            "the brennan contract is now due on the 21st",
+            "what's on my list",
+            "what do you know about me",
+        ],
+    )
+    assert "thursday" in replies[3] and "friday" not in replies[3], replies[3]
+    assert "ITI membership" in replies[3], replies[3]
+    assert "21st" in replies[7] and "19th" not in replies[7], replies[7]
+    assert "nurse" in replies[8] and "19th" not in replies[8], replies[8]

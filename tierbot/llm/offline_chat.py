@@ -1913,7 +1913,13 @@ def _replaces(e: Evidence, sent: str) -> bool:
     Valley at £6.20"; "the engineer moved to Friday" after "The fridge engineer is coming
     Thursday".  A person moving ("Tariq moved to Leeds") replaces nothing said of them."""
     instead = _INSTEAD.search(e.text) is not None
-    if not (_restates(e.text) or (CHANGED.search(e.text) and not _proper_subject(e.text))):
+    # ("… is thursday now" holds from now on: no earlier line need be in view for it
+    # to answer, so it is no restatement to :func:`_unsure`.)
+    if not (
+        _restates(e.text)
+        or _NOW_SO.search(e.text)
+        or (CHANGED.search(e.text) and not _proper_subject(e.text))
+    ):
         return False
     what = _subject(e.text)
     if what and what <= _subject(sent):
@@ -1936,6 +1942,15 @@ def _restates(text: str) -> bool:
     if re.match(r"^\W*(?:if|unless|in case|should)\b", _LEAD.sub("", text), re.I):
         return False
     return _RESTATED.match(text) is not None or _INSTEAD.search(text) is not None
+
+
+# "actually the lexicon leaflet deadline is thursday now", "the deadline is now the
+# 12th": a value said to hold from now on, in place of the one told before.
+_NOW_SO = re.compile(
+    r"^\W*actually\b[^?]*\b(?:is|are|['\u2019]s)\s+(?:[^,.;!?]+\s+)?now\b(?!\s+that\b)|"
+    r"\b(?:is|are)\s+now\s+(?!that\b|on\s+(?:my|the|our)\b)\w",
+    re.I,
+)
 
 
 # "… instead", "…, not the apple tree": a statement saying it replaces what was said.
@@ -2121,7 +2136,7 @@ def retired_by(pool: Sequence[Evidence]) -> Callable[[Evidence, str], Evidence |
     for e in pool:
         if is_question(e.text):
             continue
-        if _RESTATED.match(e.text) or CHANGED.search(e.text):
+        if _RESTATED.match(e.text) or CHANGED.search(e.text) or _NOW_SO.search(e.text):
             restated.append(e)
         if NOT_THAT.search(e.text) or THIS_NOT_THAT.search(e.text):
             corrections.append(e)

@@ -2243,3 +2243,29 @@ async def test_a_to_do_said_done_after_it_was_compacted_away_is_crossed_off(
         ), said
         said = await _say(rt, "what's left on my to do list", "d5")
         assert "ring the gp" in said and "annual leave" not in said, said
+
+
+async def test_a_to_do_said_done_after_it_left_the_view_leaves_the_list(
+    make_config: Callable[..., Config],
+) -> None:
+    """A wedding planner's "sent the save the dates yesterday" came after the request
+    and the bot's listing of it were compacted away (a 2,048-token window): nothing
+    crossed it off, and "what do i still need to do" listed it for the rest of the chat.
+    The list now leaves out a to-do its asker said was done since; with none left, it
+    says so and why."""
+    config = make_config({**MEMORY, "defaults": {"context_window": 2048}})
+    async with Runtime.open(config, llm=OfflineProvider()) as rt:
+        await _say(rt, "remind me to send save the dates", "w1")
+        for k in range(8):
+            for i, line in enumerate(SMALL_TALK):
+                await _say(rt, line, f"w-talk-{k}-{i}")
+            live = " ".join(m.text for m in await rt.store.load_live(CH))
+            if "save the dates" not in live:
+                break
+        assert "save the dates" not in live, "the request is still in view"
+        await _say(rt, "sent the save the dates yesterday", "w2")
+        said = await _say(rt, "what do i still need to do", "w3")
+        assert "save the dates yesterday" in said and "Your to-dos" not in said, said
+        await _say(rt, "remind me to book the florist", "w4")
+        said = await _say(rt, "what do i still need to do", "w5")
+        assert said == "Your to-dos: book the florist.", said

@@ -3215,6 +3215,8 @@ def _about(
             topic = " ".join(stems(subject[1])) if subject else ""
             if kind is None or kind not in kinds or key in seen or (topic and topic in seen):
                 continue
+            if kind == "todo" and _done_since(e, sent, pool) is not None:
+                continue  # "sent the save the dates yesterday", said after it was asked
             seen.update([key, topic] if topic else [key])
             said = _TODO_LEAD.sub("", sent) if kind == "todo" else sent
             found.append((_SAVABLE.index(kind), age, to_second_person(said)))
@@ -3381,6 +3383,34 @@ def _done_with(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
         if said["past"].lower() in _past_of(verb) and done & set(stems(what)):
             return f"{verb} {what.strip()}"
     return ""
+
+
+def _done_since(e: Evidence, todo: str, pool: Sequence[Evidence]) -> Evidence | None:
+    """The later line of ``e``'s author in ``pool`` saying the to-do ``todo`` (a
+    sentence of ``e``) is done: "sent the save the dates yesterday" of "remind me to
+    send save the dates", when the request was no longer in view to cross it off as it
+    was said; or None."""
+    asked = _TODO_ASKED.search(todo)
+    verb, _, what = (
+        (asked["verb"], "", asked["what"]) if asked else _TODO_LEAD.sub("", todo).partition(" ")
+    )
+    wanted = set(stems(what)) - STOPWORDS - _CALENDAR_STEMS
+    if not wanted:
+        return None
+    past = _past_of(verb)
+    for r in pool:
+        if r.author != e.author or r is e or _same_said(r.text, e.text) or is_question(r.text):
+            continue
+        if e.when is not None and (r.when is None or r.when <= e.when):
+            continue
+        for sent in sentences(r.text):
+            said = _SAID_DONE.match(_LEAD.sub("", sent.strip()))
+            if said is None or said["past"].lower() not in past:
+                continue
+            done = set(stems(said["what"])) - STOPWORDS - _CALENDAR_STEMS
+            if len(done & wanted) * 2 >= len(wanted):
+                return r
+    return None
 
 
 def _todos_in_view(speaker: str, before: Sequence[ChatMessage]) -> list[tuple[str, str]]:
@@ -4634,6 +4664,7 @@ ELSE_NOTHING = "That is all I found on that."
 #: "What else is open?", going on from no question it could run out of.
 ELSE_UNKNOWN = "Nothing else I can see or remember covers that."
 ALL_TODOS = "That is all your to-dos."
+ALL_DONE = "You have no to-dos left that I know of; the last you said was done: "
 TODOS = "Your to-dos: "
 
 
@@ -4994,6 +5025,17 @@ def _personal_answer(
         todos = _about(speaker, pool, limit=10, kinds=("todo",))
         if todos:
             return TODOS + "; ".join(todos) + "."
+        done = [
+            r
+            for e in pool
+            if e.author == speaker and e.kind == "memory" and e.memory_type == "todo"
+            for r in [_done_since(e, e.text, pool)]
+            if r is not None
+        ]
+        if done:
+            # Every to-do kept was said done since: none is left, and the asker is told
+            # why, not sent to look again.
+            return ALL_DONE + max(done, key=lambda r: r.when or 0).quoted()
         return None
     if _ABOUT_ME.search(question):
         facts = _about(

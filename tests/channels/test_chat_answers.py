@@ -4329,3 +4329,26 @@ async def test_a_value_said_to_hold_now_replaces_the_one_before(
     assert "ITI membership" in replies[3], replies[3]
     assert "21st" in replies[7] and "19th" not in replies[7], replies[7]
     assert "nurse" in replies[8] and "19th" not in replies[8], replies[8]
+
+
+async def test_health_shifts_and_things_done_are_noted_not_just_ok(
+    make_config: Callable[..., Config],
+) -> None:
+    """A nurse's "mum's been diagnosed with copd, she's at home in leeds", "this week i'm
+    on nights tues wed thurs" and "i've done safeguarding already" each got "OK, Sam.",
+    and "what do you know about mum" left the diagnosis out."""
+    replies = await _talk(
+        make_config,
+        [
+            "mum's been diagnosed with copd, she's at home in leeds",
+            "this week i'm on nights tues wed thurs, then long day sunday",
+            "i've done safeguarding already",
+            "what do you know about mum",
+        ],
+    )
+    assert replies[0] == "Noted: mum's been diagnosed with copd, she's at home in leeds.", replies[
+        0
+    ]
+    assert replies[1].startswith("Noted: this week you're on nights"), replies[1]
+    assert replies[2] == "Noted: you've done safeguarding already.", replies[2]
+    assert "copd" in replies[3], replies[3]

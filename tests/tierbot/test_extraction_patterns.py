@@ -853,3 +853,31 @@ def test_a_told_line_opening_with_can_and_a_verb_is_no_question() -> None:
     assert not is_question("can cross train on the bike though, max 45 min")
     assert is_question("can you do friday")
     assert is_question("can i bring my dog")
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # A breed and a relation are no opinion ("great"); a count said again after "so".
+        ("Moose is the Hendersons' great dane, key is in the lockbox, code 4471", "fact"),
+        ("oh and the cousins aren't coming after all, so back to 86", "fact"),
+        ("great game tonight lads", None),
+        ("so tired", None),
+        # Health told.
+        ("mum's been diagnosed with copd, she's at home in leeds", "fact"),
+        ("my sister has asthma", "fact"),
+        # A shift or a day off; not going off somewhere.
+        ("this week i'm on nights tues wed thurs, then long day sunday", "event"),
+        ("i'm off friday", "event"),
+        ("i'm off to bed", None),
+        # A thing of one's own done, named; not "done it", nor a debt.
+        ("i've done safeguarding already", "event"),
+        ("paid priya just now", "event"),
+        ("done it!", None),
+        ("i paid the electric bill, it was £84, so everyone owes me £21", "fact"),
+        # A plan called off.
+        ("party's off, my parents are visiting that weekend instead", "event"),
+    ],
+)
+def test_a_fourteenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind

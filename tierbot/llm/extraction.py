@@ -749,10 +749,14 @@ _EVALUATIVE = _Folded(
 # worth a reply, not a fact to recall.  Only the fallback to ``fact`` checks it.
 _OPINION = _Folded(
     # "so it stays" joins two clauses; "so good" is an opinion.
-    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there|far|everyone|everybody|each)\b)|such|"
+    # ("so back to 86", "so now it's 92": a count said again)
+    r"\b(so(?! (it|we|i|you|they|he|she|that|the|there|far|everyone|everybody|each|back|now|"
+    r"then)\b)|such|"
     r"really|"
     r"too(?=\s+(?!(but|and|as|though)\b)\w)|awesome|"
-    r"amazing|great|cool|lucky|glad|happy|proud|inspiring|"
+    # ("a great dane", "my great aunt": a breed, a relation)
+    r"amazing|great(?![ -](danes?|britain|aunts?|uncles?|grand\w*|nephews?|nieces?)\b)|cool|"
+    r"lucky|glad|happy|proud|inspiring|"
     r"incredible|wow|special|fun|beautiful|nice|brave|vital|crucial|important|"
     r"best(?! (friend|mate|man|seller|buddy|pal)s?\b)|worst|"
     r"lovely|wonderful|fantastic|stoked|excited|thrilled|means a lot|appreciate|thankful|"
@@ -1092,6 +1096,54 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # Health told: "mum's been diagnosed with copd", "he was admitted to hospital",
+    # "my sister has asthma".
+    (
+        "fact",
+        0.7,
+        _Folded(
+            r"\b(diagnosed with|prescribed|(admitted|taken) (to|into) hospital|in hospital|"
+            r"discharged from|had (a|an|her|his|their) (operation|op|stroke|fall|heart attack|"
+            r"surgery|seizure)|(has|have|got) (asthma|diabetes|copd|dementia|epilepsy|"
+            r"arthritis|cancer|adhd|autism|long covid|migraines|eczema|high blood pressure))\b"
+        ),
+    ),
+    # A shift or a day off: "this week i'm on nights tues wed thurs", "she's off friday".
+    (
+        "event",
+        0.5,
+        _Folded(
+            r"\b(i'?m|i am|we'?re|we are|s?he'?s|s?he is|they'?re|they are) (on|off|working|"
+            r"doing) (nights|days|lates|earlies|a late|an early|a night|call|leave|"
+            r"annual leave|holiday|the (night|day|late|early) shift|(mon|tue|wed|thu|fri|sat|"
+            r"sun)[a-z]*)\b"
+        ),
+    ),
+    # A thing of one's own done, named: "paid priya just now", "i've done safeguarding
+    # already" (not "done it", "sent!").
+    (
+        "event",
+        0.5,
+        _Folded(
+            # (not a debt: "i paid the electric bill, so everyone owes me £21" is a fact)
+            r"^(?!.*\bow(e|es|ed|ing)\b)((i'?ve|i have|i|we'?ve|we have|we) )?"
+            r"((just|already|finally) )?(done|finished|"
+            r"paid|sent|booked|ordered|posted|submitted|renewed|cancell?ed|returned|completed|"
+            r"passed|signed|emailed|rang|called) (?!(it|that|this|them|one|so|too|lol|haha|him|"
+            r"her|you|me|up|out|off|for|with|now|today|yet|work|early|late)\b)[a-z0-9£€$]"
+        ),
+    ),
+    # A plan called off: "party's off, my parents are visiting", "the game is off".
+    (
+        "event",
+        0.6,
+        _Folded(
+            r"\b(party|game|match|gig|trip|meeting|dinner|drinks|session|class|lesson|training|"
+            r"practice|rehearsal|show|wedding|holiday|fixture|booking|bbq|quiz|sleepover|"
+            r"appointment)('s| is| are) (now |definitely |officially |all )?off\b"
+            r"(?! (to|for|work|sick|school|the|on|at|in|with)\b)"
+        ),
+    ),
     # An allergy of someone else ("he's allergic to penicillin"); someone given by a
     # title, written small ("leo's teacher is mrs okafor"); when one is open or closed
     # ("also i'm closed on mondays").

@@ -4352,3 +4352,25 @@ async def test_health_shifts_and_things_done_are_noted_not_just_ok(
     assert replies[1].startswith("Noted: this week you're on nights"), replies[1]
     assert replies[2] == "Noted: you've done safeguarding already.", replies[2]
     assert "copd" in replies[3], replies[3]
+
+
+async def test_when_is_answered_by_a_line_giving_a_time(
+    make_config: Callable[..., Config],
+) -> None:
+    """A nurse's "when is my exam" quoted «the exam pass mark is 70%» once the line with
+    its date was out of view: a line with no time in it does not say when.  A day
+    written short ("tues"), or a habit ("every"), does."""
+    replies = await _talk(
+        make_config,
+        [
+            "the exam pass mark is 70%",
+            "when is my exam",
+            "squash with jo is tues and thurs",
+            "when is squash",
+            "the bins go out every other week",
+            "when do the bins go out",
+        ],
+    )
+    assert "70%" not in replies[1], replies[1]
+    assert "tues and thurs" in replies[3], replies[3]
+    assert "every other week" in replies[5], replies[5]

@@ -676,6 +676,18 @@ _STREET = re.compile(
 )
 # Seeing someone: what a dated line naming them answers "when" of.
 _MEETING = frozenset(stems("see seeing meet meeting visit visiting"))
+# Any time a line may give: a date, a clock time, a day written short ("tues"), a
+# season or a habit ("every", "weekends"), a time relative to another ("soon", "ago").
+_TIMED = re.compile(
+    rf"{_DATED.pattern}|{_CLOCK.pattern}|"
+    r"\b(?:mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun)s?\b|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days\b|"
+    r"\b(?:weekdays?|weekends?|christmas|easter|half[- ]term|term|semester|soon|later|ago|"
+    r"every|daily|weekly|monthly|fortnightly|yearly|annually|season|summer|winter|spring|"
+    r"autumn|fall|holidays?|once|twice|before|after|until|till|til|since|during|"
+    r"(?:next|last|this)\s+\w+)\b",
+    re.I,
+)
 # Staying somewhere, and where one stays.
 _STAYING = frozenset(stems("stay staying stays sleep sleeping"))
 _LODGING = re.compile(
@@ -857,6 +869,8 @@ class _Asked:
             return False  # "Where is the may meeting?" is not "meeting is 10 april, at mine"
         if self.clock and not (_CLOCK if self.clock == "time" else _DATED).search(e.text):
             return False  # "What time is kick off?" is not "how much is it this time"
+        if self.when and not self.clock and not _TIMED.search(e.text):
+            return False  # "When is my exam?" is not "the exam pass mark is 70%"
         if self.number and not _A_NUMBER.search(_SUM.sub(" ", e.text)):
             return False  # "What's Dave's number?" is not "Dave is coming on Thursday"
         if self.amount and not _AN_AMOUNT.search(e.text):

@@ -4374,3 +4374,34 @@ async def test_when_is_answered_by_a_line_giving_a_time(
     assert "70%" not in replies[1], replies[1]
     assert "tues and thurs" in replies[3], replies[3]
     assert "every other week" in replies[5], replies[5]
+
+
+async def test_a_debt_asked_of_the_others_is_kept_and_settled(
+    make_config: Callable[..., Config],
+) -> None:
+    """A flatshare's "can everyone pay me back for the internet, £12.50 each" got "OK,
+    Priya." and "bot who owes priya money" found nothing: a sum asked of everyone, or of
+    someone by name, is a debt, kept and told with who has paid since.  A sum asked of
+    the bot is no debt."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Leah", "cleaning rota: tom bins, leah kitchen, marcus bathroom, priya hoovering"),
+            ("Priya", "can everyone pay me back for the internet, £12.50 each"),
+            ("Marcus", "bot who owes priya money"),
+            ("Tom", "paid priya just now"),
+            ("Marcus", "bot who owes priya money"),
+            ("Kofi", "dan can you pay me back the £15 for the tickets"),
+            ("Dan", "sent kofi the £15"),
+            ("Amy", "bot who owes kofi money"),
+            ("Ann", "can you send me £20 for the tickets"),
+            ("Ann", "bot who owes me money"),
+        ],
+    )
+    assert replies[1] == "Noted: everyone to pay you back for the internet, £12.50 each.", replies[
+        1
+    ]
+    assert "£12.50 each" in replies[2] and "hoovering" not in replies[2], replies[2]
+    assert replies[4].index("£12.50") < replies[4].index("Later") < replies[4].index("paid priya")
+    assert replies[7].index("£15 for") < replies[7].index("Later") < replies[7].index("sent kofi")
+    assert "£20" not in replies[9], replies[9]

@@ -849,6 +849,8 @@ class _Asked:
         have = said | Overlap.stems(e.author)
         if MONEY_AMOUNT.search(e.text):
             have = have | _MONEY_NAMED  # "does pica still owe me money?": "… owe me €940"
+            if _PAID_BACK_ASKED.search(e.text):
+                have = have | _OWING  # "who owes priya money?": "can everyone pay me back …"
         if _EVERYONE.match(e.text):
             # "Everyone is level 4" is said of Veska too, for "What level is Veska?".
             have = have | self.names
@@ -1328,7 +1330,10 @@ def _settles(e: Evidence, found: Evidence) -> bool:
     (who owed is named in the debt's line; whom it was paid, the one it was owed)."""
     if not (e.author and found.author):
         return False
-    if not _OWES.search(found.text) or not _PAID_BACK.search(e.text):
+    # ("can everyone pay me back …, £12.50 each" is a debt of each of them)
+    asked = _debt_asked(found.text)
+    of_all = asked and bool(_ALL_OF_YOU.search(found.text))
+    if not (_OWES.search(found.text) or asked) or not _PAID_BACK.search(e.text):
         return False
     if e.author == found.author:
         # "dan paid me the 60 quid this morning" after "dan owes me £60", told by whom
@@ -1341,7 +1346,7 @@ def _settles(e: Evidence, found: Evidence) -> bool:
             and who <= set(stems(owed))
             and not is_question(e.text)
         )
-    debtor = re.search(rf"\b{re.escape(e.author)}\b", found.text, re.I)
+    debtor = of_all or re.search(rf"\b{re.escape(e.author)}\b", found.text, re.I)
     creditor = re.search(rf"\b(?:{re.escape(found.author)}|you)\b", e.text, re.I)
     return debtor is not None and creditor is not None and not is_question(e.text)
 
@@ -2049,6 +2054,18 @@ _IN_OR_OUT = re.compile(
     r"\bsit(?:ting)?\s+(?:this\s+one\s+|it\s+)?out\b|\bno\s+(?:football|playing)\b",
     re.I,
 )
+# Asking to be paid back a sum: "can everyone pay me back for the internet, £12.50
+# each", "can you send me the £20 for the tickets".
+_PAY_ME = re.compile(
+    r"\b(?:pay|paying|send|transfer|give)\s+(?:me|us)\b(?:\s+back\b)?|\bowe\s+(?:me|us)\b",
+    re.I,
+)
+
+
+# The same with the sum it asks for: a debt, said as a request.
+_PAID_BACK_ASKED = re.compile(
+    rf"^(?=.*(?:{MONEY_AMOUNT.pattern})).*?(?:{_PAY_ME.pattern})", re.I | re.S
+)
 _SAID_THEIR_WAY = (
     (frozenset({_ADDRESS}), _STREET, False, 1.0),
     (_RULE, _RULE_SAID, True, 0.5),
@@ -2070,6 +2087,8 @@ _SAID_THEIR_WAY = (
     (frozenset(stems("kick start starts begin begins")), _CLOCK_SAID, False, 1.0),
     # "is priya playing thursday?" of her "im out thursday"; "is jay coming?" of "jay's in"
     (frozenset(stems("playing coming joining")), _IN_OR_OUT, False, 1.0),
+    # "who owes priya money?" of her "can everyone pay me back for the internet, £12.50 each"
+    (frozenset(stems("owe owes owed owing")), _PAID_BACK_ASKED, False, 1.0),
 )
 # Verbs that say nothing of what moved: "the deadline got pushed", "the talk got moved".
 _LIGHT = frozenset(stems("get got gets go goes went gone make made take took have has had"))
@@ -2692,6 +2711,8 @@ def _told_part(e: Evidence) -> Evidence | None:
         return None  # "I would like you to help me keep track of my medicines": no fact
     if not is_question(e.text) and not any(is_question(s) for s in sentences(e.text)[1:]):
         return e  # ("nice one kofi!! how much is it this time" asks, without a "?")
+    if _debt_asked(e.text):
+        return e  # "can everyone pay me back …, £12.50 each" tells a debt
     told = [t for s in sentences(e.text) if (t := _told_in(s))]
     return replace(e, text=" ".join(told)) if told else None
 
@@ -3247,6 +3268,26 @@ def _about(
     return told
 
 
+# "can everyone …", "could you all please …": the asking, said as what they are to do
+# ("everyone to pay me back …").
+_ASKED_OF_ALL = re.compile(
+    r"^\W*(?:(?:hey|ok|okay|so|guys|right|also)\W+)*(?:can|could|would|will)\s+"
+    r"(everyone|everybody|you all|you guys|y'?all|all of you)\s+(?:please\s+|pls\s+)?",
+    re.I,
+)
+
+
+def _debt_asked(text: str) -> bool:
+    """Whether ``text`` asks the others, or one of them by name, to pay its speaker a sum
+    it names ("can everyone pay me back …, £12.50 each", "dan can you pay me back the
+    £15"): a debt told; not "can you send me £20", asked of the bot."""
+    return _PAID_BACK_ASKED.search(text) is not None and (
+        _ALL_OF_YOU.search(text) is not None
+        or _PUT_TO.match(text) is not None
+        or _PUT_TO_KNOWN_SMALL.search(text) is not None
+    )
+
+
 def _plan_saves(
     at: int, m: ChatMessage, tools: set[str], before: Sequence[ChatMessage]
 ) -> list[ToolCall]:
@@ -3292,6 +3333,11 @@ def _plan_saves(
     told = [t for s in joined(sentences(split_greeting(m.content)[1])) if (t := _told_in(s))]
     if len(told) == 1 and (answer := _answer_to(m, before)):
         told = [answer]
+    if "memory_save" in tools and not told and _debt_asked(m.content):
+        # "can everyone pay me back for the internet, £12.50 each": asked, it tells a
+        # debt owed to the asker, kept as a fact of theirs (no to-do of the asker's).
+        args = {"content": f"{speaker}: {m.content.strip()}", "memory_type": "fact"}
+        return [ToolCall(f"save-{at}-0", "memory_save", {**args, "importance": 0.7})]
     if "memory_save" not in tools or (is_question(m.content) and not told):
         return []
     if request is not None:
@@ -3857,6 +3903,9 @@ def _said_back(said: str) -> str:
     you later"), as they said it: turned round, it would say "you paid you back"."""
     if _SAID_TO_YOU.search(said):
         return f"«{said.strip().rstrip(' .!')}»"
+    if _PAID_BACK_ASKED.search(said):
+        # "can everyone pay me back …, £12.50 each?": "everyone to pay you back …"
+        said = _ASKED_OF_ALL.sub(r"\1 to ", said.strip()).rstrip(" ?")
     return to_second_person(said)
 
 

@@ -4405,3 +4405,29 @@ async def test_a_debt_asked_of_the_others_is_kept_and_settled(
     assert replies[4].index("£12.50") < replies[4].index("Later") < replies[4].index("paid priya")
     assert replies[7].index("£15 for") < replies[7].index("Later") < replies[7].index("sent kofi")
     assert "£20" not in replies[9], replies[9]
+
+
+async def test_a_list_is_told_with_what_was_said_done_of_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """A nurse's "what topics have i got left" quoted her four revision topics and not
+    her "i've done safeguarding already": an item of a list said done since is told
+    after it.  Something done that is no item of the list is not."""
+    replies = await _talk(
+        make_config,
+        [
+            "studying: topics are leadership, medicines management, safeguarding, and "
+            "deteriorating patient",
+            "finished the ironing finally",
+            "what topics have i got left",
+            "i've done safeguarding already",
+            "what topics have i got left",
+        ],
+    )
+    assert "deteriorating patient" in replies[2] and "ironing" not in replies[2], replies[2]
+    answer = replies[4]
+    assert (
+        answer.index("deteriorating patient")
+        < answer.index("Later")
+        < answer.index("done safeguarding")
+    ), answer

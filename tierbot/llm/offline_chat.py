@@ -1217,6 +1217,7 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
             or (e.author == found.author and _moves_it(found, e, pool))
             or (e.author == found.author and _sets_right_next(found, e, pool))
             or _counts_again(found, e, pool)
+            or (e.author == found.author and _done_of_list(found, e))
         )
     ]
     later = [e for e in later if _of_what_was_asked(found, e, question)]
@@ -1240,6 +1241,31 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
         if later
         else None
     )
+
+
+# "i've done safeguarding already", "finished the leadership module": one's own thing
+# said done.
+_DONE_WORD = re.compile(
+    r"\b(?:done|finished|completed|covered|revised|passed|sorted|ticked\s+off|crossed\s+off)\b",
+    re.I,
+)
+# Where a list's items start, after what it lists: "topics are …", "studying: …".
+_LIST_HEAD = re.compile(r"^[^:]{0,60}:\s*|^.{0,60}?\b(?:are|is|include|includes)\s+", re.I)
+
+
+def _done_of_list(found: Evidence, e: Evidence) -> bool:
+    """Whether ``e`` says one item of the list ``found`` gives is done: "i've done
+    safeguarding already" of "studying: topics are leadership, medicines management,
+    safeguarding, and deteriorating patient" (a list of three or more)."""
+    if is_question(e.text) or not _DONE_WORD.search(e.text):
+        return False
+    items = [
+        set(stems(x)) - STOPWORDS
+        for x in re.split(r",\s*(?:and\s+)?|\s+and\s+", _LIST_HEAD.sub("", found.text))
+    ]
+    items = [x for x in items if x]
+    said = set(stems(e.text))
+    return len(items) >= 3 and any(x <= said for x in items)
 
 
 # "we have 90 guests confirmed": a count of something.

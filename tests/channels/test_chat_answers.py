@@ -4431,3 +4431,24 @@ async def test_a_list_is_told_with_what_was_said_done_of_it(
         < answer.index("Later")
         < answer.index("done safeguarding")
     ), answer
+
+
+async def test_a_count_settled_in_reply_is_told_after_the_one_before(
+    make_config: Callable[..., Config],
+) -> None:
+    """A flatshare's "bot how many people is marcus inviting" quoted «30 is a lot for this
+    flat marcus» alone, after Marcus settled on "fine 20 then": a count settled on in
+    reply is told after the count it replaces."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Tom", "morning all"),
+            ("Marcus", "party saturday?? my birthday, thinking 30 people"),
+            ("Leah", "30 is a lot for this flat marcus"),
+            ("Priya", "bot how many people is marcus inviting"),
+            ("Marcus", "fine 20 then"),
+            ("Priya", "bot how many people is marcus inviting"),
+        ],
+    )
+    assert "30" in replies[3] and "Later" not in replies[3], replies[3]
+    assert replies[5].index("30") < replies[5].index("Later") < replies[5].index("fine 20 then")

@@ -1269,7 +1269,9 @@ def _done_of_list(found: Evidence, e: Evidence) -> bool:
 
 
 # "we have 90 guests confirmed": a count of something.
-_A_COUNT = re.compile(r"\b\d+\s+(?P<what>[a-z][a-z-]*s)\b", re.I)
+_A_COUNT = re.compile(
+    r"\b(?P<n>\d+)\s+(?P<what>[a-z][a-z-]*s|people|children|men|women|folk|staff)\b", re.I
+)
 # "so that makes 92", "back to 86", "down to 80 now": the count told just before, given
 # again without what it counts.
 _COUNT_AGAIN = re.compile(
@@ -1279,27 +1281,56 @@ _COUNT_AGAIN = re.compile(
 )
 
 
+# "fine 20 then", "ok make it 25 then": a count settled on, in reply to what was said of
+# the one before.
+_COUNT_SETTLED = re.compile(
+    r"^\W*(?:(?:ok|okay|fine|alright|right|go\s+on|yeah|ugh)\W+)*(?:make\s+it\s+|say\s+)?"
+    r"(?P<n>\d+)(?![:.,]\d)\s+(?P<what>)then\b",
+    re.I,
+)
+
+
 def _counts_again(found: Evidence, e: Evidence, pool: Sequence[Evidence]) -> bool:
     """Whether ``e`` gives the count ``found`` gives again ("the Lees said yes so that
     makes 92" after "we have 90 guests confirmed"): a count said without what it counts,
-    or of the same thing, after ``found`` and no other count in between."""
-    again, counted = _COUNT_AGAIN.search(e.text), _A_COUNT.search(found.text)
-    if again is None or counted is None or e.when is None or found.when is None:
+    or of the same thing, after ``found`` and no other count in between.  A count settled
+    on in reply ("fine 20 then" after "thinking 30 people") gives again the count before
+    it, and what was said of that number since ("30 is a lot for this flat")."""
+    again = _COUNT_AGAIN.search(e.text)
+    settled = _COUNT_SETTLED.match(e.text) if again is None else None
+    if (again or settled) is None or e.when is None or found.when is None:
         return False
-    what = again["what"]
-    if what and what.lower() not in STOPWORDS and stems(what) != stems(counted["what"]):
-        return False  # "back to 86 degrees" counts no guests
     counts = [
-        x
+        (x, c)
         for x in pool
         if x.when is not None
         and x.when < e.when
-        and not is_question(x.text)
         and _COUNT_AGAIN.search(x.text) is None
-        and _A_COUNT.search(x.text) is not None
+        and _COUNT_SETTLED.match(x.text) is None
+        # (a count told beside a question: "party saturday?? thinking 30 people")
+        and (c := _a_count(" ".join(t for t in sentences(x.text) if not is_question(t))))
+        is not None
     ]
-    newest = max(counts, key=lambda x: x.when or 0.0, default=None)
-    return newest is not None and _part_of(newest.text, found.text)
+    if not counts:
+        return False
+    newest, counted = max(counts, key=lambda xc: xc[0].when or 0.0)
+    if again is not None:
+        what = again["what"]
+        if what and what.lower() not in STOPWORDS and stems(what) != stems(counted["what"]):
+            return False  # "back to 86 degrees" counts no guests
+        return _part_of(newest.text, found.text)
+    number = re.compile(rf"(?<![\d.,]){counted['n']}(?![\d.,]\d)")
+    return _part_of(newest.text, found.text) or (
+        newest.when is not None
+        and newest.when <= found.when < e.when
+        and number.search(found.text) is not None
+    )
+
+
+def _a_count(text: str) -> re.Match[str] | None:
+    """The first count ``text`` gives ("30 people", "86 guests"), or None ("30 is a lot"
+    counts nothing)."""
+    return next((m for m in _A_COUNT.finditer(text) if m["what"].lower() not in STOPWORDS), None)
 
 
 # "her number", "it's his car": a thing of someone else's, named by a pronoun.

@@ -4452,3 +4452,26 @@ async def test_a_count_settled_in_reply_is_told_after_the_one_before(
     )
     assert "30" in replies[3] and "Later" not in replies[3], replies[3]
     assert replies[5].index("30") < replies[5].index("Later") < replies[5].index("fine 20 then")
+
+
+async def test_who_keeps_a_thing_is_kept_from_an_answer_saying_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """A five-a-side team's "who's got the kit", answered "i washed it, it's at mine",
+    left "bot who has the kit" with nothing: an answer saying where the thing asked for
+    is, or that its speaker has it, tells of that thing."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Connor", "right lads, fixture this week is tuesday 8pm vs Real Ale Madrid"),
+            ("Dev", "who's got the kit"),
+            ("Jamal", "i washed it, it's at mine"),
+            ("Dev", "bot who has the kit"),
+            ("Ruth", "where's the pump"),
+            ("Gaz", "i've got it"),
+            ("Ruth", "bot where is the pump"),
+        ],
+    )
+    assert replies[2] == "Noted: the kit is at yours.", replies[2]
+    assert "Jamal" in replies[3] and "the kit is at mine" in replies[3], replies[3]
+    assert "Gaz" in replies[6] and "the pump" in replies[6], replies[6]

@@ -3388,8 +3388,9 @@ def _plan_saves(
     # "I'm doing flowers and the cake, Rosa can you handle the photographer?": what is
     # told before a question put to someone is told all the same.
     told = [t for s in joined(sentences(split_greeting(m.content)[1])) if (t := _told_in(s))]
-    if len(told) == 1 and (answer := _answer_to(m, before)):
-        told = [answer]
+    answered = ""
+    if len(told) <= 1 and (answered := _answer_to(m, before)):
+        told = [answered]
     if "memory_save" in tools and not told and _debt_asked(m.content):
         # "can everyone pay me back for the internet, £12.50 each": asked, it tells a
         # debt owed to the asker, kept as a fact of theirs (no to-do of the asker's).
@@ -3431,6 +3432,8 @@ def _plan_saves(
     # is answered, the statement saved.
     for sent in told:
         kind, importance = classify(sent)
+        if kind is None and sent == answered:
+            kind, importance = "fact", 0.6  # "i've got the pump": the answer to "where's…?"
         if kind is not None and len(calls) < _SAVES_PER_MESSAGE:
             args = {"content": f"{speaker}: {sent}", "memory_type": kind, "importance": importance}
             calls.append(ToolCall(f"save-{at}-{len(calls)}", "memory_save", args))
@@ -3622,19 +3625,42 @@ _ONLY_VALUE = re.compile(
 )
 
 
+# "who's got the kit?", "where's the pump": a thing someone keeps, asked for.
+_WHO_HAS = re.compile(
+    r"^(?:[^?]*?[,!]\s*)?(?:who(?:'?s|\s+has)(?:\s+got)?|who\s+got|where(?:'?s|\s+is))\s+"
+    r"(?P<what>(?:the|our)\s+[\w' -]{2,30}?)(?:\s+now|\s+again)?\W*$",
+    re.I,
+)
+# "it's at mine", "they're in my boot": where the thing asked for is.
+_IT_IS_AT = re.compile(
+    r"\b(?:it|they)(?:'?s|'?re|\s+is|\s+are)\s+(?P<where>(?:at|in|on|under|with)\s+[^,.;!?]{2,40})",
+    re.I,
+)
+# "i've got it", "i have them": the one answering keeps it.
+_I_HAVE_IT = re.compile(r"\b(?:i'?ve\s+got|i\s+have(?:\s+got)?|i\s+got)\s+(?:it|them)\b", re.I)
+
+
 def _answer_to(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
     """What ``m`` tells when it answers the question said right before it by someone
     else with the value alone: "its 07700 900462" after "whats jay's number mia?" is
     "jay's number is 07700 900462" (kept as "its 07700 900462", it answers nothing
     later); "" when it is no such answer."""
-    said = _ONLY_VALUE.match(m.content.replace("\u2019", "'"))
-    value = said and (said["value"] or said["number"])
-    if not value or not re.search(r"\d", value) or len(words(value)) > 5:
-        return ""
     last = next(
         (b for b in reversed(before) if b.role == "user" and not is_quoted(b.content)), None
     )
     if last is None or (last.name or "") == (m.name or ""):
+        return ""
+    if (kept := _WHO_HAS.match(last.content.replace("\u2019", "'").strip())) is not None:
+        # "i washed it, it's at mine" after "who's got the kit": "the kit is at mine"
+        thing = kept["what"]
+        if (at := _IT_IS_AT.search(m.content.replace("\u2019", "'"))) is not None:
+            return f"{thing} is {at['where'].strip()}"
+        if _I_HAVE_IT.search(m.content.replace("\u2019", "'")):
+            return f"i've got {thing}"
+        return ""
+    said = _ONLY_VALUE.match(m.content.replace("\u2019", "'"))
+    value = said and (said["value"] or said["number"])
+    if not value or not re.search(r"\d", value) or len(words(value)) > 5:
         return ""
     asked = _ASKED_FOR.match(last.content.replace("\u2019", "'").strip())
     if asked is None:

@@ -4475,3 +4475,26 @@ async def test_who_keeps_a_thing_is_kept_from_an_answer_saying_it(
     assert replies[2] == "Noted: the kit is at yours.", replies[2]
     assert "Jamal" in replies[3] and "the kit is at mine" in replies[3], replies[3]
     assert "Gaz" in replies[6] and "the pump" in replies[6], replies[6]
+
+
+async def test_a_group_plan_called_off_by_another_word_is_told(
+    make_config: Callable[..., Config],
+) -> None:
+    """A five-a-side team's "bot is the game still on tuesday" got "Nothing I could find
+    covers that" after Connor's «fixture this week is tuesday 8pm vs Real Ale Madrid»
+    and Jamal's "game's off lads": the fixture is the game, and a plan of no one's own
+    may be called off by anyone.  One's own plan is not called off by another."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Connor", "right lads, fixture this week is tuesday 8pm vs Real Ale Madrid"),
+            ("Ruth", "my physio session is thursday at 6"),
+            ("Jamal", "game's off lads, real ale madrid forfeited, we get the 3 points"),
+            ("Dev", "bot is the game still on tuesday"),
+            ("Gaz", "session's off, the coach is ill"),
+            ("Dev", "bot when is ruth's physio session"),
+        ],
+    )
+    answer = replies[3]
+    assert answer.index("tuesday 8pm") < answer.index("Later") < answer.index("game's off"), answer
+    assert "thursday at 6" in replies[5] and "coach is ill" not in replies[5], replies[5]

@@ -1171,10 +1171,12 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
     # "The annual report project is cancelled" after "Kindred Trails, annual report
     # design, deadline end of April"; "Thursday training is cancelled this week" after
     # "Training is Tuesdays and Thursdays" (called off once: said, not retired).
+    # (a plan of no one's own, "fixture this week is tuesday", anyone may call off)
+    anyones = _I_SAID.search(found.text) is None and _MINE.search(found.text) is None
     off = [
         e
         for e in pool
-        if e.author == found.author
+        if (e.author == found.author or (anyones and _MINE.search(e.text) is None))
         and e.when is not None
         and e.when > found.when
         and not _part_of(e.text, found.text)  # (the memory saved from the line itself)
@@ -2378,7 +2380,7 @@ class _CalledOff:
         words (one that only says what kind of plan it was may be missing), its names,
         its day; not one item of a list ("Spotify and Netflix" stays but for Spotify),
         unless ``partly``: a list of which one thing was called off is of it too."""
-        missing = self.what - said
+        missing = self.what - _with_kin(said)  # ("game's off" of "fixture … tuesday 8pm")
         if missing and self.what <= _ORDERS and any(_ordered_by(name, sent) for name in self.who):
             missing = frozenset()  # "dan cancelled his order" of "dan wants 24 cupcakes"
         if missing and not (len(missing) == 1 and missing <= _PLAN_WORDS and len(self.what) > 1):
@@ -2401,6 +2403,27 @@ class _CalledOff:
 
 
 _ORDERS = frozenset(stems("order booking reservation"))
+# Words one thing goes by: a five-a-side "fixture" is the "game" and the "match".
+_SAME_THING = tuple(
+    frozenset(stems(group))
+    for group in (
+        "game match fixture",
+        "gig show concert",
+        "doctor gp",
+        "holiday vacation",
+        "flat apartment",
+    )
+)
+
+
+def _with_kin(said: Collection[str]) -> set[str]:
+    """``said`` (stems) with every other word of the things it names: "fixture" with
+    "game" and "match"."""
+    out = set(said)
+    for group in _SAME_THING:
+        if group & out:
+            out |= group
+    return out
 
 
 def _ordered_by(name: str, sent: str) -> bool:
@@ -3007,6 +3030,12 @@ def best_all(
             ):
                 near[k] = near[k] | held
                 scores[k] += overlap.score(question, set(), boost=named, held=held)
+    # A thing asked by another of its words: "is the game still on?" of "fixture this
+    # week is tuesday 8pm".
+    for k in range(len(pool)):
+        if kin_of := (asked.words & _with_kin(overlap.doc_stems[k])) - overlap.doc_stems[k]:
+            near[k] = near[k] | kin_of
+            scores[k] += overlap.score(question, set(), boost=named, held=kin_of)
     # A word no line says, where a line says a word of its family: "who's doing the
     # electrics?" of "the electrician is priya", "the inspection" of "building inspector
     # visit is on april 2nd".

@@ -4498,3 +4498,23 @@ async def test_a_group_plan_called_off_by_another_word_is_told(
     answer = replies[3]
     assert answer.index("tuesday 8pm") < answer.index("Later") < answer.index("game's off"), answer
     assert "thursday at 6" in replies[5] and "coach is ill" not in replies[5], replies[5]
+
+
+async def test_what_i_know_about_you_leaves_out_a_debt_paid(
+    make_config: Callable[..., Config],
+) -> None:
+    """A dog walker's "what do you know about me" listed "dan owes you £60 for last week"
+    after "dan paid me the 60 quid this morning"; a debt not paid stays."""
+    replies = await _talk(
+        make_config,
+        [
+            "hi, i'm Kerry, i walk dogs for a living",
+            "remember that dan owes me £60 for last week",
+            "dan paid me the 60 quid this morning",
+            "remember that tom owes me £24 for pickle",
+            "what do you know about me",
+        ],
+    )
+    about = replies[4]
+    assert "paid you the 60 quid" in about and "dan owes" not in about, about
+    assert "tom owes you £24" in about, about

@@ -2269,3 +2269,19 @@ async def test_a_to_do_said_done_after_it_left_the_view_leaves_the_list(
         await _say(rt, "remind me to book the florist", "w4")
         said = await _say(rt, "what do i still need to do", "w5")
         assert said == "Your to-dos: book the florist.", said
+
+
+async def test_what_i_know_about_you_tells_a_memory_cut_from_a_line_once(
+    make_config: Callable[..., Config],
+) -> None:
+    """A dog walker's "what do you know about me" listed "Jess starts earlier now" (a
+    memory a compaction cut from her line) beside "Nala's walk moved to 6.45am, jess
+    starts earlier now", the line it was cut from."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "Nala's walk moved to 6.45am, jess starts earlier now", "n1")
+        await rt.memory.graph.save(
+            "ann: Jess starts earlier now", "event", channel=CH, author_id="ann"
+        )
+        about = await _say(rt, "what do you know about me", "n2")
+        assert about.lower().count("starts earlier now") == 1, about

@@ -3338,10 +3338,21 @@ def _about(
                 continue
             if kind == "todo" and _done_since(e, sent, pool) is not None:
                 continue  # "sent the save the dates yesterday", said after it was asked
+            if _OWES.search(sent) and any(
+                _settles(r, replace(e, text=sent))
+                for r in pool
+                if r.when is not None and (e.when is None or r.when > e.when)
+            ):
+                continue  # "dan owes me £60", then "dan paid me the 60 quid this morning"
             seen.update([key, topic] if topic else [key])
             said = _TODO_LEAD.sub("", sent) if kind == "todo" else sent
             found.append((_SAVABLE.index(kind), age, to_second_person(said)))
     told = [text for _, _, text in sorted(found)]
+    # (a memory cut from a line told whole: "Jess starts earlier now" of "Nala's walk
+    # moved to 6.45am, jess starts earlier now")
+    told = [
+        t for t in told if not any(t != u and t.lower().strip(" .!") in u.lower() for u in told)
+    ]
     if len(told) > limit or (more and told):
         # Said, not silently cut: the rest can be asked for by name.
         cut = told[: limit - 1] if len(told) > limit else told

@@ -4518,3 +4518,25 @@ async def test_what_i_know_about_you_leaves_out_a_debt_paid(
     about = replies[4]
     assert "paid you the 60 quid" in about and "dan owes" not in about, about
     assert "tom owes you £24" in about, about
+
+
+async def test_and_at_another_place_asks_the_question_before_of_it(
+    make_config: Callable[..., Config],
+) -> None:
+    """A translator's "and at pica?" after "who's my contact at brennan" quoted «remind me
+    to send pica a final demand letter»: it asks the question before, of Pica.  With no
+    contact at Pica told, the Brennan contact is no answer; once told, it is found."""
+    replies = await _talk(
+        make_config,
+        [
+            "remind me to send pica a final demand letter",
+            "my contact at brennan is Siobhan Kerr",
+            "who's my contact at brennan",
+            "and at pica?",
+            "the pica contact is Luca Ferri, the editor",
+            "who's my contact at brennan",
+            "and at pica?",
+        ],
+    )
+    assert "Siobhan" not in replies[3] and "final demand" not in replies[3], replies[3]
+    assert "Luca Ferri" in replies[6], replies[6]

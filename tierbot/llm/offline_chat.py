@@ -4710,8 +4710,8 @@ def _in_kind(
             if x in bare(e.text) and (kind is None or kind.search(e.text)):
                 if kind is None and _WHO.match(question) and not _proper(e.text):
                     continue
-                if words_ and not words_ & set(stems(e.text)):
-                    continue
+                if words_ and not words_ <= set(stems(e.text)) | Overlap.stems(e.author):
+                    continue  # ("who's my contact at pica?" is not "my contact at brennan…")
                 return e
     return None
 
@@ -4874,6 +4874,13 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
         # "what about me?" after Ben's "what do i need to do?": asked again, of the asker.
         if re.search(r"\b(?:i|my|me|mine|i'm|im)\b", before, re.I):
             return before
+    if (place := _AND_PREP.match(q.content)) is not None:
+        # "and at pica?" after "who's my contact at brennan": the same, at Pica.
+        before = _asked_just_before(at, messages)
+        said = list(re.finditer(rf"\b{place['prep']}\s+(?:the\s+)?[\w'&-]+", before, re.I))
+        if said:
+            was = said[-1]
+            return f"{before[: was.start()]}{place['prep']} {place['what']}{before[was.end() :]}"
     if (other := _AND_WHO.match(q.content)) is not None and not (
         set(other["who"].lower().split()) & _NOT_WHO
     ):
@@ -4896,6 +4903,12 @@ def _question_text(at: int, q: ChatMessage, messages: Sequence[ChatMessage]) -> 
     return q.content
 
 
+# "and at pica?", "what about in leeds?": the question before, of another place or firm.
+_AND_PREP = re.compile(
+    r"^\W*(?:and|what\s+about|how\s+about)\s+(?P<prep>at|in|for|from|with)\s+"
+    r"(?P<what>[\w'&-]+(?:\s+[\w'&-]+)?)\s*\?*\s*$",
+    re.I,
+)
 # "and me?", "what about me?": the question before, asked by the asker of themselves.
 _AND_ME = re.compile(r"^\W*(?:and|what\s+about|how\s+about)\s+(?:me|mine|myself)\W*$", re.I)
 # "And ruby?", "what about Juno?": the question before, asked of someone else.

@@ -4540,3 +4540,23 @@ async def test_and_at_another_place_asks_the_question_before_of_it(
     )
     assert "Siobhan" not in replies[3] and "final demand" not in replies[3], replies[3]
     assert "Luca Ferri" in replies[6], replies[6]
+
+
+async def test_a_change_is_told_after_the_line_of_whom_it_names(
+    make_config: Callable[..., Config],
+) -> None:
+    """A dog walker's "what time is nala" quoted «juniper's thursday walks are cancelled»
+    before «Nala's walk moved to 6.45am»: the line a change changes names whom it names
+    (Nala), not only a word of it ("walk")."""
+    replies = await _talk(
+        make_config,
+        [
+            "and nala, jess's whippet, 7am before jess goes to work",
+            "clare called, juniper's thursday walks are cancelled for the rest of the month",
+            "Nala's walk moved to 6.45am, jess starts earlier now",
+            "what time is nala",
+        ],
+    )
+    answer = replies[3]
+    assert "juniper" not in answer, answer
+    assert answer.index("7am") < answer.index("Later") < answer.index("6.45am"), answer

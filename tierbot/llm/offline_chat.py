@@ -1665,10 +1665,15 @@ def quoted_with_changes(found: Evidence, question: str, pool: Sequence[Evidence]
         # went down to 8mg" changes "Biscuit takes Apoquel 16mg", not "Biscuit had a lump
         # removed")
         own = set(stems(found.text)) - _proper(found.text) - STOPWORDS - _CHANGE_TALK
+        # (and of whom or what it names: "Nala's walk moved to 6.45am" changes "and nala,
+        # jess's whippet, 7am", not "juniper's thursday walks are cancelled")
+        named = {t for t in _proper(found.text) if t not in _lower_stems(found.text)}
         for e in sorted(earlier, key=lambda e: e.when or 0.0, reverse=True):
             if moves and not _DATED.search(e.text):
                 continue
             if not own & set(stems(e.text)):
+                continue
+            if named and not named & set(stems(e.text)):
                 continue
             if (after := said_later(e, question, pool)) is not None and after.text == found.text:
                 return f"{e.quoted()} Later, {found.quoted()}"

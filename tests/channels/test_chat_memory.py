@@ -2285,3 +2285,25 @@ async def test_what_i_know_about_you_tells_a_memory_cut_from_a_line_once(
         )
         about = await _say(rt, "what do you know about me", "n2")
         assert about.lower().count("starts earlier now") == 1, about
+
+
+async def test_a_to_do_marked_done_without_its_verb_is_crossed_off(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "done the oat milk order", "boiler serviced yesterday, done" and "restrung, done"
+    got "OK." and stayed on the list: a line marking something done that names a to-do
+    crosses it off.  "done with work, knackered" names none."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "remind me to order more oat milk by thursday", "k1")
+        await _say(rt, "remind me to get the boiler serviced before gary starts", "k2")
+        await _say(rt, "remind me to restring my bass before the gig", "k3")
+        await _say(rt, "remind me to finish the tax return", "k4")
+        said = await _say(rt, "done the oat milk order", "k5")
+        assert said == "Done: I crossed it off your to-dos (order more oat milk by thursday).", said
+        said = await _say(rt, "boiler serviced yesterday, done", "k6")
+        assert said.startswith("Done: I crossed it off your to-dos (get the boiler"), said
+        said = await _say(rt, "restrung, done", "k7")
+        assert said.startswith("Done: I crossed it off your to-dos (restring"), said
+        said = await _say(rt, "done with work, knackered", "k8")
+        assert not said.startswith("Done:"), said
+        assert await _say(rt, "what do i need to do", "k9") == "Your to-dos: finish the tax return."

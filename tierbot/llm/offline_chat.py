@@ -3448,7 +3448,7 @@ def _plan_saves(
             ToolCall(f"save-{at}-{k}", "memory_save", args)
             for k, args in enumerate(_requested(request, speaker)[:_SAVES_PER_MESSAGE])
         ]
-    if (todo := _done_with(m, before)) and "memory_forget" in tools:
+    if (todo := _done_with(m, before) or _done_with_marked(m, before)) and "memory_forget" in tools:
         # "booked the leave" after "remind me to book annual leave for the exam week":
         # the to-do is done, and crossed off.
         return [ToolCall(f"done-{at}", "memory_forget", {"query": todo})]
@@ -3500,6 +3500,8 @@ _SAID_DONE = re.compile(
 )
 _PAST = {
     "send": "sent",
+    "restring": "restrung",
+    "string": "strung",
     "buy": "bought",
     "pay": "paid",
     "make": "made",
@@ -3550,6 +3552,39 @@ def _done_with(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
     return ""
 
 
+def _done_with_marked(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
+    """The to-do in view that ``m`` marks done ("done the oat milk order", "boiler
+    serviced yesterday, done", "restrung, done" of "remind me to order more oat milk",
+    "… get the boiler serviced …", "… restring my bass …"), as it was asked; ""."""
+    if is_question(m.content) or not _DONE_MARK.search(m.content):
+        return ""
+    todos = _todos_in_view(m.name or "", before)
+    best = max(((_marks_done(m.content, v, w), v, w) for v, w in todos), default=(0, "", ""))
+    return f"{best[1]} {best[2].strip()}" if best[0] else ""
+
+
+# "done", "sorted", "✅": a thing said done, without the verb it was asked with.
+_DONE_MARK = re.compile(r"\b(?:done|sorted|finished|completed|ticked\s+off)\b|\u2705|\u2714", re.I)
+_DONE_TALK = frozenset(
+    stems("done sorted finished completed ticked off finally just already yesterday today")
+)
+
+
+def _marks_done(text: str, verb: str, what: str) -> int:
+    """How well ``text``, marking something done, names the to-do ``verb`` ``what``: the
+    words of the to-do it says (its verb in the past counts), 0 when too few: two, or its
+    one word when that is the verb's past ("restrung, done")."""
+    said = set(stems(text)) - STOPWORDS - _CALENDAR_STEMS - _DONE_TALK
+    if not said:
+        return 0
+    past = {t for v in _past_of(verb) for t in stems(v)}
+    wanted = set(stems(f"{verb} {what}")) - STOPWORDS - _CALENDAR_STEMS
+    shared = said & (wanted | past)
+    if len(shared) >= 2 or (shared and shared <= past and len(said) == 1):
+        return len(shared)
+    return 0
+
+
 def _done_since(e: Evidence, todo: str, pool: Sequence[Evidence]) -> Evidence | None:
     """The later line of ``e``'s author in ``pool`` saying the to-do ``todo`` (a
     sentence of ``e``) is done: "sent the save the dates yesterday" of "remind me to
@@ -3568,6 +3603,8 @@ def _done_since(e: Evidence, todo: str, pool: Sequence[Evidence]) -> Evidence | 
             continue
         if e.when is not None and (r.when is None or r.when <= e.when):
             continue
+        if _DONE_MARK.search(r.text) and _marks_done(r.text, verb, what):
+            return r  # "done the oat milk order"
         for sent in sentences(r.text):
             said = _SAID_DONE.match(_LEAD.sub("", sent.strip()))
             if said is None or said["past"].lower() not in past:

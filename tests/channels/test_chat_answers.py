@@ -4560,3 +4560,29 @@ async def test_a_change_is_told_after_the_line_of_whom_it_names(
     answer = replies[3]
     assert "juniper" not in answer, answer
     assert answer.index("7am") < answer.index("Later") < answer.index("6.45am"), answer
+
+
+async def test_the_web_and_dice_asked_are_said_to_be_out_of_reach(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "can you look up reviews for kowalski builders" got "Let me look further back…
+    Nothing I could find" (as if it had searched); "bot search spotify for bands like
+    us" got "OK, Tariq."; "bot roll a d20 for me" was noted, and told back in Olly's
+    profile.  Each is said to be out of the bot's reach, and nothing is kept."""
+    replies = await _talk(
+        make_config,
+        [
+            ("Tariq", "kowalski builders quoted £8,400 for the extension"),
+            ("Tariq", "can you look up reviews for kowalski builders"),
+            ("Tariq", "bot search spotify for bands like us"),
+            ("Olly", "bot roll a d20 for me"),
+            ("Olly", "can you check what flour prices are at makro this week"),
+            ("Tariq", "bot how much did kowalski quote"),
+            ("Tariq", "what do you know about olly"),
+        ],
+    )
+    for said in replies[1:3] + replies[4:5]:
+        assert said.startswith("I can't look that up"), said
+    assert replies[3].startswith("I can't do that here"), replies[3]
+    assert "£8,400" in replies[5], replies[5]
+    assert "d20" not in replies[6], replies[6]

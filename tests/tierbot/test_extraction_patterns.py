@@ -881,3 +881,16 @@ def test_a_told_line_opening_with_can_and_a_verb_is_no_question() -> None:
 )
 def test_a_fourteenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
     assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # The web or chance asked of the bot is nothing to keep; a to-do done online is.
+        ("bot roll a d20 for me", None),
+        ("search spotify for bands like us", None),
+        ("Check in online 24 hours before the flight.", "todo"),
+    ],
+)
+def test_work_the_bot_cannot_do_is_not_kept(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind

@@ -934,6 +934,32 @@ _OF_THE_BOT = _Folded(
     r"(details|info|information|things|stuff|everything|it all)\b|"
     r"^(i |we )?(need|want|wanted) (somewhere|a place|a way|something|help) to keep track\b"
 )
+# Work of the web, asked: "can you look up reviews for kowalski builders", "search
+# spotify for bands like us", "can you check what flour prices are at makro this week".
+WEB_ASKED = re.compile(
+    r"^\W*(?:(?:tier)?bot\W+)?(?:"
+    # asked of the bot: "can you check what flour prices are at makro"
+    r"(?:can|could|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+)?(?:search|google|look\s+up|"
+    r"check|browse)\b[^?]*?\b(?:spotify|google|youtube|amazon|ebay|online|the\s+web|"
+    r"the\s+internet|reviews?|prices?\s+(?:are\s+)?(?:at|in|on)\s+(?!my\b|our\b)[a-z])|"
+    # told the bot to: "search spotify for bands like us" (not "check in online", a to-do)
+    r"(?:please\s+|pls\s+)?(?:search|google|look\s+up)\b[^?]*?\b(?:spotify|google|youtube|"
+    r"amazon|ebay|online|the\s+web|the\s+internet|reviews?))",
+    re.I,
+)
+# Chance, asked: "roll a d20 for me", "flip a coin" (the bot has no hand in it).
+CHANCE_ASKED = re.compile(
+    r"^\W*(?:(?:tier)?bot\W+)?(?:(?:can|could|would|will)\s+(?:you|u)\s+)?(?:please\s+|pls\s+)?"
+    r"(?:roll|flip|toss)\s+(?:a|an|the|some|two|2)?\s*(?:d\d+|dice|die|coin)\b",
+    re.I,
+)
+
+
+def cant_do_asked(text: str) -> bool:
+    """Whether ``text`` asks the bot for work of the web or chance, which it cannot do."""
+    return bool(WEB_ASKED.match(text) or CHANCE_ASKED.match(text))
+
+
 # "not chess club, its coding club": a correction opening with what it takes back.
 NOT_THAT = re.compile(
     r"^\W*(?:no\W+)?not\s+(?:the\s+|a\s+|an\s+|on\s+)?(?P<old>\d[\d:.]*|[a-z][\w-]{2,}"
@@ -1467,7 +1493,7 @@ def _classify(sentence: str) -> tuple[str | None, float]:
             r"\s+so (?=if|could|can|would|will|is|are|do|any)\b",
             s,
         )[0]
-    if not s or is_question(s) or is_chitchat(s) or _OF_THE_BOT.search(s):
+    if not s or is_question(s) or is_chitchat(s) or _OF_THE_BOT.search(s) or cant_do_asked(s):
         return None, 0.0
     if read_correction(s) is not None:
         # "No wait, it's 4412" means nothing alone: the chat saves the sentence it

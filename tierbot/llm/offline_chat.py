@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 
 from tierbot.llm.base import ChatMessage, ToolCall
 from tierbot.llm.extraction import (
+    CHANCE_ASKED,
     CHANGED,
     CLOCK_TIME,
     FORGET_ALL,
@@ -36,9 +37,11 @@ from tierbot.llm.extraction import (
     NOT_THAT,
     RESTATING,
     THIS_NOT_THAT,
+    WEB_ASKED,
     WORD_MEANS,
     Correction,
     Request,
+    cant_do_asked,
     classify,
     corrected,
     is_chitchat,
@@ -2792,7 +2795,11 @@ def _last_reply(messages: Sequence[ChatMessage]) -> str:
 def _told_part(e: Evidence) -> Evidence | None:
     """What ``e`` tells, without the questions it asks ("What is my locker code? Also, my
     new phone number is 555-1234." tells the number); None when it only asks."""
-    if _ASKS_THE_BOT.match(e.text) or _JUST_THANKS.match(e.text):
+    if (
+        _ASKS_THE_BOT.match(e.text)
+        or _JUST_THANKS.match(e.text)
+        or cant_do_asked(_without_the_bot(e.text))
+    ):
         return None  # "I would like you to help me keep track of my medicines": no fact
     if not is_question(e.text) and not any(is_question(s) for s in sentences(e.text)[1:]):
         return e  # ("nice one kofi!! how much is it this time" asks, without a "?")
@@ -3443,6 +3450,8 @@ def _plan_saves(
         return [ToolCall(f"save-{at}-0", "memory_save", {**args, "importance": 0.7})]
     if "memory_save" not in tools or (is_question(m.content) and not told):
         return []
+    if cant_do_asked(_without_the_bot(m.content)):
+        return []  # "bot roll a d20 for me" is no note
     if request is not None:
         return [
             ToolCall(f"save-{at}-{k}", "memory_save", args)
@@ -4332,8 +4341,11 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         if _REMARK.match(split_greeting(plain)[1]):
             answers.append((task, REMARK_REPLY))
             continue
-        if _FOR_ME.match(plain) or _OF_MINE.match(plain):
-            answers.append((task, FOR_ME_REPLY if _FOR_ME.match(plain) else OF_MINE_REPLY))
+        if WEB_ASKED.match(plain):
+            answers.append((task, OUTSIDE_REPLY))
+            continue
+        if _FOR_ME.match(plain) or _OF_MINE.match(plain) or CHANCE_ASKED.match(plain):
+            answers.append((task, OF_MINE_REPLY if _OF_MINE.match(plain) else FOR_ME_REPLY))
             continue
         if (
             not quoted
@@ -5134,7 +5146,12 @@ def _about_someone(
     seen: set[str] = set()
     overlap = Overlap([e.text for e in pool])
     for at, e in enumerate(pool):
-        if e.kind == "branch" or is_question(e.text) or _TELL_SOMEONE.match(e.text):
+        if (
+            e.kind == "branch"
+            or is_question(e.text)
+            or _TELL_SOMEONE.match(e.text)
+            or cant_do_asked(_without_the_bot(e.text))
+        ):
             continue  # ("tell dan what we're reading" asks; it tells nothing of Dan)
         author = set(stems(e.author))
         by_them = any(k in author or any(_same_name(k, w) for w in author) for k in key)
@@ -5392,6 +5409,8 @@ _TO_THE_GROUP = re.compile(
 
 def _asks(content: str) -> bool:
     """Whether ``content`` asks something (a question in it, not one thought aloud)."""
+    if cant_do_asked(content):
+        return True  # "search spotify for bands like us": asked, though not as a question
     parts = sentences(content)
     real = [x for x in parts if not (_ALOUD.search(x) and "?" not in x)]
     if len(real) == len(parts):

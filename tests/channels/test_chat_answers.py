@@ -4586,3 +4586,27 @@ async def test_the_web_and_dice_asked_are_said_to_be_out_of_reach(
     assert replies[3].startswith("I can't do that here"), replies[3]
     assert "£8,400" in replies[5], replies[5]
     assert "d20" not in replies[6], replies[6]
+
+
+async def test_a_name_written_small_or_given_with_a_title_answers(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "whats the name of the plumber" got "Nothing I could find covers that" after «the
+    plumber for the bathroom is gary, he quoted £3,200» (a name written small), and
+    "which dentist is maisie seeing" quoted her swimming over «maisies dentist appt is
+    tues 24th 9am, dr okafor».  "is late" names no one."""
+    replies = await _talk(
+        make_config,
+        [
+            "the electrician is late again",
+            "whats the name of the electrician",
+            "the plumber for the bathroom is gary, he quoted £3,200",
+            "whats the name of the plumber",
+            "maisie has swimming mondays 5pm",
+            "maisies dentist appt is tues 24th 9am, dr okafor",
+            "which dentist is maisie seeing",
+        ],
+    )
+    assert "late again" not in replies[1], replies[1]
+    assert "gary" in replies[3], replies[3]
+    assert "dr okafor" in replies[6] and "swimming" not in replies[6], replies[6]

@@ -746,6 +746,15 @@ _GIVES_NAME = re.compile(
     r"^\W*[A-Z][a-z]+\s+is\s+(?i:my|our|his|her|their)\s+[a-z]"  # "Rex is my dog"
 )
 _MY_BEFORE = re.compile(r"\b(?:my|our|your)\s+$", re.I)
+# Someone named by a title: "dr okafor", "Mrs Patel".
+_TITLE_NAMED = re.compile(r"\b(?:dr|mr|mrs|ms|miss|prof)\.?\s+[a-z][\w'-]+", re.I)
+# One word after "is", then the sentence goes on or ends: a name written small ("… is
+# gary, he quoted £3,200"), not "is late" or "is on friday".
+_A_NAME_SMALL = re.compile(
+    r"\s+(?!(?:a|an|the|my|our|on|at|in|not|now|here|there|back|off|out|due|done|late|"
+    r"early|free|busy|open|closed|booked|sorted|fine|good|great|ok|okay|still|also|just|"
+    r"very|so|really|coming|going|away|home|sick|ill|over|up|down)\b)[a-z][a-z'-]+\s*(?:[,.;!]|$)"
+)
 # A name of several capitalised words, not the question's first: "Bloom Florist".
 _WHOLE_NAME = re.compile(r"(?<=\S )(?!I\b)[A-Z][\w-]+(?:\s+[A-Z][\w-]+)+")
 # Not names, though capitalised or before "'s": the bot, "Let's".
@@ -859,7 +868,7 @@ class _Asked:
             have = have | self.names
         if self.words & _BIRTH and not have & _BIRTH and not _TURNS.search(e.text):
             return False
-        if self.naming and not _GIVES_NAME.search(e.text):
+        if self.naming and not (_GIVES_NAME.search(e.text) or self._named_small(e.text)):
             return False  # "What's my puppy's name?" is not "We're switching her food"
         if self.naming and any(
             re.search(rf"\b{re.escape(w)}['\u2019]s\s+(?!names?\b)[a-z]", e.text, re.I)
@@ -999,6 +1008,8 @@ class _Asked:
             and all(_named_whose(x) and not _whose(x) & self.names for x in said_of)
         ):
             return False  # "my husband's name" is not "Claire's husband is called Mark"
+        if self.kind and self.kind <= have and _TITLE_NAMED.search(e.text):
+            return True  # "which dentist is maisie seeing?": "… dentist appt …, dr okafor"
         if self.kind and not self.about and any(self._said_of_another(x) for x in said_of):
             return False  # "What car do I drive?" is not "The car insurance renewal is…"
         if self.about and said_of and all(self._another_kind(x) for x in said_of):
@@ -1016,6 +1027,20 @@ class _Asked:
             if kind and not Overlap.stems(kind) <= self.words:
                 return False
         return True
+
+    def _named_small(self, text: str) -> bool:
+        """Whether ``text`` names the thing asked the name of by a word written small:
+        "the plumber for the bathroom is gary, he quoted £3,200" for "whats the name of
+        the plumber"."""
+        said = _LEAD.sub("", text)
+        told = _TOLD_ABOUT.match(said)
+        thing = self.about - _ASKED_OF_IT
+        return (
+            told is not None
+            and bool(thing)
+            and thing <= Overlap.stems(told[1])
+            and _A_NAME_SMALL.match(said[told.end() :]) is not None
+        )
 
     def _vague_held(self, have: set[str]) -> set[str]:
         """The vague words ("job", "thing") of what the question names that a line

@@ -4610,3 +4610,20 @@ async def test_a_name_written_small_or_given_with_a_title_answers(
     assert "late again" not in replies[1], replies[1]
     assert "gary" in replies[3], replies[3]
     assert "dr okafor" in replies[6] and "swimming" not in replies[6], replies[6]
+
+
+async def test_make_that_a_count_is_told_after_the_count_it_changes(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "how many boxes of tiles" quoted «… 12 boxes from topps tiles» alone after
+    "actually make that 14 boxes, gary says we need spare"."""
+    replies = await _talk(
+        make_config,
+        [
+            "tiles for bathroom: grey metro, 12 boxes from topps tiles",
+            "actually make that 14 boxes, gary says we need spare",
+            "how many boxes of tiles",
+        ],
+    )
+    assert replies[2].index("12 boxes") < replies[2].index("Later") < replies[2].index("14 boxes")
+

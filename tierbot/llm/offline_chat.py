@@ -1305,7 +1305,9 @@ _A_COUNT = re.compile(
 # "so that makes 92", "back to 86", "down to 80 now": the count told just before, given
 # again without what it counts.
 _COUNT_AGAIN = re.compile(
-    r"\b(?:(?:that|which|this)\s+makes(?:\s+it)?|makes\s+it|(?:back|down)\s+to)\s+"
+    # ("actually make that 14 boxes, gary says we need spare")
+    r"\b(?:(?:that|which|this)\s+makes(?:\s+it)?|makes\s+it|make\s+(?:that|it)|"
+    r"(?:back|down)\s+to)\s+"
     r"(?P<n>\d+)(?![:.,]\d)(?:\s+(?P<what>[a-z][a-z-]*))?",
     re.I,
 )

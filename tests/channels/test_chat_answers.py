@@ -4627,3 +4627,21 @@ async def test_make_that_a_count_is_told_after_the_count_it_changes(
     )
     assert replies[2].index("12 boxes") < replies[2].index("Later") < replies[2].index("14 boxes")
 
+
+async def test_what_am_i_bringing_is_what_the_asker_said_they_bring(
+    make_config: Callable[..., Config],
+) -> None:
+    """A D&D group's "bot what am i bringing", asked by Marcus after his "sick. i'm
+    bringing pizza", quoted Lena's «yeah fine i'll bring crisps and dip»: "I" is the
+    asker.  His line had also got only "OK, Marcus." """
+    replies = await _talk(
+        make_config,
+        [
+            ("Priya", "ok so dnd is back on!! session 12 is this sunday 6pm at mine"),
+            ("Marcus", "sick. i'm bringing pizza, pepperoni obvs"),
+            ("Lena", "yeah fine i'll bring crisps and dip"),
+            ("Marcus", "bot what am i bringing"),
+        ],
+    )
+    assert replies[1].startswith("Noted as a to-do: you're bringing pizza"), replies[1]
+    assert "pizza" in replies[3] and "crisps" not in replies[3], replies[3]

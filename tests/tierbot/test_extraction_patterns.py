@@ -894,3 +894,22 @@ def test_a_fourteenth_round_of_new_users_lines_are_typed(line: str, kind: str | 
 )
 def test_work_the_bot_cannot_do_is_not_kept(line: str, kind: str | None) -> None:
     assert classify(line)[0] == kind
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # A job taken on, after a cheer; not how one is doing.
+        ("sick. i'm bringing pizza, pepperoni obvs", "todo"),
+        ("i'm doing the slides", "todo"),
+        ("i'm doing great", None),
+        ("im making progress lol", None),
+        # Someone's word of what another will do; a note under a label.
+        ("nah lena said she'd do snacks", "fact"),
+        ('setlist idea: open with "neon ghosts", close with "paper towns"', "fact"),
+        # News of someone with a title, written small.
+        ("mrs patel ordered a 3 tier lemon drizzle for her daughters wedding", "event"),
+    ],
+)
+def test_a_fifteenth_round_of_new_users_lines_are_typed(line: str, kind: str | None) -> None:
+    assert classify(line)[0] == kind

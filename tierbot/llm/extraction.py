@@ -1122,6 +1122,37 @@ _MORE_SHAPES: tuple[tuple[str, float, _Folded], ...] = (
         ),
     ),
     ("fact", 0.6, _Folded(r"^(my|our) [\w' -]{1,30} will be [a-z]")),
+    # A job taken on: "i'm bringing pizza, pepperoni obvs", "i'm doing the slides".
+    (
+        "todo",
+        0.7,
+        _Folded(
+            r"^((ok|okay|sick|cool|right|sure|yeah|fine)\W+)*(i'?m|i am|we'?re|we are) "
+            r"(bringing|making|baking|cooking|doing|sorting|booking|buying|getting|organising|"
+            r"organizing) (the |some |a |an |my |our )?"
+            r"(?!(great|fine|well|ok|okay|good|better|worse|alright|there|progress|it|that|this|"
+            r"nothing|something|things|stuff|fun|sure|my best|ready|home|back|bored|tired)\b)"
+            r"[a-z]\w+(?! (up|out|off|on|ok|okay|well|fine|great|good|alright)\b)"
+        ),
+    ),
+    # Someone's word of what another will do: "lena said she'd do snacks".
+    (
+        "fact",
+        0.55,
+        _Folded(r"^((nah|no|ok|okay|well)\W+)*[a-z]+ said (s?he|they)('d| would| will|'ll) \w"),
+    ),
+    # A note under a label: "setlist idea: open with …", "gift idea: a kindle".
+    ("fact", 0.55, _Folded(r"^[a-z][\w' -]{1,25} (idea|ideas|plan|note|notes) ?: ?\S")),
+    # News of someone named with a title, written small: "mrs patel ordered a lemon drizzle".
+    (
+        "event",
+        0.5,
+        _Folded(
+            r"^(mrs|mr|ms|miss|dr|prof)\.? [a-z]+ (just |finally |already |also )?([a-z]{3,}ed|"
+            r"paid|sent|gave|won|sold|bought|caught|brought|took) (a|an|the|his|her|their|two|"
+            r"three|some|\d)"
+        ),
+    ),
     # Health told: "mum's been diagnosed with copd", "he was admitted to hospital",
     # "my sister has asthma".
     (

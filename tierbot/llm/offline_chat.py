@@ -191,6 +191,8 @@ FOR_ME_REPLY = (
     "I can't do that here: without a language model I keep what you tell me and find it "
     "again, nothing more. Ask me what was said, or tell me something to remember."
 )
+# "what am i bringing", "where am i staying": asked of what the asker does.
+_AM_I_DOING = re.compile(r"\b(?:am\s+i|i'?m)\s+(?:\w+\s+)?\w+ing\b", re.I)
 # "Do you play any games?": a question about the bot's own tastes, which it has none of.
 _OF_MINE = re.compile(
     r"^\W*(?:do|did)\s+(?:you|u)\s+(?:\w+\s+)?(?:like|love|enjoy|play|watch|prefer|eat|drink|"
@@ -4559,6 +4561,10 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
         by = _SAID_ABOUT.search(plain)
         if mine and not by:
             theirs = [e for e in pool if e.author in (speaker, "")]
+        elif speaker and not by and _AM_I_DOING.search(plain):
+            # "what am i bringing": what the asker said they are bringing, or what was
+            # said of them by name, not Lena's "i'll bring crisps and dip"
+            theirs = [e for e in pool if e.author in (speaker, "") or _mentions(speaker, e.text)]
         elif by:
             # "What did Maria say about lunch?": her lines about lunch, which need not
             # name her.

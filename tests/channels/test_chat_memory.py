@@ -2164,9 +2164,8 @@ async def test_a_need_told_in_passing_whose_lookup_fails_says_so(
         access.recall_from_tool = failing  # type: ignore[method-assign,assignment]
         said = await _say(rt, "what do i need to do?", "q1")
         assert said == (
-            "You haven't asked me to remember a to-do, as far as I know. (I could not look "
-            "for what you said you need to do: the memory store failed (OSError); nothing "
-            "was changed.)"
+            "You have no to-dos that I know of. (I could not look for what you said you "
+            "need to do: the memory store failed (OSError); nothing was changed.)"
         ), said
 
 
@@ -2307,3 +2306,6 @@ async def test_a_to_do_marked_done_without_its_verb_is_crossed_off(
         said = await _say(rt, "done with work, knackered", "k8")
         assert not said.startswith("Done:"), said
         assert await _say(rt, "what do i need to do", "k9") == "Your to-dos: finish the tax return."
+        await _say(rt, "finished the tax return, done", "k10")
+        said = await _say(rt, "what do i need to do", "k11")
+        assert said == "You have no to-dos that I know of.", said

@@ -4520,9 +4520,7 @@ def chat(messages: Sequence[ChatMessage], tools: set[str]) -> tuple[str, list[To
                 # for, but what they said they need to do is theirs to see.
                 answers.append((task, " ".join([NO_TODOS_BUT, *(e.quoted() for e in needs)])))
             else:
-                said = _nothing(
-                    failed, "You haven't asked me to remember a to-do, as far as I know."
-                )
+                said = _nothing(failed, "You have no to-dos that I know of.")
                 if not failed and (lost := _failure(results, f"recall-{key}{_NEEDS}")):
                     # (what else they said they need could not be looked for: not "nothing")
                     said += f" (I could not look for what you said you need to do: {lost}.)"

@@ -4369,11 +4369,14 @@ async def test_when_is_answered_by_a_line_giving_a_time(
             "when is squash",
             "the bins go out every other week",
             "when do the bins go out",
+            "i prefer baking overnight, less interruptions lol",
+            "when do i like to bake",
         ],
     )
     assert "70%" not in replies[1], replies[1]
     assert "tues and thurs" in replies[3], replies[3]
     assert "every other week" in replies[5], replies[5]
+    assert "overnight" in replies[7], replies[7]
 
 
 async def test_a_debt_asked_of_the_others_is_kept_and_settled(

@@ -689,7 +689,8 @@ _TIMED = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days\b|"
     r"\b(?:weekdays?|weekends?|christmas|easter|half[- ]term|term|semester|soon|later|ago|"
     r"every|daily|weekly|monthly|fortnightly|yearly|annually|season|summer|winter|spring|"
-    r"autumn|fall|holidays?|once|twice|before|after|until|till|til|since|during|"
+    r"autumn|fall|holidays?|once|twice|before|after|until|till|til|since|during|overnight|"
+    r"nightly|weeknights?|lunchtime|teatime|dawn|dusk|sunrise|sunset|early|late|"
     r"(?:next|last|this)\s+\w+)\b",
     re.I,
 )

@@ -2309,3 +2309,26 @@ async def test_a_to_do_marked_done_without_its_verb_is_crossed_off(
         await _say(rt, "finished the tax return, done", "k10")
         said = await _say(rt, "what do i need to do", "k11")
         assert said == "You have no to-dos that I know of.", said
+
+
+async def test_a_to_do_marked_done_whose_store_fails_says_so(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "restrung, done", the store failing on crossing the to-do off: the reply says the
+    store failed (never "Done"), and the message is stored.  The list then tells the
+    to-do was said done, quoting the line (the memory is still there); said again once
+    the store is back, it is crossed off."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        await _say(rt, "remind me to restring my bass before the gig", "r1")
+        said = await _said_while_forgets_fail(rt, "restrung, done", "r2")
+        assert said.startswith("I could not cross it off your to-dos: "), said
+        assert "the memory store failed (OSError)" in said, said
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["r1", "r2"]
+        said = await _say(rt, "what do i need to do?", "r3")
+        assert said.startswith("You have no to-dos left that I know of; the last you said "), said
+        assert said.endswith("«restrung, done»"), said
+        assert [m for m in await _memories(rt) if m["type"] == "todo"], "the to-do is kept"
+        said = await _say(rt, "restrung, done", "r4")
+        assert said.startswith("Done: I crossed it off your to-dos (restring"), said
+        assert [m for m in await _memories(rt) if m["type"] == "todo"] == []

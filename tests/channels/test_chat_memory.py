@@ -2332,3 +2332,22 @@ async def test_a_to_do_marked_done_whose_store_fails_says_so(
         said = await _say(rt, "restrung, done", "r4")
         assert said.startswith("Done: I crossed it off your to-dos (restring"), said
         assert [m for m in await _memories(rt) if m["type"] == "todo"] == []
+
+
+async def test_a_debt_asked_whose_save_fails_is_not_noted(
+    make_config: Callable[..., Config],
+) -> None:
+    """ "can everyone pay me back for the internet, £12.50 each" with the memory graph's
+    connection closed: the reply says the save failed, never "Noted", and the message
+    is stored."""
+    async with Runtime.open(make_config(MEMORY), llm=OfflineProvider()) as rt:
+        assert rt.memory is not None
+        await _say(rt, "morning all", "m0", author="tom")
+        await rt.memory.graph.storage.connection.close()  # type: ignore[attr-defined]
+        said = await _say(
+            rt, "can everyone pay me back for the internet, £12.50 each", "m1", author="priya"
+        )
+        assert said.startswith("I could not save that: the memory store failed"), said
+        assert "Noted" not in said, said
+        stored = [m.platform_id async for m in rt.store.export(CH) if m.role is Role.USER]
+        assert stored == ["m0", "m1"]

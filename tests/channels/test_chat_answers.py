@@ -1175,7 +1175,8 @@ async def test_two_parts_answered_by_one_line_looked_for_further_back_quote_it_o
     make_config: Callable[..., Config],
 ) -> None:
     """ "When is the first match and where?", its line summarized away: each part was
-    looked for further back and each late answer quoted the same line in full."""
+    looked for further back and each late answer quoted the same line in full.  It is
+    quoted once, however the two lookups come back."""
     long = (
         "The coffee machine on the third floor is fixed again, the engineer replaced the "
         "pump and the descaler, and says it should last until {}."
@@ -1196,7 +1197,10 @@ async def test_two_parts_answered_by_one_line_looked_for_further_back_quote_it_o
         said = [m.text for m in rt.outbox.sent[before:]]
     assert said[0] == HOLDING, said
     assert " ".join(said).count("Hollins Lane") == 1, said
-    assert said[-1].endswith(SAME_AS_QUOTED), said
+    # The two parts are looked for by branches that may come back in one turn or in two:
+    # one answer labelled with both parts, or the second saying the first answers it.
+    both = said[-1].startswith("«When is the first match / where?»")
+    assert both or said[-1].endswith(SAME_AS_QUOTED), said
 
 
 async def test_a_cancellation_retires_only_what_it_names_for_good(

@@ -1278,10 +1278,9 @@ def said_later(found: Evidence, question: str, pool: Sequence[Evidence]) -> Evid
 
 # "i've done safeguarding already", "finished the leadership module": one's own thing
 # said done.
-_DONE_WORD = re.compile(
-    r"\b(?:done|finished|completed|covered|revised|passed|sorted|ticked\s+off|crossed\s+off)\b",
-    re.I,
-)
+# The words that say a thing is done, for the three readings of it below.
+_DONE_WORDS = r"done|sorted|finished|completed|ticked\s+off"
+_DONE_WORD = re.compile(rf"\b(?:{_DONE_WORDS}|covered|revised|passed|crossed\s+off)\b", re.I)
 # Where a list's items start, after what it lists: "topics are …", "studying: …".
 _LIST_HEAD = re.compile(r"^[^:]{0,60}:\s*|^.{0,60}?\b(?:are|is|include|includes)\s+", re.I)
 
@@ -3603,9 +3602,11 @@ def _done_with_marked(m: ChatMessage, before: Sequence[ChatMessage]) -> str:
 
 
 # "done", "sorted", "✅": a thing said done, without the verb it was asked with.
-_DONE_MARK = re.compile(r"\b(?:done|sorted|finished|completed|ticked\s+off)\b|\u2705|\u2714", re.I)
+_DONE_MARK = re.compile(rf"\b(?:{_DONE_WORDS})\b|\u2705|\u2714", re.I)
 _DONE_TALK = frozenset(
-    stems("done sorted finished completed ticked off finally just already yesterday today")
+    stems(
+        _DONE_WORDS.replace("|", " ").replace(r"\s+", " ") + " finally just already yesterday today"
+    )
 )
 
 
